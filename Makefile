@@ -1,0 +1,45 @@
+# Two commands do all set-up: `make run` and `make test`.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/glove_test
+
+.PHONY: run test install lint format bench clean
+
+$(PY):
+	@interp=$$(sh .ci/find-python) || exit 1; \
+	echo "Creating $(VENV) with $$interp"; \
+	"$$interp" -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py setup_demo
+	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) gloveapp.asgi:application
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+# The whole suite on SQLite, then the database-backed tests again on PostgreSQL.
+test: lint
+	$(VENV)/bin/pytest
+	DATABASE_URL=$(PG_TEST_URL) $(VENV)/bin/pytest -m postgres
+
+bench: install
+	@for b in bench/*.py; do echo "== $$b" >&2; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache

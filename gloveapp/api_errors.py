@@ -1,0 +1,40 @@
+"""One error shape for the JSON API: `{"error": "...", "field": "..."}`.
+
+DRF's default answers validation errors with a dict of field lists; clients written for
+Glove's Next.js routes expect `{error}`. We keep DRF's detail under `details` as well.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.exceptions import ValidationError
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def _first_error(detail: Any, prefix: str = "") -> tuple[str, str]:
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = key if not prefix else f"{prefix}.{key}"
+            if key == "non_field_errors":
+                name = prefix
+            return _first_error(value, name)
+    if isinstance(detail, list) and detail:
+        for index, value in enumerate(detail):
+            if isinstance(value, (dict, list)):
+                return _first_error(value, f"{prefix}[{index}]" if prefix else str(index))
+            return prefix, str(value)
+    return prefix, str(detail)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]):
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, ValidationError):
+        field, message = _first_error(response.data)
+        text = f"{field}: {message}" if field else message
+        response.data = {"error": text, "field": field or None, "details": response.data}
+    elif isinstance(response.data, dict) and "detail" in response.data:
+        response.data = {"error": str(response.data["detail"])}
+    return response

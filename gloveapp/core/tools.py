@@ -1,0 +1,171 @@
+"""Tools: a capability the model can call, with validated input.
+
+A tool is a `Tool` with a pydantic input model (or a raw JSON schema) and an async `run`
+function, or a plain async function turned into one by `@tool`, whose signature becomes the
+input model and whose docstring becomes the description:
+
+    @tool
+    async def check_stock(product: str) -> dict:
+        "Look up how many bags of a coffee are in stock."
+        return {"product": product, "bags": 0}
+
+A parameter annotated `ToolContext` (or named `ctx`) receives the call's context: the display
+manager bound to this tool, the store, the abort signal and the call id.
+
+`run` may return a `ToolResultData` (used verbatim) or any other value, which becomes
+`ToolResultData(status="success", data=value)` like glove-react's `defineTool`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+from gloveapp.core.abort import AbortSignal
+from gloveapp.core.models.base import ToolSpec
+from gloveapp.core.types import ToolResultData
+
+DisplayStrategy = Literal["stay", "hide-on-complete", "hide-on-new"]
+DISPLAY_STRATEGIES: tuple[str, ...] = ("stay", "hide-on-complete", "hide-on-new")
+
+ToolRun = Callable[[Any, "ToolContext"], Awaitable[Any]]
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a running tool can reach besides its input."""
+
+    tool_name: str
+    call_id: str | None
+    display: Any  # a BoundDisplay from gloveapp.core.display (push_and_wait / push_and_forget)
+    store: Any
+    abort: AbortSignal | None = None
+
+
+@dataclass(slots=True)
+class Tool:
+    name: str
+    description: str
+    run: ToolRun
+    input_model: type[BaseModel] | None = None
+    json_schema: dict[str, Any] | None = None
+    requires_permission: bool | Callable[[Any], bool] = False
+    un_abortable: bool = False
+    display_strategy: DisplayStrategy = "stay"
+    # Colocated renderers (Django templates): the slot a push renders with, and the template
+    # that shows a past result from `render_data` after a reload.
+    slot_template: str | None = None
+    result_template: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.display_strategy not in DISPLAY_STRATEGIES:
+            raise ValueError(
+                f"display_strategy must be one of {', '.join(DISPLAY_STRATEGIES)}, "
+                f"got {self.display_strategy!r}"
+            )
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema sent to the model."""
+        if self.json_schema is not None:
+            return self.json_schema
+        if self.input_model is not None:
+            return model_json_schema(self.input_model)
+        return {"type": "object", "properties": {}}
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name, description=self.description, input_schema=self.input_schema()
+        )
+
+    def needs_permission(self, raw_input: Any) -> bool:
+        gate = self.requires_permission
+        return bool(gate(raw_input)) if callable(gate) else bool(gate)
+
+
+def model_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A pydantic model's JSON schema without pydantic's `title` noise."""
+    schema = model.model_json_schema()
+    return _strip_titles(schema)
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: _strip_titles(value)
+            for key, value in node.items()
+            if not (key == "title" and isinstance(value, str))
+        }
+    if isinstance(node, list):
+        return [_strip_titles(value) for value in node]
+    return node
+
+
+def _is_context_param(name: str, annotation: Any) -> bool:
+    return annotation is ToolContext or name == "ctx"
+
+
+def tool(
+    func: Callable[..., Awaitable[Any]] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_permission: bool | Callable[[Any], bool] = False,
+    un_abortable: bool = False,
+    display_strategy: DisplayStrategy = "stay",
+    slot_template: str | None = None,
+    result_template: str | None = None,
+) -> Any:
+    """Turn an async function into a `Tool` (usable bare or with options)."""
+
+    def build(fn: Callable[..., Awaitable[Any]]) -> Tool:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"tool {fn.__name__!r} must be an async function")
+        hints = get_type_hints(fn)
+        fields: dict[str, Any] = {}
+        context_param: str | None = None
+        for param in inspect.signature(fn).parameters.values():
+            annotation = hints.get(param.name, Any)
+            if _is_context_param(param.name, annotation):
+                context_param = param.name
+                continue
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[param.name] = (annotation, default)
+        input_model = create_model(  # type: ignore[call-overload]
+            f"{fn.__name__}_input", __config__=ConfigDict(extra="ignore"), **fields
+        )
+
+        async def run(validated: BaseModel, ctx: ToolContext) -> Any:
+            kwargs = {key: getattr(validated, key) for key in fields}
+            if context_param is not None:
+                kwargs[context_param] = ctx
+            return await fn(**kwargs)
+
+        return Tool(
+            name=name or fn.__name__,
+            description=description or inspect.cleandoc(fn.__doc__ or ""),
+            run=run,
+            input_model=input_model,
+            requires_permission=requires_permission,
+            un_abortable=un_abortable,
+            display_strategy=display_strategy,
+            slot_template=slot_template,
+            result_template=result_template,
+        )
+
+    if func is not None:
+        return build(func)
+    return build
+
+
+def as_tool_result(value: Any) -> ToolResultData:
+    """Wrap a tool's return value the way glove-react's `defineTool` does."""
+    if isinstance(value, ToolResultData):
+        return value
+    if isinstance(value, dict) and "status" in value and "data" in value:
+        return ToolResultData.from_dict(value)
+    return ToolResultData(status="success", data=value)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class MeshConfig(AppConfig):
+    name = "mesh"
+    verbose_name = "Mesh"
