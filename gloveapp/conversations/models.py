@@ -1,0 +1,133 @@
+"""What the runtime produces, persisted: sessions, their messages, tasks and permissions,
+plus the event log that carries live updates to the pages (the transactional outbox)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Session(models.Model):
+    """One conversation with one agent. The id is the runtime store's `identifier`."""
+
+    id = models.CharField(primary_key=True, max_length=128)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="glove_sessions",
+    )
+    title = models.CharField(max_length=200, blank=True, default="")
+    agent_name = models.CharField(max_length=100, blank=True, default="")
+    token_count = models.BigIntegerField(default=0)
+    turn_count = models.IntegerField(default=0)
+    # Cumulative consumption, never reset by compaction (statistics for people).
+    tokens_in_total = models.BigIntegerField(default=0)
+    tokens_out_total = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.title or self.id
+
+
+class Message(models.Model):
+    """One Glove message. `seq` orders a session's history; compaction markers stay in it."""
+
+    SENDERS = [("user", "user"), ("agent", "agent")]
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    sender = models.CharField(max_length=5, choices=SENDERS)
+    msg_id = models.CharField(max_length=200, blank=True, null=True)
+    text = models.TextField(blank=True, default="")
+    content = models.JSONField(null=True, blank=True)
+    tool_calls = models.JSONField(null=True, blank=True)
+    tool_results = models.JSONField(null=True, blank=True)
+    is_compaction = models.BooleanField(default=False)
+    is_skill_injection = models.BooleanField(default=False)
+    framework_context = models.CharField(max_length=50, null=True, blank=True)
+    reasoning_content = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="message_unique_seq"),
+        ]
+        indexes = [
+            # "Where does the model's context start?" is one index probe.
+            models.Index(
+                fields=["session", "-seq"],
+                condition=models.Q(is_compaction=True),
+                name="message_compaction_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.seq} {self.sender}"
+
+
+class Task(models.Model):
+    STATUSES = [("pending", "pending"), ("in_progress", "in progress"), ("completed", "completed")]
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tasks")
+    task_id = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(default=0)
+    content = models.TextField()
+    active_form = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=20, choices=STATUSES, default="pending")
+
+    class Meta:
+        ordering = ["session", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "task_id"], name="task_unique_id"),
+        ]
+
+    def __str__(self) -> str:
+        return self.content
+
+
+class Permission(models.Model):
+    """A remembered answer to a tool's permission prompt, keyed like Glove's `permissionKey`."""
+
+    STATUSES = [("granted", "granted"), ("denied", "denied"), ("unset", "unset")]
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="permissions")
+    key = models.TextField()
+    tool_name = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=STATUSES, default="unset")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "key"], name="permission_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} = {self.status}"
+
+
+class LiveEvent(models.Model):
+    """A change announced to live pages, written in the same transaction as the change.
+
+    The server relays new rows to the channel layer; a reconnecting client replays from the
+    last id it saw. `stream` names the audience: `session:<id>` or `workspace:<id>`.
+    """
+
+    stream = models.CharField(max_length=200)
+    type = models.CharField(max_length=100)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["stream", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.stream} {self.type} #{self.pk}"

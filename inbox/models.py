@@ -1,0 +1,65 @@
+"""The Glove inbox persisted: async requests an agent posts and the outside world resolves."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class InboxItem(models.Model):
+    """pending -> resolved -> consumed (or pending -> consumed when withdrawn).
+
+    Ids are Glove's (`inbox_<ms>_<rand>`), unique across sessions, because resolvers
+    (webhooks, the command line) name an item by id alone.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RESOLVED = "resolved"
+        CONSUMED = "consumed"
+
+    class ResolvedBy(models.TextChoices):
+        USER = "user"
+        WEBHOOK = "webhook"
+        COMMAND = "command"
+        API = "api"
+        MESH = "mesh"
+        EXPIRY = "expiry"
+        AGENT = "agent"
+
+    id = models.CharField(primary_key=True, max_length=128)
+    session = models.ForeignKey(
+        "conversations.Session", on_delete=models.CASCADE, related_name="inbox_items"
+    )
+    tag = models.CharField(max_length=200)
+    request = models.TextField()
+    response = models.TextField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    blocking = models.BooleanField(default=False)
+    created_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.CharField(max_length=10, choices=ResolvedBy.choices, null=True, blank=True)
+    resolved_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="resolved_inbox_items",
+    )
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["session", "status"]),
+            models.Index(fields=["status", "created_at"]),
+            models.Index(
+                fields=["expires_at"],
+                condition=models.Q(status="pending"),
+                name="inbox_pending_expiry_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.tag}] {self.request[:60]}"
