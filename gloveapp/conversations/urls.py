@@ -1,0 +1,5 @@
+"""The HTMX chat pages."""
+
+from __future__ import annotations
+
+urlpatterns: list = []
