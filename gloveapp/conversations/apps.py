@@ -5,3 +5,6 @@ class ConversationsConfig(AppConfig):
     name = "gloveapp.conversations"
     label = "conversations"
     verbose_name = "Conversations"
+
+    def ready(self) -> None:
+        from gloveapp import checks  # noqa: F401  (registers the system checks)

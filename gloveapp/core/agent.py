@@ -1,0 +1,147 @@
+"""The agent loop: one `ask` = one user message answered (glove-core's `Agent.ask`, §2.2).
+
+inject resolved inbox items (persisted, claimed exactly once)
+build the blocking reminder (once per ask)
+persist the user message
+loop:
+    context = messages since the last compaction + the reminder at the very end
+    stop at the turn limit
+    call the model with every tool
+    (compact first if the reply calls tools and the count is >= 90% of the limit)
+    persist the reply, count its tokens and the turn
+    no tool calls -> compact if the count is >= the limit (Decision 4), return
+    run the tools, persist one "tool results" message, compact if >= the limit
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from gloveapp.core.abort import AbortSignal
+from gloveapp.core.compaction import Compactor, context_messages
+from gloveapp.core.events import TOKEN_CONSUMPTION, EventBus
+from gloveapp.core.executor import HandOver, ToolExecutor
+from gloveapp.core.inbox_context import build_blocking_reminder, inject_resolved_items
+from gloveapp.core.models.base import ModelAdapter, ToolSpec
+from gloveapp.core.tools import Tool, model_json_schema
+from gloveapp.core.types import AbortError, Message, ModelResult, TokenUsage, ToolCall
+
+TOOL_RESULTS_TEXT = "tool results"
+
+
+def turn_limit_text(max_turns: int) -> str:
+    return (
+        f"Reached the maximum number of turns ({max_turns}) for this request. "
+        "Please send a new message to continue."
+    )
+
+
+@lru_cache(maxsize=1024)
+def _input_model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    # Generating a pydantic JSON schema takes milliseconds, and every model call offers every
+    # tool; input models are classes, so their schema can be built once per process.
+    return model_json_schema(model)
+
+
+def tool_specs(tools: list[Tool]) -> list[ToolSpec]:
+    """The tools as the model sees them (`Tool.spec()`, with input-model schemas cached)."""
+    specs = []
+    for tool in tools:
+        if tool.json_schema is None and tool.input_model is not None:
+            schema = _input_model_schema(tool.input_model)
+            specs.append(
+                ToolSpec(name=tool.name, description=tool.description, input_schema=schema)
+            )
+        else:
+            specs.append(tool.spec())
+    return specs
+
+
+def _raise_if_aborted(abort: AbortSignal | None) -> None:
+    if abort is not None and abort.aborted:
+        raise AbortError()
+
+
+class Agent:
+    def __init__(
+        self,
+        *,
+        store: Any,
+        model: ModelAdapter,
+        executor: ToolExecutor,
+        compactor: Compactor,
+        events: EventBus,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.executor = executor
+        self.compactor = compactor
+        self.events = events
+
+    @property
+    def max_turns(self) -> int:
+        return self.compactor.config.max_turns
+
+    async def ask(
+        self, message: Message, *, hand_over: HandOver, abort: AbortSignal | None = None
+    ) -> ModelResult:
+        await inject_resolved_items(self.store)
+        # Computed once: an item resolved during this ask is injected by the next one.
+        reminder = await build_blocking_reminder(self.store)
+        await self.store.append_messages([message])
+
+        request_turns = 0
+        while True:
+            _raise_if_aborted(abort)
+            prompt = await context_messages(self.store)
+            if reminder is not None:
+                # At the very end (Decision 2): never between a tool call and its results.
+                prompt.append(reminder)
+
+            if request_turns >= self.max_turns:
+                limit_message = Message(sender="agent", text=turn_limit_text(self.max_turns))
+                await self.store.append_messages([limit_message])
+                return ModelResult(messages=[limit_message], tokens_in=0, tokens_out=0)
+
+            result = await self.model.prompt(
+                prompt, tool_specs(self.executor.tools), self.events.emit, abort
+            )
+            _raise_if_aborted(abort)
+
+            calls: list[ToolCall] = [
+                call for reply in result.messages for call in (reply.tool_calls or [])
+            ]
+            if calls and await self.compactor.is_imminent():
+                # Before persisting the reply, so its tool calls and their results land after
+                # the summary and stay visible to the model.
+                await self.compactor.run_now()
+            await self.store.append_messages(result.messages)
+            await self._count_tokens(result)
+            await self.store.increment_turn()
+            request_turns += 1
+
+            if not calls:
+                # Glove only compacts on tool-calling iterations; a chat that never calls
+                # tools would otherwise grow without bound (Decision 4).
+                await self.compactor.try_compaction()
+                return result
+
+            tool_results = await self.executor.execute(calls, hand_over=hand_over, abort=abort)
+            _raise_if_aborted(abort)
+            await self.store.append_messages(
+                [Message(sender="user", text=TOOL_RESULTS_TEXT, tool_results=tool_results)]
+            )
+            await self.compactor.try_compaction()
+
+    async def _count_tokens(self, result: ModelResult) -> None:
+        usage = TokenUsage(
+            tokens_in=result.tokens_in or 0,
+            tokens_out=result.tokens_out or 0,
+            cache_creation_input_tokens=result.cache_creation_input_tokens,
+            cache_read_input_tokens=result.cache_read_input_tokens,
+        )
+        await self.store.add_tokens(usage)
+        await self.events.emit(TOKEN_CONSUMPTION, {"consumption": usage.to_dict()})

@@ -1,0 +1,180 @@
+"""The two tools Glove gives every agent whose store can hold their state.
+
+`glove_post_to_inbox` (contract §3.1) and `glove_update_tasks` (§5), with the descriptions,
+JSON schemas, result texts and id formats of the published glove-core 4.1.0. The schemas the
+model sees are the exact ones 4.1.0 sends (zod's JSON Schema output); the pydantic models
+beside them validate the input, strictly, as zod does (no "true" -> True coercion).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gloveapp.core.store import supports_inbox, supports_tasks
+from gloveapp.core.tools import Tool, ToolContext
+from gloveapp.core.types import (
+    InboxItem,
+    Task,
+    ToolResultData,
+    epoch_ms,
+    new_inbox_item_id,
+    now_iso,
+)
+
+INBOX_TOOL_NAME = "glove_post_to_inbox"
+TASK_TOOL_NAME = "glove_update_tasks"
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+INBOX_TOOL_DESCRIPTION = (
+    "Post an async request to the inbox. Use this when something cannot be resolved now but "
+    "will be resolved later by an external service (e.g., inventory restock, payment "
+    "confirmation, background job completion). Set blocking=true if you cannot proceed without "
+    "the result. Set blocking=false if the result can arrive later and you can continue "
+    "working.\n\nThe inbox item will be automatically checked each time the conversation "
+    "continues. When it is resolved, the result will be provided to you as a tool result."
+)
+INBOX_TAG_DESCRIPTION = "Category label for this inbox item, e.g. 'restock_monitor'"
+INBOX_REQUEST_DESCRIPTION = "Natural language description of what needs to happen or be monitored"
+INBOX_BLOCKING_DESCRIPTION = "If true, you cannot continue until this item is resolved"
+INBOX_CREATED_BLOCKING = "Inbox item created. This is blocking \u2014 you must wait for resolution."
+INBOX_CREATED_NON_BLOCKING = "Inbox item created. This is non-blocking \u2014 you may continue."
+
+TASK_TOOL_DESCRIPTION = (
+    "Use this tool to create and manage a structured task list for the current session. Call "
+    "this tool with the FULL updated list of tasks each time. Each task has:\n"
+    '- content: imperative form describing the task ("Fix the bug", "Run tests")\n'
+    '- activeForm: present continuous form shown during execution ("Fixing the bug", '
+    '"Running tests")\n'
+    '- status: "pending", "in_progress", or "completed"\n\n'
+    "Only one task should be in_progress at a time. Mark tasks completed immediately after "
+    "finishing them."
+)
+
+INBOX_TOOL_SCHEMA: dict[str, Any] = {
+    "$schema": JSON_SCHEMA_DIALECT,
+    "type": "object",
+    "properties": {
+        "tag": {"type": "string", "minLength": 1, "description": INBOX_TAG_DESCRIPTION},
+        "request": {"type": "string", "minLength": 1, "description": INBOX_REQUEST_DESCRIPTION},
+        "blocking": {
+            "default": False,
+            "description": INBOX_BLOCKING_DESCRIPTION,
+            "type": "boolean",
+        },
+    },
+    # zod lists defaulted fields as required in its output-side schema.
+    "required": ["tag", "request", "blocking"],
+    "additionalProperties": False,
+}
+
+TASK_TOOL_SCHEMA: dict[str, Any] = {
+    "$schema": JSON_SCHEMA_DIALECT,
+    "type": "object",
+    "properties": {
+        "todos": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string", "minLength": 1},
+                    "activeForm": {"type": "string", "minLength": 1},
+                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                },
+                "required": ["content", "activeForm", "status"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["todos"],
+    "additionalProperties": False,
+}
+
+
+class PostToInboxInput(BaseModel):
+    # zod objects strip unknown keys rather than failing; strict types like zod's.
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    tag: str = Field(min_length=1, description=INBOX_TAG_DESCRIPTION)
+    request: str = Field(min_length=1, description=INBOX_REQUEST_DESCRIPTION)
+    blocking: bool = Field(default=False, description=INBOX_BLOCKING_DESCRIPTION)
+
+
+class TodoInput(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    content: str = Field(min_length=1)
+    activeForm: str = Field(min_length=1)  # Glove's wire name
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class UpdateTasksInput(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    todos: list[TodoInput]
+
+
+async def post_to_inbox(params: PostToInboxInput, ctx: ToolContext) -> ToolResultData:
+    item = InboxItem(
+        id=new_inbox_item_id(),
+        tag=params.tag,
+        request=params.request,
+        response=None,
+        status="pending",
+        blocking=params.blocking,
+        created_at=now_iso(),
+        resolved_at=None,
+    )
+    # Like Glove, a store without an inbox is skipped silently; the tool is only registered
+    # automatically when the store has one.
+    if supports_inbox(ctx.store):
+        await ctx.store.add_inbox_item(item)
+    message = INBOX_CREATED_BLOCKING if params.blocking else INBOX_CREATED_NON_BLOCKING
+    return ToolResultData.success({"inbox_item_id": item.id, "message": message})
+
+
+async def update_tasks(params: UpdateTasksInput, ctx: ToolContext) -> ToolResultData:
+    existing = await ctx.store.get_tasks() if supports_tasks(ctx.store) else []
+    id_by_content: dict[str, str] = {}
+    for task in existing:
+        id_by_content.setdefault(task.content, task.id)
+    # Glove mints `task_{epochMs}_{index}`; two calls in the same millisecond could then give a
+    # new task the id of an existing one, so the millisecond is advanced past any id in use.
+    taken = {task.id for task in existing}
+    minted_at = epoch_ms()
+    tasks = []
+    for index, todo in enumerate(params.todos):
+        task_id = id_by_content.get(todo.content)
+        if task_id is None:
+            while f"task_{minted_at}_{index}" in taken:
+                minted_at += 1
+            task_id = f"task_{minted_at}_{index}"
+        taken.add(task_id)
+        tasks.append(
+            Task(id=task_id, content=todo.content, active_form=todo.activeForm, status=todo.status)
+        )
+    if supports_tasks(ctx.store):
+        await ctx.store.add_tasks(tasks)
+    return ToolResultData.success({"tasks": [task.to_dict() for task in tasks]})
+
+
+def create_inbox_tool() -> Tool:
+    return Tool(
+        name=INBOX_TOOL_NAME,
+        description=INBOX_TOOL_DESCRIPTION,
+        run=post_to_inbox,
+        input_model=PostToInboxInput,
+        json_schema=INBOX_TOOL_SCHEMA,
+    )
+
+
+def create_task_tool() -> Tool:
+    return Tool(
+        name=TASK_TOOL_NAME,
+        description=TASK_TOOL_DESCRIPTION,
+        run=update_tasks,
+        input_model=UpdateTasksInput,
+        json_schema=TASK_TOOL_SCHEMA,
+    )

@@ -1,0 +1,224 @@
+"""Running the tool calls of one model reply (glove-core's `Executor`, contract §2.3).
+
+Calls run strictly one after another, in call order. Each gets exactly one `ToolResult`, except
+that a tool aborted while it runs ends the batch: later calls get no result at all (the
+formatters patch in `No result available`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from gloveapp.core.abort import AbortSignal
+from gloveapp.core.display import PERMISSION_RENDERER, BoundDisplay, DisplayManager
+from gloveapp.core.events import TOOL_USE_RESULT, EventBus
+from gloveapp.core.store import supports_permissions
+from gloveapp.core.tools import Tool, ToolContext, as_tool_result
+from gloveapp.core.types import AbortError, ToolCall, ToolResult, ToolResultData
+from gloveapp.core.validation import TOOL_INPUT_INVALID, validation_error_data
+
+ABORTED_MESSAGE = "Tool execution was aborted by the user."
+
+# A permission prompt answered with this grants the one call without remembering the answer
+# (an addition to Glove, where any truthy answer is stored as "granted" for that input).
+PERMISSION_ONCE = "once"
+
+# hand_over(input, tool_name, call_id): show a slot and wait for the user's answer.
+HandOver = Callable[[dict[str, Any], str | None, str | None], Awaitable[Any]]
+
+
+def unknown_tool_message(name: str, available: list[str]) -> str:
+    near = [known for known in available if known in name or name in known]
+    message = f"No tool called {name} exists."
+    if near:
+        message += f" Did you mean {' or '.join(near)}?"
+    if available:
+        message += f" Available tools: {', '.join(available)}."
+    else:
+        message += " No tools are registered."
+    return message
+
+
+def permission_denied_message(name: str) -> str:
+    return (
+        f'Permission denied for tool "{name}". The user has not granted permission to run '
+        "this tool."
+    )
+
+
+def js_error_string(error: BaseException) -> str:
+    """What JS's `${error}` prints for an error: `Name: message`, or just the name."""
+    message = str(error)
+    name = type(error).__name__
+    return f"{name}: {message}" if message else name
+
+
+def failed_tool_message(error: BaseException, max_retries: int) -> str:
+    return (
+        f"Failed to run tool successfully. Tool Errored out with {js_error_string(error)}, "
+        f"after {max_retries}/{max_retries} retries. ABORT EXECUTION"
+    )
+
+
+def _is_abort(error: BaseException) -> bool:
+    return isinstance(error, AbortError | asyncio.CancelledError) or (
+        type(error).__name__ == "AbortError"
+    )
+
+
+class ToolExecutor:
+    def __init__(
+        self,
+        *,
+        tools: list[Tool],
+        store: Any,
+        events: EventBus,
+        display_manager: Callable[[], DisplayManager],
+        max_retries: int = 3,
+    ) -> None:
+        self.tools = tools
+        self.store = store
+        self.events = events
+        # Looked up per call (not captured when a tool is folded, Glove's §10.8 bug), so a
+        # swapped display manager reaches every tool.
+        self._display_manager = display_manager
+        self.max_retries = max_retries
+
+    def find(self, name: str) -> Tool | None:
+        wanted = name.lower()
+        return next((tool for tool in self.tools if tool.name.lower() == wanted), None)
+
+    async def execute(
+        self, calls: list[ToolCall], *, hand_over: HandOver, abort: AbortSignal | None
+    ) -> list[ToolResult]:
+        results: list[ToolResult] = []
+        for call in calls:
+            started = time.perf_counter()
+            result, stop = await self._execute_one(call, hand_over, abort)
+            tool_result = ToolResult(
+                tool_name=call.tool_name,
+                call_id=call.id,
+                result=result,
+                duration_ms=int((time.perf_counter() - started) * 1000),
+            )
+            results.append(tool_result)
+            await self.events.emit(
+                TOOL_USE_RESULT,
+                {**tool_result.to_dict(), "id": call.id, "name": call.tool_name},
+            )
+            if stop:
+                break
+        return results
+
+    async def _execute_one(
+        self, call: ToolCall, hand_over: HandOver, abort: AbortSignal | None
+    ) -> tuple[ToolResultData, bool]:
+        """The call's result, and whether the batch must stop (an in-tool abort)."""
+        tool = self.find(call.tool_name)
+        aborted = abort is not None and abort.aborted
+        if aborted and not (tool is not None and tool.un_abortable):
+            return _aborted(), False
+        if tool is None:
+            available = [known.name for known in self.tools]
+            return ToolResultData.error(unknown_tool_message(call.tool_name, available)), False
+        if not await self._permitted(tool, call, hand_over):
+            return ToolResultData.error(permission_denied_message(call.tool_name)), False
+
+        validated: Any = call.input_args
+        if tool.input_model is not None:
+            try:
+                validated = tool.input_model.model_validate(call.input_args)
+            except ValidationError as error:
+                data = validation_error_data(error, tool.input_model)
+                return ToolResultData(status="error", message=TOOL_INPUT_INVALID, data=data), False
+
+        context = ToolContext(
+            tool_name=tool.name,
+            call_id=call.id,
+            display=BoundDisplay(
+                self._display_manager(),
+                tool_name=tool.name,
+                call_id=call.id,
+                display_strategy=tool.display_strategy,
+            ),
+            store=self.store,
+            abort=abort,
+        )
+        return await self._run_with_retries(tool, validated, context, abort)
+
+    async def _permitted(self, tool: Tool, call: ToolCall, hand_over: HandOver) -> bool:
+        # Checked with the RAW input, before validation, as Glove does.
+        if not tool.needs_permission(call.input_args):
+            return True
+        if not supports_permissions(self.store):
+            return True
+        status = await self.store.get_permission(tool.name, call.input_args)
+        if status == "granted":
+            return True
+        if status == "denied":
+            return False
+        answer = await hand_over(
+            {"renderer": PERMISSION_RENDERER, "toolName": tool.name, "toolInput": call.input_args},
+            tool.name,
+            call.id,
+        )
+        if answer == PERMISSION_ONCE:
+            # Allowed for this call only: nothing remembered, the next call asks again.
+            return True
+        allowed = bool(answer)
+        await self.store.set_permission(
+            tool.name, "granted" if allowed else "denied", call.input_args
+        )
+        return allowed
+
+    async def _run_with_retries(
+        self, tool: Tool, validated: Any, context: ToolContext, abort: AbortSignal | None
+    ) -> tuple[ToolResultData, bool]:
+        def may_continue() -> bool:
+            return abort is None or not abort.aborted or tool.un_abortable
+
+        last_error: BaseException | None = None
+        for _attempt in range(self.max_retries + 1):
+            try:
+                if not may_continue():
+                    raise AbortError()
+                value = await self._run_once(tool, validated, context, abort)
+                return as_tool_result(value), False
+            except Exception as error:
+                last_error = error
+                if _is_abort(error) or not may_continue():
+                    break
+        assert last_error is not None
+        if _is_abort(last_error) or (abort is not None and abort.aborted):
+            return _aborted(), True
+        return ToolResultData.error(failed_tool_message(last_error, self.max_retries)), False
+
+    async def _run_once(
+        self, tool: Tool, validated: Any, context: ToolContext, abort: AbortSignal | None
+    ) -> Any:
+        if tool.un_abortable or abort is None:
+            return await tool.run(validated, context)
+        # Race the tool against the abort signal: an abort ends the wait at once, even when the
+        # tool is waiting on the user, and cancels the tool.
+        run = asyncio.ensure_future(tool.run(validated, context))
+        aborted = asyncio.ensure_future(abort.wait())
+        try:
+            await asyncio.wait({run, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            aborted.cancel()
+            if not run.done():
+                run.cancel()
+        if run.done() and not run.cancelled():
+            return run.result()
+        # Let the cancelled tool unwind (its finally blocks, its display slot) before reporting.
+        await asyncio.wait({run})
+        raise AbortError()
+
+
+def _aborted() -> ToolResultData:
+    return ToolResultData(status="aborted", message=ABORTED_MESSAGE, data=None)

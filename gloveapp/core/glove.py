@@ -1,0 +1,178 @@
+"""`Glove`: configure an agent (store, model, tools, subscribers), build it, send it requests.
+
+    glove = Glove(
+        store=MemoryStore("session_1"),
+        model=ScriptedModel(["Hello!"]),
+        system_prompt="You are Brew, the assistant of a small coffee shop.",
+        compaction_config=CompactionConfig("Summarize the conversation."),
+    )
+    glove.fold(check_stock).add_subscriber(print)
+    agent = glove.build()
+    result = await agent.process_request("Hi")
+
+When the store can hold them, `glove_update_tasks` and `glove_post_to_inbox` are registered
+first, automatically (Decision 1: the documented behaviour, which glove-core 3.x+ dropped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gloveapp.core.abort import AbortSignal
+from gloveapp.core.agent import Agent
+from gloveapp.core.builtin_tools import create_inbox_tool, create_task_tool
+from gloveapp.core.compaction import CompactionConfig, Compactor
+from gloveapp.core.display import GENERIC_RENDERER, DisplayManager
+from gloveapp.core.events import EventBus, Subscriber
+from gloveapp.core.executor import ToolExecutor
+from gloveapp.core.models.base import ModelAdapter
+from gloveapp.core.store import MemoryStore, supports_inbox, supports_tasks
+from gloveapp.core.tools import Tool
+from gloveapp.core.tools import tool as make_tool
+from gloveapp.core.types import ContentPart, Message, ModelResult
+
+NOT_BUILT_MESSAGE = "Call build before process_request"
+MULTIMODAL_PLACEHOLDER = "[multimodal message]"
+
+Request = str | Sequence[ContentPart | dict[str, Any]]
+
+
+class GloveNotBuiltError(RuntimeError):
+    def __init__(self) -> None:
+        super().__init__(NOT_BUILT_MESSAGE)
+
+
+class Glove:
+    """An agent's configuration and its runnable form (after `build()`)."""
+
+    def __init__(
+        self,
+        *,
+        model: ModelAdapter,
+        compaction_config: CompactionConfig,
+        store: Any | None = None,
+        display_manager: DisplayManager | None = None,
+        system_prompt: str = "",
+        max_retries: int = 3,
+    ) -> None:
+        self._store = store if store is not None else MemoryStore()
+        self._display_manager = display_manager or DisplayManager()
+        self._model = model
+        self._system_prompt = system_prompt
+        self._events = EventBus()
+        self._tools: list[Tool] = []
+        self._built = False
+        model.set_system_prompt(system_prompt)
+        if supports_tasks(self._store):
+            self._tools.append(create_task_tool())
+        if supports_inbox(self._store):
+            self._tools.append(create_inbox_tool())
+        self._executor = ToolExecutor(
+            tools=self._tools,
+            store=self._store,
+            events=self._events,
+            display_manager=lambda: self._display_manager,
+            max_retries=max_retries,
+        )
+        self._compactor = Compactor(
+            store=self._store, model=model, events=self._events, config=compaction_config
+        )
+        self._agent = Agent(
+            store=self._store,
+            model=model,
+            executor=self._executor,
+            compactor=self._compactor,
+            events=self._events,
+        )
+
+    # -- building -------------------------------------------------------------------------
+    def fold(self, tool: Tool | Any) -> Glove:
+        """Register a tool: a `Tool`, or an async function (turned into one by `@tool`)."""
+        if not isinstance(tool, Tool):
+            tool = make_tool(tool)
+        self._tools.append(tool)
+        return self
+
+    def add_subscriber(self, subscriber: Subscriber) -> Glove:
+        self._events.add(subscriber)
+        return self
+
+    def remove_subscriber(self, subscriber: Subscriber) -> Glove:
+        self._events.remove(subscriber)
+        return self
+
+    def set_display_manager(self, display_manager: DisplayManager) -> Glove:
+        """Swap the display stack; applies to every tool, folded before or after."""
+        self._display_manager = display_manager
+        return self
+
+    def build(self) -> Glove:
+        self._built = True
+        return self
+
+    # -- running --------------------------------------------------------------------------
+    async def process_request(
+        self, request: Request, abort: AbortSignal | None = None
+    ) -> ModelResult:
+        """Answer one user request; raises `AbortError` if `abort` fires."""
+        if not self._built:
+            raise GloveNotBuiltError()
+        message = build_user_message(request)
+        return await self._agent.ask(message, hand_over=self._hand_over, abort=abort)
+
+    async def force_compaction(self) -> Message:
+        """Compact now, whatever the token count (Glove's `controls.forceCompaction`)."""
+        return await self._compactor.run_now()
+
+    async def _hand_over(
+        self, input: dict[str, Any], tool_name: str | None = None, call_id: str | None = None
+    ) -> Any:
+        renderer = input.get("renderer") if isinstance(input, dict) else None
+        return await self._display_manager.push_and_wait(
+            renderer=renderer if isinstance(renderer, str) else GENERIC_RENDERER,
+            input=input,
+            tool_name=tool_name,
+            call_id=call_id,
+        )
+
+    # -- introspection --------------------------------------------------------------------
+    @property
+    def built(self) -> bool:
+        return self._built
+
+    @property
+    def store(self) -> Any:
+        return self._store
+
+    @property
+    def model(self) -> ModelAdapter:
+        return self._model
+
+    @property
+    def system_prompt(self) -> str:
+        return self._system_prompt
+
+    @property
+    def display_manager(self) -> DisplayManager:
+        return self._display_manager
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The registered tools, in registration order (built-ins first)."""
+        return tuple(self._tools)
+
+    @property
+    def compaction_config(self) -> CompactionConfig:
+        return self._compactor.config
+
+
+def build_user_message(request: Request) -> Message:
+    """A string becomes a text message; content parts become a multimodal message."""
+    if isinstance(request, str):
+        return Message(sender="user", text=request)
+    parts = [p if isinstance(p, ContentPart) else ContentPart.from_dict(p) for p in request]
+    text = "\n".join(p.text for p in parts if p.type == "text" and p.text)
+    media = [p for p in parts if p.type != "text"]
+    content = ([ContentPart(type="text", text=text)] if text else []) + media
+    return Message(sender="user", text=text or MULTIMODAL_PLACEHOLDER, content=content)
