@@ -85,16 +85,25 @@ async def inject_resolved_items(store: Any) -> Message | None:
     Items are claimed before the message is written: claiming first is what makes two
     concurrent asks inject an item exactly once.
     """
+    inject = getattr(store, "inject_resolved_inbox_items", None)
+    if callable(inject) and supports_inbox(store):
+        # The store claims the items and writes the banner in one transaction, so a crash
+        # between the two can neither lose a resolution nor deliver it twice.
+        return await inject(resolved_banner_message)
     items = await consume_resolved_items(store)
     if not items:
         return None
-    banner = Message(
+    banner = resolved_banner_message(items)
+    await store.append_messages([banner])
+    return banner
+
+
+def resolved_banner_message(items: list[InboxItem]) -> Message:
+    return Message(
         sender="user",
         text=resolved_banner_text(items),
         framework_context=INBOX_FRAMEWORK_CONTEXT,
     )
-    await store.append_messages([banner])
-    return banner
 
 
 async def build_blocking_reminder(store: Any) -> Message | None:

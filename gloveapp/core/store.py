@@ -14,7 +14,7 @@ Two places where this project is stricter than Glove (spec "Decisions" 3-5):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from gloveapp.core.types import (
@@ -131,6 +131,12 @@ class InboxStore(Protocol):
     async def consume_resolved_inbox_items(self) -> list[InboxItem]:
         """Atomically return every resolved item and mark it consumed."""
         ...
+
+    # Optional, preferred by the loop when present:
+    # async def inject_resolved_inbox_items(
+    #     self, build_message: Callable[[list[InboxItem]], Message]
+    # ) -> Message | None
+    # claims the resolved items AND appends build_message(items) in one atomic step.
 
 
 def _has_methods(store: object, names: Iterable[str]) -> bool:
@@ -318,3 +324,13 @@ class MemoryStore:
                 consumed.append(InboxItem(**item.to_dict()))
                 item.status = "consumed"
         return consumed
+
+    async def inject_resolved_inbox_items(
+        self, build_message: Callable[[list[InboxItem]], Message]
+    ) -> Message | None:
+        items = await self.consume_resolved_inbox_items()
+        if not items:
+            return None
+        message = build_message(items)
+        await self.append_messages([message])
+        return message

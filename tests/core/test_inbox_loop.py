@@ -83,6 +83,7 @@ async def test_it_prints_missing_values_as_null_like_glove():
             return [InboxItem(id="x", tag="t", request="r", status="resolved")]
 
         consume_resolved_inbox_items = None  # fall back to claim-by-update
+        inject_resolved_inbox_items = None
 
         async def update_inbox_item(self, item_id, updates):
             return None
@@ -176,6 +177,7 @@ async def test_it_injects_a_resolved_item_exactly_once_across_concurrent_request
 async def test_it_claims_items_one_by_one_on_stores_without_atomic_consume():
     class ClaimingStore(MemoryStore):
         consume_resolved_inbox_items = None
+        inject_resolved_inbox_items = None
 
         async def get_resolved_inbox_items(self):
             items = await super().get_resolved_inbox_items()
