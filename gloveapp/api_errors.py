@@ -16,12 +16,16 @@ def _first_error(detail: Any, prefix: str = "") -> tuple[str, str]:
     if isinstance(detail, dict):
         for key, value in detail.items():
             name = key if not prefix else f"{prefix}.{key}"
+            if isinstance(key, int):  # DRF keys a list's item errors by index
+                name = f"{prefix}[{key}]"
             if key == "non_field_errors":
                 name = prefix
             return _first_error(value, name)
     if isinstance(detail, list) and detail:
         for index, value in enumerate(detail):
             if isinstance(value, (dict, list)):
+                if not value:  # a valid item of a `many=True` list
+                    continue
                 return _first_error(value, f"{prefix}[{index}]" if prefix else str(index))
             return prefix, str(value)
     return prefix, str(detail)

@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from gloveapp.conversations.routing import (
+    websocket_urlpatterns as conversations_websocket_urlpatterns,
+)
+
+websocket_urlpatterns: list = [*conversations_websocket_urlpatterns]

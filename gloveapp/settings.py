@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "channels",
     "gloveapp.conversations",
+    "gloveapp.agents",
     "inbox",
     "mesh",
 ]
@@ -105,15 +106,29 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
-if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
-        }
+
+
+def channel_layers_for(redis_url: str) -> dict:
+    """The in-memory layer, or channels_redis when a Redis URL is given."""
+    if not redis_url:
+        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # redis-py 8 times out socket reads after 5 s by default, which aborts channels_redis's
+    # blocking 5 s BZPOPMIN and kills every idle websocket (django/channels_redis#422):
+    # allow reads longer than that pop, still short enough to notice a dead connection.
+    host = {"address": redis_url, "socket_timeout": 15}
+    return {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [host]}}
     }
-else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
+CHANNEL_LAYERS = channel_layers_for(REDIS_URL)
+# Live updates (gloveapp/conversations/live): each server process polls the event log this
+# often when no commit wakes it; remembers skipped ids (transactions still committing) this
+# long; and replays at most this many events to a reconnecting socket before telling it to
+# reload its state instead.
+GLOVE_LIVE_POLL_SECONDS = float(os.environ.get("GLOVE_LIVE_POLL_SECONDS", "0.25"))
+GLOVE_LIVE_GAP_SECONDS = float(os.environ.get("GLOVE_LIVE_GAP_SECONDS", "10"))
+GLOVE_LIVE_REPLAY_LIMIT = int(os.environ.get("GLOVE_LIVE_REPLAY_LIMIT", "500"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -127,6 +142,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# The project-level assets (vendored htmx, live.js, css) live in the gloveapp package,
+# which is not an installed app itself.
+STATICFILES_DIRS = [BASE_DIR / "gloveapp" / "static"]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -145,6 +163,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "The Glove remote store, inbox resolution and workspace inbox.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Several Glove types have a `status`; name each choice set instead of a hash suffix.
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "gloveapp.core.types.TASK_STATUSES",
+        "InboxStatusEnum": "gloveapp.core.types.INBOX_STATUSES",
+        "PermissionStatusEnum": ["granted", "denied", "unset"],
+    },
 }
 
 # The model the agents talk to: "demo" (offline, rule-based), "scripted",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -14,3 +15,6 @@ urlpatterns = [
     path("api/", include("gloveapp.conversations.api.urls")),
     path("", include("gloveapp.conversations.urls")),
 ]
+# Daphne serves no static files itself; under DEBUG Django does (htmx is vendored, no CDN).
+# With DEBUG off, run collectstatic and let the proxy serve STATIC_ROOT.
+urlpatterns += staticfiles_urlpatterns()

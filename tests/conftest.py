@@ -46,3 +46,44 @@ def requires_postgres(db) -> None:
     """Tests that only mean something on PostgreSQL run in `make test`'s PostgreSQL pass."""
     if not on_postgres():
         pytest.skip("runs in the PostgreSQL pass (DATABASE_URL=postgres://...)")
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """On SQLite the test database is a file, not shared-cache memory: the ORM also runs in
+    other threads (sync_to_async, concurrency tests) and in subprocesses (management
+    commands), and they must all see one database with real locking."""
+    from django.db import connections
+
+    settings_dict = connections["default"].settings_dict
+    if settings_dict["ENGINE"] == "django.db.backends.sqlite3":
+        path = tmp_path_factory.mktemp("sqlite") / "test.sqlite3"
+        settings_dict.setdefault("TEST", {})["NAME"] = str(path)
+
+
+# -- a real server in another process (REST remote store, chat endpoint, contract tests) ----
+
+
+@pytest.fixture(scope="session")
+def live_server_process():
+    """Daphne in a subprocess with its own database (PostgreSQL in the PostgreSQL pass)."""
+    from tests.api.liveserver import LiveServer
+
+    with LiveServer(database_url=os.environ.get("DATABASE_URL")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def live_token(live_server_process) -> str:
+    return live_server_process.token_for("remote-owner")
+
+
+@pytest.fixture
+async def remote_stores():
+    """RemoteStores opened during a test; their sessions are deleted afterwards (the live
+    server's database outlives a test, and inbox ids are global), on the test's own loop."""
+    stores: list = []
+    yield stores
+    for store in stores:
+        await store.delete_session()
+        await store.aclose()

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class AgentsConfig(AppConfig):
+    name = "gloveapp.agents"
+    label = "agents"
+    verbose_name = "Agents and the demo coffee shop"
+
+    def ready(self) -> None:
+        from gloveapp.agents import checks  # noqa: F401  (registers the system checks)
+        from gloveapp.agents.registry import register_demo_model
+
+        register_demo_model()

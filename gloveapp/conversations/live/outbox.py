@@ -1,0 +1,90 @@
+"""The writer's side of the event log: ordering and wake-ups around `record_event`.
+
+Imported by `events.py` in every process that writes (the server, management commands,
+webhook workers), so it stays light: Django and, only when configured, a Redis client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import connections, transaction
+
+logger = logging.getLogger(__name__)
+
+_local_waker: Callable[[], None] | None = None
+_redis_clients: dict[str, object] = {}
+_redis_lock = threading.Lock()
+
+
+def before_event_insert(stream: str, *, using: str | None = None) -> None:
+    """Call inside the change's transaction, right before inserting the stream's LiveEvent.
+
+    On PostgreSQL, ids come from a sequence when the row is inserted but become visible at
+    commit, so two writers on one stream could commit out of id order; a client that resumed
+    from the larger id would then skip the smaller one forever. A per-stream lock held until
+    commit makes each stream's ids commit in order. (SQLite serialises all writers anyway.)
+    Then, once the transaction commits, the relays are woken. (On PostgreSQL without Redis
+    the wake-up is the NOTIFY that `record_events` issues inside the transaction.)
+    """
+    connection = transaction.get_connection(using)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [stream_lock_key(stream)])
+    transaction.on_commit(notify_committed, using=using, robust=True)
+
+
+def stream_lock_key(stream: str) -> int:
+    """A signed 64-bit advisory-lock key for a stream."""
+    digest = hashlib.sha256(b"glove_live:" + stream.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def notify_committed() -> None:
+    """Wake the relays after a commit that added events (run it from `transaction.on_commit`).
+
+    Best effort by design: a relay that misses a wake-up still finds the rows on its next
+    poll, so a failure here is logged and never raised into the committed change.
+    """
+    waker = _local_waker
+    if waker is not None:
+        waker()
+    if not settings.REDIS_URL:
+        return
+    try:
+        _redis_client(settings.REDIS_URL).publish(redis_wake_channel(), b"1")
+    except Exception:
+        logger.warning("live: could not wake the relays; they will poll", exc_info=True)
+
+
+def redis_wake_channel() -> str:
+    """The Redis pub/sub channel for this database's relays.
+
+    Pub/sub ignores Redis database numbers, so the name carries the database's identity:
+    projects (or test runs) sharing one Redis server do not wake each other.
+    """
+    db = connections["default"].settings_dict
+    identity = f"{db['ENGINE']}|{db.get('HOST', '')}|{db.get('PORT', '')}|{db['NAME']}"
+    return "glove_live." + hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+
+
+def set_local_waker(waker: Callable[[], None] | None) -> None:
+    """The relay of this process registers itself so commits here wake it without a round trip."""
+    global _local_waker
+    _local_waker = waker
+
+
+def _redis_client(url: str):  # -> redis.Redis
+    with _redis_lock:
+        client = _redis_clients.get(url)
+        if client is None:
+            import redis
+
+            # Short timeouts: this runs right after a commit, on the request's thread.
+            client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+            _redis_clients[url] = client
+        return client

@@ -1,0 +1,297 @@
+"""Every write to a conversation: sessions, messages, counters, tasks and permissions.
+
+Each service validates first (a refused call changes nothing), runs in one
+`transaction.atomic()`, and records its live event in that same transaction (the outbox).
+Writes that need a session row create it on first use, as Glove's stores do, so a runtime
+`DjangoStore("some-id")` works without a separate set-up step.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from gloveapp.conversations import convert
+from gloveapp.conversations.events import record_event, record_events, session_stream
+from gloveapp.conversations.models import Message, Permission, Session, Task
+from gloveapp.core.store import apply_task_updates, permission_key
+from gloveapp.core.types import Message as CoreMessage
+from gloveapp.core.types import PermissionStatus, TokenUsage
+from gloveapp.core.types import Task as CoreTask
+
+PERMISSION_STATUSES = ("granted", "denied", "unset")
+# A running token sum must never overflow its 64-bit column.
+MAX_TOKENS_PER_CALL = 10**12
+
+
+class DuplicateSession(ValueError):
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f'A session with id "{session_id}" already exists.')
+
+
+def new_session_id() -> str:
+    return f"glove_{uuid.uuid4().hex}"
+
+
+def check_session_id(session_id: Any) -> str:
+    return convert.check_text(
+        session_id, "session_id", allow_empty=False, max_length=convert.MAX_ID
+    )
+
+
+def session_payload(session: Session) -> dict[str, Any]:
+    return {
+        "session": {
+            "id": session.id,
+            "title": session.title,
+            "agent_name": session.agent_name,
+            "token_count": session.token_count,
+            "turn_count": session.turn_count,
+        }
+    }
+
+
+def _announce_session(session: Session) -> None:
+    record_event(
+        stream=session_stream(session.id), type="session.updated", payload=session_payload(session)
+    )
+
+
+# -- sessions -----------------------------------------------------------------------------
+
+
+def session_create(
+    *,
+    owner: Any = None,
+    agent_name: str = "",
+    title: str = "",
+    session_id: str | None = None,
+) -> Session:
+    session_id = check_session_id(session_id) if session_id is not None else new_session_id()
+    convert.check_text(title, "title", max_length=200)
+    convert.check_text(agent_name, "agent_name", max_length=100)
+    with transaction.atomic():
+        if Session.objects.filter(pk=session_id).exists():
+            raise DuplicateSession(session_id)
+        try:
+            # Savepoint: a concurrent creator of the same id may commit between check and insert.
+            with transaction.atomic():
+                session = Session.objects.create(
+                    id=session_id, owner=owner, agent_name=agent_name, title=title
+                )
+        except IntegrityError:
+            raise DuplicateSession(session_id) from None
+        _announce_session(session)
+    return session
+
+
+def session_update(*, session: Session, title: str) -> Session:
+    convert.check_text(title, "title", max_length=200)
+    with transaction.atomic():
+        session.title = title
+        session.save(update_fields=["title", "updated_at"])
+        _announce_session(session)
+    return session
+
+
+def session_delete(*, session: Session) -> None:
+    session_id = session.id
+    with transaction.atomic():
+        session.delete()
+        # The event row has no foreign key, so it outlives the session it announces.
+        record_event(
+            stream=session_stream(session_id), type="session.deleted", payload={"id": session_id}
+        )
+
+
+def lock_session(session_id: str) -> Session:
+    """The session row, locked for this transaction, created if it does not exist yet.
+
+    The lock serialises writers of one session (two concurrent turns) on PostgreSQL;
+    SQLite's IMMEDIATE transactions already serialise every writer.
+    """
+    session = Session.objects.select_for_update().filter(pk=session_id).first()
+    if session is not None:
+        return session
+    try:
+        with transaction.atomic():  # savepoint: another writer may create it first
+            session = Session.objects.create(id=session_id)
+    except IntegrityError:
+        return Session.objects.select_for_update().get(pk=session_id)
+    _announce_session(session)
+    return session
+
+
+# -- messages -----------------------------------------------------------------------------
+
+
+def messages_append(*, session_id: str, messages: list[CoreMessage]) -> list[Message]:
+    """Append in order, all or nothing; `seq` continues the session's history."""
+    check_session_id(session_id)
+    if not isinstance(messages, list):
+        raise ValueError("messages must be a list")
+    fields = [convert.message_fields(message, index) for index, message in enumerate(messages)]
+    if not fields:
+        return []
+    with transaction.atomic():
+        session = lock_session(session_id)
+        # Under the session lock no other writer can take the next seq; the unique
+        # (session, seq) constraint is the backstop.
+        last = (
+            Message.objects.filter(session_id=session_id)
+            .order_by("-seq")
+            .values_list("seq", flat=True)
+            .first()
+        )
+        start = (last or 0) + 1
+        rows = Message.objects.bulk_create(
+            [
+                Message(session_id=session_id, seq=start + offset, **values)
+                for offset, values in enumerate(fields)
+            ]
+        )
+        Session.objects.filter(pk=session.pk).update(updated_at=timezone.now())
+        record_events(
+            stream=session_stream(session_id),
+            events=[
+                ("message.appended", {"seq": row.seq, "message": message.to_dict()})
+                for row, message in zip(rows, messages, strict=True)
+            ],
+        )
+    return rows
+
+
+# -- counters -----------------------------------------------------------------------------
+
+
+def _check_tokens(value: Any, field: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{field} must be an integer")
+    if value < 0 or value > MAX_TOKENS_PER_CALL:
+        raise ValueError(f"{field} must be between 0 and {MAX_TOKENS_PER_CALL}")
+    return value
+
+
+def tokens_add(*, session_id: str, usage: TokenUsage) -> Session:
+    """Add one model call's usage: the running sum (reset by compaction) and the totals."""
+    check_session_id(session_id)
+    if not isinstance(usage, TokenUsage):
+        raise ValueError("usage must be a TokenUsage")
+    tokens_in = _check_tokens(usage.tokens_in, "tokens_in")
+    tokens_out = _check_tokens(usage.tokens_out, "tokens_out")
+    _check_tokens(usage.cache_creation_input_tokens, "cache_creation_input_tokens")
+    _check_tokens(usage.cache_read_input_tokens, "cache_read_input_tokens")
+    with transaction.atomic():
+        session = lock_session(session_id)
+        session.token_count += tokens_in + tokens_out
+        session.tokens_in_total += tokens_in
+        session.tokens_out_total += tokens_out
+        session.save(
+            update_fields=["token_count", "tokens_in_total", "tokens_out_total", "updated_at"]
+        )
+        _announce_session(session)
+    return session
+
+
+def turn_increment(*, session_id: str) -> Session:
+    check_session_id(session_id)
+    with transaction.atomic():
+        session = lock_session(session_id)
+        session.turn_count += 1
+        session.save(update_fields=["turn_count", "updated_at"])
+        _announce_session(session)
+    return session
+
+
+def counters_reset(*, session_id: str) -> Session:
+    """Zero the token and turn counters (compaction); never touches messages or totals."""
+    check_session_id(session_id)
+    with transaction.atomic():
+        session = lock_session(session_id)
+        session.token_count = 0
+        session.turn_count = 0
+        session.save(update_fields=["token_count", "turn_count", "updated_at"])
+        _announce_session(session)
+    return session
+
+
+# -- tasks --------------------------------------------------------------------------------
+
+
+def _announce_tasks(session_id: str) -> None:
+    tasks = Task.objects.filter(session_id=session_id).order_by("position", "pk")
+    record_event(
+        stream=session_stream(session_id),
+        type="tasks.replaced",
+        payload={"tasks": [convert.task_to_core(task).to_dict() for task in tasks]},
+    )
+
+
+def tasks_replace(*, session_id: str, tasks: list[CoreTask]) -> None:
+    """Replace the whole list, as every Glove store does."""
+    check_session_id(session_id)
+    if not isinstance(tasks, list):
+        raise ValueError("tasks must be a list")
+    fields = [convert.task_fields(task, index) for index, task in enumerate(tasks)]
+    seen: set[str] = set()
+    for values in fields:
+        if values["task_id"] in seen:
+            raise ValueError(f'tasks: the id "{values["task_id"]}" appears twice')
+        seen.add(values["task_id"])
+    with transaction.atomic():
+        lock_session(session_id)
+        Task.objects.filter(session_id=session_id).delete()
+        Task.objects.bulk_create(
+            [
+                Task(session_id=session_id, position=position, **values)
+                for position, values in enumerate(fields)
+            ]
+        )
+        _announce_tasks(session_id)
+
+
+def task_update(*, session_id: str, task_id: str, updates: dict[str, Any]) -> None:
+    """Update status/content/activeForm of one task; an unknown id is a silent no-op."""
+    check_session_id(session_id)
+    if not isinstance(updates, dict):
+        raise ValueError("updates must be an object")
+    # Validate the fields before touching the database, even for an unknown task.
+    probe = CoreTask(id="", content="", active_form="")
+    apply_task_updates(probe, updates)
+    for name, value in (("content", probe.content), ("activeForm", probe.active_form)):
+        convert.check_text(value, name)
+    with transaction.atomic():
+        lock_session(session_id)
+        row = Task.objects.filter(session_id=session_id, task_id=task_id).first()
+        if row is None:
+            return
+        task = convert.task_to_core(row)
+        apply_task_updates(task, updates)
+        row.status, row.content, row.active_form = task.status, task.content, task.active_form
+        row.save(update_fields=["status", "content", "active_form"])
+        _announce_tasks(session_id)
+
+
+# -- permissions --------------------------------------------------------------------------
+
+
+def permission_set(
+    *, session_id: str, tool_name: str, status: PermissionStatus, tool_input: Any = None
+) -> Permission:
+    check_session_id(session_id)
+    convert.check_text(tool_name, "tool_name", allow_empty=False, max_length=200)
+    if status not in PERMISSION_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(PERMISSION_STATUSES)}, got {status!r}")
+    key = convert.check_text(permission_key(tool_name, tool_input), "tool_input")
+    with transaction.atomic():
+        lock_session(session_id)
+        permission, _ = Permission.objects.update_or_create(
+            session_id=session_id, key=key, defaults={"tool_name": tool_name, "status": status}
+        )
+    return permission

@@ -1,0 +1,214 @@
+"""The inbox in the Django admin: staff see what waits, and resolve it.
+
+Pending items come first. An item's page has a Response field while it is pending; the
+"Resolve selected" action asks for one response on an intermediate page. Both call the one
+resolve service with resolved_by="user" and the staff member, so a race with any other
+resolver ends in a clear "already resolved" message, never an overwrite. Nothing else about
+an item can be edited here: items are written by agents, not by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+
+from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
+from inbox.models import InboxItem
+from inbox.services import resolve_inbox_item
+
+Status = InboxItem.Status
+
+
+def check_response(response: str) -> str:
+    if not response.strip():
+        raise forms.ValidationError("Enter the response to send to the agent.")
+    if "\x00" in response:
+        raise forms.ValidationError("The response must not contain NUL characters.")
+    return response
+
+
+class ResolveForm(forms.Form):
+    response = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
+        strip=False,
+        help_text="The agent reads this text on its next turn.",
+    )
+
+    def clean_response(self) -> str:
+        return check_response(self.cleaned_data["response"])
+
+
+class InboxItemAdminForm(forms.ModelForm):
+    """Every model field is read-only; `resolution` is the only input (pending items only)."""
+
+    resolution = forms.CharField(
+        label="Response",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
+        help_text="Resolve this item: the agent reads this text on its next turn.",
+    )
+
+    class Meta:
+        model = InboxItem
+        fields: list[str] = []
+
+    def clean_resolution(self) -> str:
+        response = self.cleaned_data["resolution"]
+        return check_response(response) if response else response
+
+
+def _resolve(request: HttpRequest, item_id: str, response: str) -> tuple[bool, str]:
+    try:
+        resolve_inbox_item(item_id, response, resolved_by="user", user=request.user)
+    except (InboxItemNotFound, InboxTransitionError) as exc:
+        return False, str(exc)
+    return True, f'Resolved inbox item "{item_id}".'
+
+
+@admin.register(InboxItem)
+class InboxItemAdmin(admin.ModelAdmin):
+    form = InboxItemAdminForm
+    list_display = (
+        "id",
+        "tag",
+        "status",
+        "blocking",
+        "short_request",
+        "session",
+        "created_at",
+        "expires_at",
+        "resolved_at",
+        "resolved_by",
+    )
+    list_filter = (
+        "status",
+        "tag",
+        "blocking",
+        "resolved_by",
+        ("session", admin.RelatedOnlyFieldListFilter),
+    )
+    search_fields = ("id", "tag", "request", "response", "session__id")
+    list_select_related = ("session",)
+    date_hierarchy = "created_at"
+    actions = ["resolve_selected"]
+    readonly_fields = (
+        "id",
+        "session",
+        "tag",
+        "request",
+        "blocking",
+        "status",
+        "created_at",
+        "expires_at",
+        "response",
+        "resolved_at",
+        "resolved_by",
+        "resolved_by_user",
+        "consumed_at",
+    )
+
+    @admin.display(description="request")
+    def short_request(self, item: InboxItem) -> str:
+        return item.request if len(item.request) <= 80 else item.request[:79] + "…"
+
+    def get_ordering(self, request: HttpRequest) -> list[Any]:
+        pending_first = Case(
+            When(status=Status.PENDING, then=Value(0)),
+            When(status=Status.RESOLVED, then=Value(1)),
+            default=Value(2),
+            output_field=IntegerField(),
+        )
+        return [pending_first.asc(), "-created_at", "id"]
+
+    def get_fieldsets(self, request: HttpRequest, obj: InboxItem | None = None) -> Any:
+        fieldsets: list[Any] = [
+            (None, {"fields": ("id", "session", "tag", "request", "blocking", "status")}),
+            ("Timing", {"fields": ("created_at", "expires_at")}),
+            (
+                "Resolution",
+                {
+                    "fields": (
+                        "response",
+                        "resolved_at",
+                        "resolved_by",
+                        "resolved_by_user",
+                        "consumed_at",
+                    )
+                },
+            ),
+        ]
+        if (
+            obj is not None
+            and obj.status == Status.PENDING
+            and self.has_change_permission(request, obj)
+        ):
+            fieldsets.insert(1, ("Resolve", {"fields": ("resolution",)}))
+        return fieldsets
+
+    def get_form(self, request: HttpRequest, obj: InboxItem | None = None, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, **kwargs)
+        if obj is not None and obj.status == Status.PENDING and "resolution" in form.base_fields:
+            form.base_fields["resolution"].required = True
+        return form
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: InboxItem | None = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: InboxItem, form: Any, change: bool) -> None:
+        response = form.cleaned_data.get("resolution")
+        if not response:
+            return
+        # The service, not obj.save(): the conditional update decides a race with any
+        # other resolver; the loser's message replaces Django's "changed successfully".
+        ok, message = _resolve(request, obj.pk, response)
+        request._inbox_resolution = (ok, message)  # type: ignore[attr-defined]
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        return None
+
+    def response_change(self, request: HttpRequest, obj: InboxItem) -> HttpResponse:
+        outcome = getattr(request, "_inbox_resolution", None)
+        if outcome is None:
+            return super().response_change(request, obj)
+        ok, message = outcome
+        self.message_user(request, message, messages.SUCCESS if ok else messages.ERROR)
+        return redirect(request.path if not ok else "admin:inbox_inboxitem_changelist")
+
+    @admin.action(description="Resolve selected pending items…", permissions=["change"])
+    def resolve_selected(self, request: HttpRequest, queryset: QuerySet[InboxItem]) -> Any:
+        form = ResolveForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            resolved, refused = 0, []
+            for item_id in queryset.order_by("created_at").values_list("pk", flat=True):
+                ok, message = _resolve(request, item_id, form.cleaned_data["response"])
+                if ok:
+                    resolved += 1
+                else:
+                    refused.append(message)
+            if resolved:
+                self.message_user(request, f"Resolved {resolved} inbox item(s).", messages.SUCCESS)
+            for message in refused:
+                self.message_user(request, message, messages.WARNING)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Resolve inbox items",
+            "opts": self.model._meta,
+            "form": form,
+            "items": queryset.order_by("created_at"),
+            "pending_count": queryset.filter(status=Status.PENDING).count(),
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+            "action": "resolve_selected",
+        }
+        return TemplateResponse(request, "admin/inbox/inboxitem/resolve_selected.html", context)

@@ -1,0 +1,22 @@
+"""`manage.py expire_inbox_items`: answer pending items whose `expires_at` has passed.
+
+Run it from cron (every minute is fine: it only touches items that are due). Each expired
+item is resolved with an "Expired: ..." response by `expiry`, so the agent that posted it
+learns on its next turn that no answer came, instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from inbox.services import expire_inbox_items
+
+
+class Command(BaseCommand):
+    help = "Resolve every pending inbox item whose expires_at is in the past (cron-suitable)."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        expired = expire_inbox_items()
+        self.stdout.write(f"Expired {expired} inbox item(s).")

@@ -1,0 +1,292 @@
+"""Every write to the inbox: post, the guarded updates, resolve, consume, expire.
+
+`resolve_inbox_item` is THE resolution: the admin, the signed webhook, the staff API, the
+management command, expiry and Python code in any process that shares the database all call
+it. It moves an item pending -> resolved in one conditional UPDATE, so of any number of
+concurrent resolvers exactly one wins and the others learn it was "already resolved".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from gloveapp.conversations import convert
+from gloveapp.conversations.events import record_event, session_stream
+from gloveapp.conversations.services import check_session_id, lock_session, messages_append
+from gloveapp.core.store import (
+    DuplicateInboxItem,
+    InboxItemNotFound,
+    InboxTransitionError,
+    check_inbox_transition,
+)
+from gloveapp.core.types import InboxItem as CoreInboxItem
+from gloveapp.core.types import Message as CoreMessage
+from gloveapp.core.types import iso_format
+from inbox.models import InboxItem
+
+RESOLVERS = tuple(InboxItem.ResolvedBy.values)
+Status = InboxItem.Status
+
+
+def expired_response(expires_at: datetime) -> str:
+    return (
+        f"Expired: no response arrived by {iso_format(expires_at)}. "
+        "Treat this request as unanswered."
+    )
+
+
+def _announce(item: InboxItem) -> None:
+    record_event(
+        stream=session_stream(item.session_id),
+        type="inbox.changed",
+        payload={
+            "item": convert.inbox_item_to_core(item).to_dict(),
+            "resolved_by": item.resolved_by,
+        },
+    )
+
+
+def _check_resolver(resolved_by: Any, user: Any) -> None:
+    if resolved_by not in RESOLVERS:
+        raise ValueError(f"resolved_by must be one of {', '.join(RESOLVERS)}, got {resolved_by!r}")
+    if user is not None and not getattr(user, "pk", None):
+        raise ValueError("user must be a saved user (or None)")
+
+
+def _not_pending(item_id: str, scope: dict[str, Any], requested: str) -> Exception:
+    """Why a conditional update matched no row: unknown id, or no longer pending."""
+    current = InboxItem.objects.filter(pk=item_id, **scope).values_list("status", flat=True).first()
+    if current is None:
+        return InboxItemNotFound(item_id)
+    return InboxTransitionError(item_id, current, requested)
+
+
+def _resolve(
+    item_id: str,
+    *,
+    response: str | None,
+    resolved_by: str,
+    user: Any = None,
+    resolved_at: datetime | None = None,
+    scope: dict[str, Any] | None = None,
+) -> InboxItem:
+    """The one pending -> resolved transition every path shares (validated by the caller)."""
+    scope = scope or {}
+    with transaction.atomic():
+        # Race: many resolvers may arrive at once. The status in the WHERE clause makes the
+        # UPDATE itself the arbiter; the row lock it takes makes the others wait and then
+        # match nothing, so exactly one of them sees 1 row.
+        claimed = InboxItem.objects.filter(pk=item_id, status=Status.PENDING, **scope).update(
+            status=Status.RESOLVED,
+            response=response,
+            resolved_at=resolved_at or timezone.now(),
+            resolved_by=resolved_by,
+            resolved_by_user=user,
+        )
+        if claimed != 1:
+            raise _not_pending(item_id, scope, Status.RESOLVED)
+        item = InboxItem.objects.get(pk=item_id)
+        _announce(item)
+    return item
+
+
+def resolve_inbox_item(
+    item_id: str, response: str, *, resolved_by: str = "api", user: Any = None
+) -> InboxItem:
+    """Resolve a pending item with `response`, from any process sharing the database.
+
+    Raises `InboxItemNotFound` for an unknown id, `InboxTransitionError` (its message says
+    "already resolved" or "already consumed", `.current_status` tells which) when the item is
+    no longer pending, and ValueError for bad input. Only a successful call changes anything.
+    """
+    convert.check_text(item_id, "itemId", allow_empty=False, max_length=convert.MAX_ID)
+    convert.check_text(response, "response", allow_empty=False)
+    _check_resolver(resolved_by, user)
+    return _resolve(item_id, response=response, resolved_by=resolved_by, user=user)
+
+
+async def aresolve_inbox_item(
+    item_id: str, response: str, *, resolved_by: str = "api", user: Any = None
+) -> InboxItem:
+    return await sync_to_async(resolve_inbox_item)(
+        item_id, response, resolved_by=resolved_by, user=user
+    )
+
+
+def inbox_item_add(
+    *,
+    session_id: str,
+    item: CoreInboxItem,
+    expires_at: datetime | None = None,
+    resolved_by: str | None = None,
+) -> InboxItem:
+    """Store a new item (any status: glove-mesh adds inbound messages already resolved)."""
+    check_session_id(session_id)
+    fields = convert.inbox_item_fields(item)
+    if expires_at is not None:
+        expires_at = convert.check_timestamp(expires_at, "expires_at")
+    if resolved_by is not None:
+        _check_resolver(resolved_by, None)
+    if fields["status"] == Status.PENDING:
+        resolved_by = None
+    with transaction.atomic():
+        lock_session(session_id)
+        if InboxItem.objects.filter(pk=fields["id"]).exists():
+            raise DuplicateInboxItem(fields["id"])
+        try:
+            with transaction.atomic():  # savepoint: a concurrent add of the same id may win
+                row = InboxItem.objects.create(
+                    session_id=session_id,
+                    expires_at=expires_at,
+                    resolved_by=resolved_by,
+                    consumed_at=timezone.now() if fields["status"] == Status.CONSUMED else None,
+                    **fields,
+                )
+        except IntegrityError:
+            raise DuplicateInboxItem(fields["id"]) from None
+        _announce(row)
+    return row
+
+
+def inbox_item_update(
+    *,
+    session_id: str,
+    item_id: str,
+    updates: dict[str, Any],
+    resolved_by: str = "agent",
+    user: Any = None,
+) -> InboxItem:
+    """Apply `status`/`response`/`resolved_at` to one item of the session, guarded.
+
+    Only pending -> resolved, resolved -> consumed and pending -> consumed (a withdrawn
+    request) are allowed. Raises `InboxItemNotFound` (also for another session's item),
+    `InboxTransitionError`, or ValueError for bad fields.
+    """
+    check_session_id(session_id)
+    convert.check_text(item_id, "item_id", allow_empty=False)
+    if not isinstance(updates, dict):
+        raise ValueError("updates must be an object")
+    _check_resolver(resolved_by, user)
+    scope = {"session_id": session_id}
+    row = InboxItem.objects.filter(pk=item_id, **scope).first()
+    if row is None:
+        raise InboxItemNotFound(item_id)
+    check_inbox_transition(convert.inbox_item_to_core(row), updates)
+    response = updates.get("response", row.response)
+    if response is not None:
+        convert.check_text(response, "response")
+    resolved_at = row.resolved_at
+    if updates.get("resolved_at") is not None:
+        resolved_at = convert.check_timestamp(updates["resolved_at"], "resolved_at")
+    elif "resolved_at" in updates:
+        resolved_at = None
+
+    requested = updates.get("status")
+    if requested == Status.RESOLVED:
+        return _resolve(
+            item_id,
+            response=response,
+            resolved_by=resolved_by,
+            user=user,
+            resolved_at=resolved_at,
+            scope=scope,
+        )
+    changes: dict[str, Any] = {"response": response, "resolved_at": resolved_at}
+    guard: dict[str, Any] = {}
+    if requested == Status.CONSUMED:
+        changes.update(status=Status.CONSUMED, consumed_at=timezone.now())
+        guard = {"status": row.status}
+    with transaction.atomic():
+        # Race: the item may have moved since it was read; the guard makes that a refusal.
+        if InboxItem.objects.filter(pk=item_id, **scope, **guard).update(**changes) != 1:
+            raise _not_pending(item_id, scope, requested or row.status)
+        row = InboxItem.objects.get(pk=item_id)
+        _announce(row)
+    return row
+
+
+def inbox_items_consume_resolved(*, session_id: str) -> list[CoreInboxItem]:
+    """Return the session's resolved items and mark them consumed, in one transaction.
+
+    Two concurrent turns on one session each get a disjoint set: the rows are locked, and a
+    second turn's SELECT ... FOR UPDATE waits, then re-checks `status` and finds them gone.
+    The returned items still say "resolved" (what they were when taken), as MemoryStore does.
+    """
+    check_session_id(session_id)
+    if not _has_resolved(session_id):
+        return []
+    with transaction.atomic():
+        return _take_resolved(session_id)
+
+
+def inbox_items_inject_resolved(
+    *, session_id: str, build_message: Callable[[list[CoreInboxItem]], CoreMessage]
+) -> CoreMessage | None:
+    """Consume the resolved items and append the message announcing them, atomically.
+
+    The agent loop's injection step: a crash between taking the items and writing their
+    banner would otherwise lose them (consumed, never shown) or, retried, show them twice.
+    """
+    check_session_id(session_id)
+    if not _has_resolved(session_id):
+        return None
+    with transaction.atomic():
+        taken = _take_resolved(session_id)
+        if not taken:
+            return None
+        message = build_message(taken)
+        messages_append(session_id=session_id, messages=[message])
+    return message
+
+
+def _has_resolved(session_id: str) -> bool:
+    # Every turn asks, and usually nothing is resolved: answer that with a plain read instead
+    # of a write transaction (which on SQLite takes the database's write lock). An item
+    # resolved just after this read is taken by the next turn, as Glove does.
+    return InboxItem.objects.filter(session_id=session_id, status=Status.RESOLVED).exists()
+
+
+def _take_resolved(session_id: str) -> list[CoreInboxItem]:
+    """Lock, mark consumed and return the resolved items; call inside a transaction."""
+    rows = list(
+        InboxItem.objects.select_for_update()
+        .filter(session_id=session_id, status=Status.RESOLVED)
+        .order_by("created_at", "pk")
+    )
+    if not rows:
+        return []
+    taken = [convert.inbox_item_to_core(row) for row in rows]
+    now = timezone.now()
+    InboxItem.objects.filter(pk__in=[row.pk for row in rows], status=Status.RESOLVED).update(
+        status=Status.CONSUMED, consumed_at=now
+    )
+    for row in rows:
+        row.status, row.consumed_at = Status.CONSUMED, now
+        _announce(row)
+    return taken
+
+
+def expire_inbox_items(*, now: datetime | None = None) -> int:
+    """Resolve every pending item whose `expires_at` has passed; returns how many.
+
+    Each goes through the same conditional resolve, one transaction per item, so an item
+    someone resolves at the same moment is simply skipped, never overwritten.
+    """
+    now = now or timezone.now()
+    due = InboxItem.objects.filter(status=Status.PENDING, expires_at__lte=now).values_list(
+        "pk", "expires_at"
+    )
+    expired = 0
+    for item_id, expires_at in list(due):
+        try:
+            _resolve(item_id, response=expired_response(expires_at), resolved_by="expiry")
+        except (InboxItemNotFound, InboxTransitionError):
+            continue
+        expired += 1
+    return expired

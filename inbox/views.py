@@ -1,0 +1,103 @@
+"""`POST /api/inbox/resolve`: resolve an inbox item from outside (a webhook, a staff tool).
+
+Body `{itemId, response}`. Answers 200 `{ok: true, itemId}`; 400 for bad input; 404 for an
+unknown id; 409 when the item is no longer pending (the body says "already resolved" or
+"already consumed"). Callers: a staff user (DRF token or session), or a signed webhook.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
+from inbox.services import resolve_inbox_item
+from inbox.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookSignatureAuthentication
+
+REQUIRED = "itemId and response are required"
+
+
+class IsStaffOrSignedWebhook(BasePermission):
+    message = "Resolving inbox items needs a staff account or a signed webhook."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if request.auth == "webhook":
+            return True
+        return bool(request.user and request.user.is_authenticated and request.user.is_staff)
+
+
+ErrorBody = inline_serializer("InboxResolveError", {"error": serializers.CharField()})
+
+
+class InboxResolveApi(APIView):
+    authentication_classes = [
+        TokenAuthentication,
+        WebhookSignatureAuthentication,
+        SessionAuthentication,
+    ]
+    permission_classes = [IsStaffOrSignedWebhook]
+
+    class InputSerializer(serializers.Serializer):
+        itemId = serializers.CharField(max_length=128, trim_whitespace=False)
+        response = serializers.CharField(trim_whitespace=False)
+
+    @extend_schema(
+        operation_id="inbox_resolve",
+        request=InputSerializer,
+        parameters=[
+            OpenApiParameter(TIMESTAMP_HEADER, str, OpenApiParameter.HEADER, required=False),
+            OpenApiParameter(
+                SIGNATURE_HEADER,
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description='"sha256=" + hex HMAC-SHA256 of "{timestamp}.{raw body}"',
+            ),
+        ],
+        responses={
+            200: inline_serializer(
+                "InboxResolveOk",
+                {"ok": serializers.BooleanField(), "itemId": serializers.CharField()},
+            ),
+            400: ErrorBody,
+            401: ErrorBody,
+            403: ErrorBody,
+            404: ErrorBody,
+            409: ErrorBody,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = request.data if isinstance(request.data, dict) else {}
+        if not data.get("itemId") or not data.get("response"):
+            return Response({"error": REQUIRED}, status=status.HTTP_400_BAD_REQUEST)
+        for field in ("itemId", "response"):
+            if not isinstance(data[field], str):
+                return Response(
+                    {"error": f"{field} must be a string", "field": field},
+                    status=status.HTTP_400_BAD_REQUEST,
+                )
+        serializer = self.InputSerializer(data=data)
+        serializer.is_valid(raise_exception=True)
+        item_id = serializer.validated_data["itemId"]
+        if request.auth == "webhook":
+            resolver: dict[str, Any] = {"resolved_by": "webhook"}
+        else:
+            resolver = {"resolved_by": "api", "user": request.user}
+        try:
+            resolve_inbox_item(item_id, serializer.validated_data["response"], **resolver)
+        except InboxItemNotFound as exc:
+            return Response({"error": str(exc), "itemId": item_id}, status=404)
+        except InboxTransitionError as exc:
+            return Response(
+                {"error": str(exc), "itemId": item_id, "status": exc.current_status}, status=409
+            )
+        except ValueError as exc:
+            return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({"ok": True, "itemId": item_id})

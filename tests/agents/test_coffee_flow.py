@@ -1,0 +1,214 @@
+"""The coffee shop end to end: the runner, the offline demo model, the coffee tools and the
+Django store, the way the chat page drives them (no browser)."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.test import Client
+
+from gloveapp.agents.models import CartLine, Coffee, Order
+from gloveapp.conversations import runner
+from gloveapp.conversations.models import Message
+from inbox.models import InboxItem
+from inbox.services import resolve_inbox_item
+from tests.agents.conftest import inbox_items, last_reply, next_slot, say, user_texts
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+async def watch_yirgacheffe(session_id: str) -> InboxItem:
+    await say(session_id, "Do you have Yirgacheffe?")
+    await say(session_id, "yes please")
+    [item] = await inbox_items(session_id)
+    return item
+
+
+async def test_it_says_it_is_the_offline_demo_model_in_its_first_reply(session_id):
+    await say(session_id, "hello")
+
+    reply = await last_reply(session_id)
+    assert "offline demo model" in reply
+    assert "not an AI" in reply
+
+
+async def test_it_offers_a_restock_watch_for_the_out_of_stock_yirgacheffe(session_id):
+    await say(session_id, "Do you have Yirgacheffe?")
+
+    reply = await last_reply(session_id)
+    assert "Ethiopia Yirgacheffe is out of stock" in reply
+    assert "Shall I watch" in reply
+    assert await inbox_items(session_id) == []
+
+
+async def test_it_posts_a_pending_restock_watch_when_the_customer_agrees(session_id):
+    item = await watch_yirgacheffe(session_id)
+
+    assert item.tag == "restock_watch"
+    assert item.request == "Notify when Yirgacheffe is back in stock"
+    assert item.status == InboxItem.Status.PENDING
+    assert item.blocking is False
+    assert "watching" in (await last_reply(session_id)).lower()
+
+
+async def test_it_relays_the_resolution_on_the_next_message(session_id, staff):
+    item = await watch_yirgacheffe(session_id)
+    await sync_to_async(resolve_inbox_item)(
+        item.pk, "Yirgacheffe is back in stock (12 bags).", resolved_by="user", user=staff
+    )
+
+    await say(session_id, "anything new?")
+
+    reply = await last_reply(session_id)
+    assert "Good news from the inbox: Yirgacheffe is back in stock (12 bags)." in reply
+    assert "Shall I add a bag of Ethiopia Yirgacheffe" in reply
+    await sync_to_async(item.refresh_from_db)()
+    assert item.status == InboxItem.Status.CONSUMED
+
+
+async def test_it_relays_the_news_only_once(session_id, staff):
+    item = await watch_yirgacheffe(session_id)
+    await sync_to_async(resolve_inbox_item)(item.pk, "Back in stock.", user=staff)
+    await say(session_id, "anything new?")
+
+    await say(session_id, "show me the menu")
+
+    assert "Good news" not in await last_reply(session_id)
+    banners = await sync_to_async(
+        Message.objects.filter(session_id=session_id, framework_context="inbox").count
+    )()
+    assert banners == 1
+
+
+async def test_it_sells_the_yirgacheffe_after_staff_restock_it_in_the_admin(session_id, staff):
+    await watch_yirgacheffe(session_id)
+    admin = Client()
+    await sync_to_async(admin.force_login)(staff)
+
+    response = await sync_to_async(admin.post)(
+        "/admin/agents/coffee/",
+        {"action": "restock_and_notify", "_selected_action": ["yirgacheffe"]},
+    )
+
+    assert response.status_code == 302
+    [item] = await inbox_items(session_id)
+    assert item.status == InboxItem.Status.RESOLVED
+    await say(session_id, "any news?")
+    assert "back in stock" in await last_reply(session_id)
+    await say(session_id, "yes")
+    assert "Added 1 x Ethiopia Yirgacheffe" in await last_reply(session_id)
+
+
+async def test_it_refuses_to_add_a_coffee_that_is_out_of_stock(session_id):
+    await say(session_id, "add a Yirgacheffe")
+
+    assert "out of stock" in await last_reply(session_id)
+    assert await sync_to_async(CartLine.objects.filter(session_id=session_id).count)() == 0
+
+
+async def test_it_places_the_order_when_checkout_is_confirmed(session_id):
+    await say(session_id, "add 2 Kenya AA")
+    await runner.submit_message(session_id=session_id, text="checkout, I'll pay at pickup")
+
+    slot = await next_slot(session_id)
+    assert slot.template == "tools/coffee/checkout_slot.html"
+    assert slot.tool_name == "checkout"
+    assert slot.input["total"] == "$42.00"
+    assert await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
+    await runner.wait_until_idle(session_id)
+
+    order = await sync_to_async(Order.objects.get)(session_id=session_id)
+    assert order.total_cents == 4200
+    assert order.payment == "pickup"
+    assert f"Order #{order.pk} is placed" in await last_reply(session_id)
+    assert await sync_to_async(CartLine.objects.filter(session_id=session_id).count)() == 0
+    kenya = await sync_to_async(Coffee.objects.get)(pk="kenya-aa")
+    assert kenya.stock == 6
+    assert runner.visible_slots(session_id) == []
+
+
+async def test_it_places_nothing_when_checkout_is_cancelled(session_id):
+    await say(session_id, "add Colombia Huila")
+    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+
+    slot = await next_slot(session_id)
+    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="cancel")
+    await runner.wait_until_idle(session_id)
+
+    assert await sync_to_async(Order.objects.filter(session_id=session_id).count)() == 0
+    assert "haven't placed the order" in await last_reply(session_id)
+    assert await sync_to_async(CartLine.objects.filter(session_id=session_id).count)() == 1
+
+
+async def test_it_keeps_the_result_for_the_page_to_draw_after_a_reload(session_id):
+    await say(session_id, "show me the menu")
+
+    results = await sync_to_async(
+        lambda: [
+            result
+            for message in Message.objects.filter(session_id=session_id).filter(
+                tool_results__isnull=False
+            )
+            for result in message.tool_results
+        ]
+    )()
+    [catalogue] = results
+    assert catalogue["tool_name"] == "get_catalogue"
+    names = [coffee["name"] for coffee in catalogue["result"]["renderData"]["coffees"]]
+    assert "Ethiopia Yirgacheffe" in names
+
+
+async def test_it_queues_a_second_message_until_the_running_turn_ends(session_id):
+    await say(session_id, "add Kenya AA")
+    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    slot = await next_slot(session_id)
+
+    ahead = await runner.submit_message(session_id=session_id, text="show me the menu")
+
+    assert ahead == 1
+    assert runner.is_busy(session_id)
+    assert runner.queued(session_id) == 1
+    assert "show me the menu" not in await user_texts(session_id)
+    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
+    await runner.wait_until_idle(session_id)
+    assert await user_texts(session_id) == [
+        "add Kenya AA",
+        "checkout, pay at pickup",
+        "show me the menu",
+    ]
+    # The checkout's whole turn (its result and reply) came before the next message.
+    rows = await sync_to_async(list)(
+        Message.objects.filter(session_id=session_id).order_by("seq").values_list("sender", "text")
+    )
+    menu_at = rows.index(("user", "show me the menu"))
+    assert any("Order #" in text for sender, text in rows[:menu_at] if sender == "agent")
+    assert runner.queued(session_id) == 0
+    assert not runner.is_busy(session_id)
+
+
+async def test_it_answers_false_for_a_slot_nobody_waits_on(session_id):
+    assert not await runner.answer_slot(session_id=session_id, slot_id="slot_99", value="confirm")
+
+
+async def test_it_draws_past_results_and_the_waiting_prompt_on_a_reloaded_page(
+    session_id, customer
+):
+    await say(session_id, "show me the menu")
+    await say(session_id, "add 2 Kenya AA")
+    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    slot = await next_slot(session_id)
+    browser = Client()
+    await sync_to_async(browser.force_login)(customer)
+
+    page = (await sync_to_async(browser.get)(f"/sessions/{session_id}/")).content.decode()
+
+    assert "Brew&#x27;s coffees" in page or "Brew's coffees" in page
+    assert "out of stock" in page
+    assert "Added 2 \u00d7 Kenya AA." in page
+    assert "Confirm your order" in page
+    assert f"/sessions/{session_id}/slots/{slot.id}" in page
+    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
+    await runner.wait_until_idle(session_id)
+    page = (await sync_to_async(browser.get)(f"/sessions/{session_id}/")).content.decode()
+    assert "Confirm your order" not in page
+    assert "placed" in page

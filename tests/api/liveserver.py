@@ -1,0 +1,173 @@
+"""A real glove-django server in another process, for the remote-store tests and the bench.
+
+It runs Daphne (the ASGI server `make run` uses) on a free port against its own database: a
+SQLite file in a temporary folder, or, when the caller runs on PostgreSQL, a fresh database
+on the same server that is dropped afterwards. Nothing is shared with the test process but
+HTTP, which is the point.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+DAPHNE = str(Path(sys.executable).with_name("daphne"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LiveServer:
+    """`with LiveServer() as server: server.url, server.token_for("ann")`."""
+
+    def __init__(self, *, database_url: str | None = None, extra_env: dict | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._folder = Path(tempfile.mkdtemp(prefix="glove-live-"))
+        self._pg_admin_url: str | None = None
+        self._pg_name: str | None = None
+        if database_url and database_url.startswith(("postgres://", "postgresql://")):
+            base, _, _ = database_url.rpartition("/")
+            self._pg_name = f"glove_live_{secrets.token_hex(4)}"
+            self._pg_admin_url = f"{base}/postgres"
+            database_url = f"{base}/{self._pg_name}"
+        else:
+            database_url = f"sqlite:///{self._folder / 'live.sqlite3'}"
+        self.database_url = database_url
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "gloveapp.settings",
+            "DATABASE_URL": database_url,
+            "DEBUG": "0",
+            "SECRET_KEY": secrets.token_hex(32),
+            "GLOVE_MODEL": "",
+            "PYTHONUNBUFFERED": "1",
+            **(extra_env or {}),
+        }
+        self._process: subprocess.Popen | None = None
+        self._log = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> LiveServer:
+        if self._pg_name:
+            self._pg_execute(f'CREATE DATABASE "{self._pg_name}"')
+        self.manage("migrate", "--noinput")
+        self._log = open(self._folder / "server.log", "wb")
+        self._process = subprocess.Popen(
+            [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "gloveapp.asgi:application"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self._wait_until_up()
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._pg_name:
+            self._pg_execute(f'DROP DATABASE IF EXISTS "{self._pg_name}" WITH (FORCE)')
+            self._pg_name = None
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+    def __enter__(self) -> LiveServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def log_tail(self, size: int = 4000) -> str:
+        path = self._folder / "server.log"
+        return path.read_text(errors="replace")[-size:] if path.exists() else ""
+
+    # -- helpers --------------------------------------------------------------------------
+    def manage(self, *args: str) -> str:
+        """Run a management command against the server's database; return its stdout."""
+        result = subprocess.run(
+            [PYTHON, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stderr}")
+        return result.stdout
+
+    def token_for(self, username: str) -> str:
+        return self.manage("create_api_token", username, "--create-user").strip()
+
+    def _wait_until_up(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process is not None and self._process.poll() is not None:
+                raise RuntimeError(f"the server exited early:\n{self.log_tail()}")
+            try:
+                if httpx.get(f"{self.url}/api/schema/", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"the server did not come up in {timeout}s:\n{self.log_tail()}")
+
+    def _pg_execute(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self._pg_admin_url, autocommit=True) as conn:
+            conn.execute(sql)
+
+
+def remote_store_factory(request) -> object:
+    """The contract tests' `store_factory` for `RemoteStore` against the live server.
+
+    Each store gets its own session, created over HTTP by the token's user (a 409 means a
+    test asked for the same identifier twice, which is fine: one session, two stores).
+    """
+    import uuid
+
+    from gloveapp.conversations.remote_store import RemoteStore
+
+    server: LiveServer = request.getfixturevalue("live_server_process")
+    token: str = request.getfixturevalue("live_token")
+    opened: list = request.getfixturevalue("remote_stores")
+
+    def make(identifier: str | None = None) -> RemoteStore:
+        session_id = identifier or f"remote_{uuid.uuid4().hex[:16]}"
+        response = httpx.post(
+            f"{server.url}/api/sessions",
+            json={"sessionId": session_id},
+            headers={"Authorization": f"Token {token}"},
+            timeout=30,
+        )
+        if response.status_code not in (201, 409):
+            raise RuntimeError(f"could not create session {session_id}: {response.text}")
+        store = RemoteStore(server.url, token, session_id)
+        opened.append(store)
+        return store
+
+    return make

@@ -1,0 +1,83 @@
+"""Every route, driven by the owner, another user and an anonymous caller."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+ITEM = {
+    "id": "inbox_9_zzz",
+    "tag": "restock_watch",
+    "request": "watch",
+    "created_at": "2026-05-25T18:22:14.123Z",
+}
+
+# (method, path under /api/sessions/<id>, body, owner's expected status)
+ROUTES = [
+    ("get", "", None, 200),
+    ("patch", "", {"title": "x"}, 200),
+    ("get", "/messages", None, 200),
+    ("post", "/messages", {"messages": [{"sender": "user", "text": "hi"}]}, 200),
+    ("get", "/tokens", None, 200),
+    ("post", "/tokens", {"tokens_in": 1, "tokens_out": 1}, 200),
+    ("get", "/turns", None, 200),
+    ("post", "/turns", None, 200),
+    ("post", "/reset-counters", None, 200),
+    ("get", "/tasks", None, 200),
+    ("put", "/tasks", {"tasks": [{"id": "t1", "content": "c"}]}, 200),
+    ("post", "/tasks/t1", {"updates": {"status": "completed"}}, 200),
+    ("get", "/permissions?toolName=x", None, 200),
+    ("put", "/permissions", {"toolName": "x", "status": "granted"}, 200),
+    ("get", "/inbox", None, 200),
+    ("post", "/inbox", {"item": ITEM}, 201),
+    ("post", "/inbox/update", {"itemId": "inbox_9_zzz", "updates": {"status": "consumed"}}, 404),
+    ("get", "/inbox/resolved", None, 200),
+    ("post", "/inbox/consume", None, 200),
+    ("delete", "", None, 204),
+]
+IDS = [f"{method.upper()} {path or '/'}" for method, path, _, _ in ROUTES]
+
+
+def call(client, method: str, session_id: str, path: str, body):
+    return getattr(client, method)(f"/api/sessions/{session_id}{path}", body, format="json")
+
+
+@pytest.mark.parametrize(("method", "path", "body", "expected"), ROUTES, ids=IDS)
+def test_it_serves_the_owner(owner_client, session_id, method, path, body, expected):
+    assert call(owner_client, method, session_id, path, body).status_code == expected
+
+
+@pytest.mark.parametrize(("method", "path", "body", "expected"), ROUTES, ids=IDS)
+def test_it_answers_another_user_as_if_the_session_did_not_exist(
+    other_client, owner_client, session_id, method, path, body, expected
+):
+    response = call(other_client, method, session_id, path, body)
+    assert response.status_code == 404
+    assert response.json()["error"]
+    # Nothing was written on the owner's session.
+    assert owner_client.get(f"/api/sessions/{session_id}/messages").json() == []
+    assert owner_client.get(f"/api/sessions/{session_id}/inbox").json() == []
+
+
+@pytest.mark.parametrize(("method", "path", "body", "expected"), ROUTES, ids=IDS)
+def test_it_refuses_an_anonymous_caller(anon_client, session_id, method, path, body, expected):
+    response = call(anon_client, method, session_id, path, body)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+
+
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_it_guards_the_session_list(anon_client, method):
+    assert getattr(anon_client, method)("/api/sessions", {}, format="json").status_code == 401
+
+
+def test_it_guards_the_chat_endpoint(anon_client):
+    response = anon_client.post("/api/chat", {"messages": []}, format="json")
+    assert response.status_code == 401
+
+
+def test_it_accepts_a_logged_in_browser_session(client, owner, session_id):
+    # Session auth for the pages: a logged-in browser reaches its own sessions.
+    client.force_login(owner)
+    assert client.get(f"/api/sessions/{session_id}/messages").status_code == 200

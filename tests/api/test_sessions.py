@@ -1,0 +1,94 @@
+"""`/api/sessions`: a caller creates, lists, renames and deletes only its own sessions."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+
+def test_it_creates_a_session_owned_by_the_caller(owner_client):
+    response = owner_client.post(
+        "/api/sessions",
+        {"sessionId": "glove_abc", "title": "Coffee", "agentName": "coffee"},
+        format="json",
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert body["sessionId"] == "glove_abc"
+    assert body["title"] == body["name"] == "Coffee"
+    assert body["agentName"] == "coffee"
+    assert body["tokenCount"] == 0 and body["turnCount"] == 0
+
+
+def test_it_mints_an_id_when_none_is_given(owner_client):
+    response = owner_client.post("/api/sessions", {}, format="json")
+    assert response.status_code == 201
+    assert response.json()["sessionId"]
+
+
+def test_it_refuses_a_duplicate_session_id_with_409(owner_client, other_client, session_id):
+    again = owner_client.post("/api/sessions", {"sessionId": session_id}, format="json")
+    assert again.status_code == 409
+    assert again.json()["field"] == "sessionId"
+    # Another user cannot take the id either, and learns nothing else about it.
+    theirs = other_client.post("/api/sessions", {"sessionId": session_id}, format="json")
+    assert theirs.status_code == 409
+
+
+def test_it_refuses_a_session_id_that_cannot_sit_in_a_url(owner_client):
+    response = owner_client.post("/api/sessions", {"sessionId": "a/b"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["field"] == "sessionId"
+
+
+def test_it_lists_only_the_callers_sessions_newest_first(owner_client, other_client):
+    for sid in ("glove_first", "glove_second"):
+        owner_client.post("/api/sessions", {"sessionId": sid}, format="json")
+    other_client.post("/api/sessions", {"sessionId": "glove_theirs"}, format="json")
+
+    ids = [s["sessionId"] for s in owner_client.get("/api/sessions").json()]
+    assert ids == ["glove_second", "glove_first"]
+    assert [s["sessionId"] for s in other_client.get("/api/sessions").json()] == ["glove_theirs"]
+
+
+def test_it_renames_a_session_with_title_or_coffees_name(owner_client, session_id):
+    assert owner_client.patch(
+        f"/api/sessions/{session_id}", {"title": "Espresso"}, format="json"
+    ).json() == {"ok": True}
+    assert owner_client.get(f"/api/sessions/{session_id}").json()["title"] == "Espresso"
+
+    owner_client.patch(f"/api/sessions/{session_id}", {"name": "Latte"}, format="json")
+    assert owner_client.get(f"/api/sessions/{session_id}").json()["title"] == "Latte"
+
+
+def test_it_refuses_a_rename_without_a_title(owner_client, session_id):
+    response = owner_client.patch(f"/api/sessions/{session_id}", {}, format="json")
+    assert response.status_code == 400
+    assert response.json()["field"] == "title"
+
+
+def test_it_deletes_a_session(owner_client, session_id):
+    assert owner_client.delete(f"/api/sessions/{session_id}").status_code == 204
+    assert owner_client.get(f"/api/sessions/{session_id}").status_code == 404
+
+
+def test_it_hides_a_session_from_another_user(other_client, owner_client, session_id):
+    assert other_client.get(f"/api/sessions/{session_id}").status_code == 404
+    assert (
+        other_client.patch(f"/api/sessions/{session_id}", {"title": "x"}, format="json").status_code
+        == 404
+    )
+    assert other_client.delete(f"/api/sessions/{session_id}").status_code == 404
+    assert owner_client.get(f"/api/sessions/{session_id}").json()["title"] == "Coffee"
+
+
+def test_it_does_not_create_a_session_on_get(owner_client):
+    assert owner_client.get("/api/sessions/glove_unknown/messages").status_code == 404
+    assert owner_client.get("/api/sessions/glove_unknown").status_code == 404
+
+
+def test_it_refuses_an_anonymous_caller(anon_client):
+    response = anon_client.get("/api/sessions")
+    assert response.status_code == 401
+    assert "error" in response.json()

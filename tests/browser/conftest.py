@@ -1,0 +1,84 @@
+"""A real server and Debian's Chromium for the browser tests.
+
+The server is Daphne in its own process (as `make run` starts it) on a free port, with its own
+SQLite file, the in-memory channel layer, the offline demo model and the demo users from
+`setup_demo`. DEBUG is on in that process only so that it serves the static files (htmx,
+live.js) itself, as `make run` does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.api.liveserver import LiveServer
+from tests.conftest import service_missing
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DEMO_PASSWORD = "demo-browser-pw-1"
+STAFF_PASSWORD = "staff-browser-pw-1"
+# Set GLOVE_SCREENSHOTS=1 to refresh the README's screenshots from the browser test.
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "gloveapp" / "static" / "screenshots"
+
+
+_servers: list[LiveServer] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # A failed browser test says little by itself: attach what the server logged.
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and _servers:
+        report.sections.append(("server log", _servers[0].log_tail(8000)))
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    live = LiveServer(
+        extra_env={
+            "DEBUG": "1",
+            "REDIS_URL": "",
+            "DEMO_PASSWORD": DEMO_PASSWORD,
+            "STAFF_PASSWORD": STAFF_PASSWORD,
+        }
+    )
+    with live:
+        live.manage("setup_demo")
+        _servers.append(live)
+        yield live
+        _servers.remove(live)
+
+
+# Module scope, not session: while sync Playwright runs, its event loop counts as running in
+# this thread, and every async test collected after this folder would fail to start.
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        service_missing(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def screenshot_path(name: str, tmp_path: Path) -> Path:
+    if os.environ.get("GLOVE_SCREENSHOTS", "") in {"1", "true", "yes"}:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        return SCREENSHOTS / name
+    return tmp_path / name

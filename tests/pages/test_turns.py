@@ -1,0 +1,260 @@
+"""Talking to the coffee agent through the chat page: the composer, prompts and results.
+
+The turn runs on the test's event loop (the page posts, the runner works in the background),
+so these tests use the async client and wait for the runner to go idle, never for a clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+from django.db import connections
+from django.test import AsyncClient
+
+from gloveapp.conversations import runner
+from gloveapp.conversations.services import session_create
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+
+HX = {"HX-Request": "true"}
+
+
+@pytest.fixture(autouse=True)
+async def close_worker_connections():
+    yield
+    # The runner's database work runs in asgiref's worker thread, which keeps its own
+    # connection open; PostgreSQL will not drop the test database while it is.
+    await sync_to_async(connections.close_all)()
+
+
+@pytest.fixture
+def customer(transactional_db):
+    return get_user_model().objects.create_user("carla", password="pw-carla-1")
+
+
+@pytest.fixture
+def session_id(customer) -> str:
+    return session_create(owner=customer, agent_name="coffee", title="Brew").pk
+
+
+@pytest.fixture
+async def client(customer) -> AsyncClient:
+    client = AsyncClient()
+    await client.aforce_login(customer)
+    return client
+
+
+async def say(client: AsyncClient, session_id: str, text: str) -> None:
+    response = await client.post(f"/sessions/{session_id}/messages", {"text": text}, headers=HX)
+    assert response.status_code == 200
+    await runner.wait_until_idle(session_id)
+
+
+async def page(client: AsyncClient, session_id: str, target: str | None = None) -> str:
+    headers = {**HX, "HX-Target": target} if target else {}
+    response = await client.get(f"/sessions/{session_id}/", headers=headers)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+async def next_slot(session_id: str) -> runner.SlotView:
+    """Wait on the loop (not a clock) until the running turn shows a prompt."""
+    while not runner.visible_slots(session_id):
+        assert runner.is_busy(session_id), "the turn ended without showing a prompt"
+        await asyncio.sleep(0.005)
+    return runner.visible_slots(session_id)[-1]
+
+
+async def test_it_posts_the_message_and_shows_it_before_the_turn_stores_it(client, session_id):
+    response = await client.post(
+        f"/sessions/{session_id}/messages", {"text": "What coffees do you have?"}, headers=HX
+    )
+
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="messages"')
+    assert "What coffees do you have?" in html
+    await runner.wait_until_idle(session_id)
+
+
+async def test_it_shows_the_agents_reply_after_the_turn(client, session_id):
+    await say(client, session_id, "hello")
+
+    html = await page(client, session_id, "messages")
+
+    assert html.count('class="msg msg--user"') == 1
+    assert "offline demo model" in html
+
+
+async def test_it_posts_without_javascript_and_redirects_back_to_the_chat(client, session_id):
+    response = await client.post(f"/sessions/{session_id}/messages", {"text": "hello"})
+
+    assert response.status_code == 303
+    assert response["Location"] == f"/sessions/{session_id}/"
+    await runner.wait_until_idle(session_id)
+    assert "hello" in await page(client, session_id)
+
+
+async def test_it_refuses_an_empty_message_without_starting_a_turn(client, session_id):
+    plain = await client.post(f"/sessions/{session_id}/messages", {"text": "   "})
+    htmx = await client.post(f"/sessions/{session_id}/messages", {"text": ""}, headers=HX)
+
+    assert plain.status_code == 400
+    assert htmx.status_code == 422
+    assert htmx["HX-Retarget"] == "#composer"
+    assert "Write a message first." in htmx.content.decode()
+    assert not runner.is_busy(session_id)
+
+
+async def test_it_draws_past_tool_results_with_their_colocated_template(client, session_id):
+    await say(client, session_id, "show me the menu")
+
+    html = await page(client, session_id)  # a fresh page load, long after the turn
+
+    assert 'class="tool-card coffee-catalogue"' in html
+    assert "Ethiopia Yirgacheffe" in html
+
+
+async def test_it_shows_a_checkout_prompt_and_resumes_the_tool_when_it_is_answered(
+    client, session_id
+):
+    await say(client, session_id, "add 2 Kenya AA")
+    await client.post(
+        f"/sessions/{session_id}/messages", {"text": "checkout, pay at pickup"}, headers=HX
+    )
+    slot = await next_slot(session_id)
+
+    html = await page(client, session_id, "slots")
+    assert f'action="/sessions/{session_id}/slots/{slot.id}"' in html
+    assert "Confirm your order" in html
+
+    response = await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "confirm"})
+    assert response.status_code == 303
+    await runner.wait_until_idle(session_id)
+
+    html = await page(client, session_id)
+    assert "Order #" in html
+    assert 'class="tool-card coffee-receipt"' in html
+    assert "Confirm your order" not in html  # hide-on-complete: the prompt is gone
+
+
+async def test_it_answers_a_prompt_in_place_for_htmx_with_a_json_answer(client, session_id):
+    await say(client, session_id, "add Colombia Huila")
+    await client.post(
+        f"/sessions/{session_id}/messages", {"text": "checkout, pay at pickup"}, headers=HX
+    )
+    slot = await next_slot(session_id)
+
+    response = await client.post(
+        f"/sessions/{session_id}/slots/{slot.id}", {"json": '{"confirmed": true}'}, headers=HX
+    )
+
+    assert response.status_code == 200
+    assert response.content.decode().lstrip().startswith('<section id="slots"')
+    await runner.wait_until_idle(session_id)
+    assert "Order #" in await page(client, session_id, "messages")
+
+
+async def test_it_answers_a_prompt_only_once(client, session_id):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(
+        f"/sessions/{session_id}/messages", {"text": "checkout, pay at pickup"}, headers=HX
+    )
+    slot = await next_slot(session_id)
+    url = f"/sessions/{session_id}/slots/{slot.id}"
+
+    first = await client.post(url, {"value": "cancel"})
+    second = await client.post(url, {"value": "confirm"})
+
+    assert first.status_code == 303
+    assert second.status_code == 404
+    await runner.wait_until_idle(session_id)
+    assert "Order #" not in await page(client, session_id)
+
+
+async def test_it_refuses_a_malformed_json_answer(client, session_id):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(
+        f"/sessions/{session_id}/messages", {"text": "checkout, pay at pickup"}, headers=HX
+    )
+    slot = await next_slot(session_id)
+
+    response = await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"json": "{nope"})
+
+    assert response.status_code == 400
+    assert runner.visible_slots(session_id)[-1].id == slot.id  # still waiting
+    await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
+    await runner.wait_until_idle(session_id)
+
+
+async def test_it_asks_permission_in_the_page_before_charging_the_saved_card(client, session_id):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    permission = await next_slot(session_id)
+
+    html = await page(client, session_id, "slots")
+    assert permission.renderer == "permission_request"
+    assert 'value="once"' in html and 'value="always"' in html and 'value="deny"' in html
+
+    await client.post(f"/sessions/{session_id}/slots/{permission.id}", {"value": "once"})
+    confirm = await next_slot(session_id)
+    assert confirm.id != permission.id
+    await client.post(f"/sessions/{session_id}/slots/{confirm.id}", {"value": "confirm"})
+    await runner.wait_until_idle(session_id)
+
+    assert "paid with saved card" in await page(client, session_id)
+
+
+async def test_it_does_not_run_the_tool_when_permission_is_denied(client, session_id):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    permission = await next_slot(session_id)
+
+    await client.post(f"/sessions/{session_id}/slots/{permission.id}", {"value": "deny"})
+    await runner.wait_until_idle(session_id)
+
+    html = await page(client, session_id)
+    assert "Order #" not in html
+    assert "Permission denied" in html
+
+
+async def test_it_shows_the_inbox_watch_the_agent_posts(client, session_id):
+    await say(client, session_id, "do you have Yirgacheffe?")
+    await say(client, session_id, "yes, notify me")
+
+    html = await page(client, session_id, "inbox")
+    watching = html.split('data-section="watching"')[1].split("</ul>")[0]
+    assert "restock_watch" in watching
+
+
+async def test_it_shows_nothing_in_the_slots_panel_for_another_session(client, customer):
+    other = await sync_to_async(session_create)(owner=customer, agent_name="coffee")
+    assert 'class="slot"' not in await page(client, other.pk, "slots")
+
+
+async def test_it_shows_staff_a_waiting_prompt_without_letting_them_answer(
+    client, session_id, transactional_db
+):
+    staff = await sync_to_async(get_user_model().objects.create_user)(
+        "stella", password="pw-stella-1", is_staff=True
+    )
+    staff_client = AsyncClient()
+    await staff_client.aforce_login(staff)
+    await say(client, session_id, "add Kenya AA")
+    await client.post(
+        f"/sessions/{session_id}/messages", {"text": "checkout, pay at pickup"}, headers=HX
+    )
+    slot = await next_slot(session_id)
+
+    html = await page(staff_client, session_id, "slots")
+    refused = await staff_client.post(
+        f"/sessions/{session_id}/slots/{slot.id}", {"value": "confirm"}
+    )
+
+    assert "Waiting for the customer to answer checkout" in html
+    assert "<form" not in html
+    assert refused.status_code == 404
+    await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
+    await runner.wait_until_idle(session_id)

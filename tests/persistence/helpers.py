@@ -1,0 +1,69 @@
+"""Small builders shared by the persistence tests."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connections
+
+from gloveapp.conversations.models import LiveEvent, Session
+from gloveapp.core.types import InboxItem as CoreInboxItem
+from inbox.models import InboxItem
+from inbox.services import inbox_item_add
+
+
+def post_item(
+    item_id: str = "inbox_1_watch",
+    *,
+    session_id: str = "coffee_session",
+    tag: str = "restock_watch",
+    request: str = "Notify when Yirgacheffe is back in stock",
+    blocking: bool = False,
+    created_at: str = "2030-01-01T10:00:00.000Z",
+    **extra: Any,
+) -> InboxItem:
+    return inbox_item_add(
+        session_id=session_id,
+        item=CoreInboxItem(
+            id=item_id, tag=tag, request=request, blocking=blocking, created_at=created_at
+        ),
+        **extra,
+    )
+
+
+def snapshot() -> dict[str, Any]:
+    """Everything a refused call must leave untouched."""
+    return {
+        "items": list(InboxItem.objects.order_by("pk").values()),
+        "sessions": list(Session.objects.order_by("pk").values()),
+        "events": LiveEvent.objects.count(),
+    }
+
+
+def run_in_threads(count: int, target: Callable[[int], Any]) -> list[Any]:
+    """Run `target(i)` in `count` threads released together; each closes its connections.
+
+    Every thread has its own database connection, so this is real concurrency against the
+    database, not interleaving on one connection.
+    """
+    barrier = threading.Barrier(count)
+    results: list[Any] = [None] * count
+
+    def work(index: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            results[index] = target(index)
+        except BaseException as exc:  # the caller inspects what each thread ended with
+            results[index] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a worker thread hung"
+    return results
