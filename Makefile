@@ -33,10 +33,14 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# The whole suite on SQLite, then the database-backed tests again on PostgreSQL.
+# The whole suite on SQLite, the browser tests in a process of their own (Playwright's
+# sync API keeps an event loop that async tests must not share), then the database-backed
+# tests again on PostgreSQL.
 test: lint
-	$(VENV)/bin/pytest
-	DATABASE_URL=$(PG_TEST_URL) $(VENV)/bin/pytest -m postgres
+	@bash .ci/ensure-services
+	$(VENV)/bin/pytest -m "not browser"
+	$(VENV)/bin/pytest -m browser
+	DATABASE_URL=$(PG_TEST_URL) $(VENV)/bin/pytest -m "postgres and not browser"
 
 bench: install
 	@for b in bench/*.py; do echo "== $$b" >&2; $(PY) $$b || exit 1; done

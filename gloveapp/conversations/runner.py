@@ -25,6 +25,7 @@ module adds the transient ones via `broadcast_transient`: `turn.started`, `turn.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -120,9 +121,10 @@ async def submit_message(*, session_id: str, text: str) -> int:
     ahead = len(run.pending) + (1 if is_busy(session_id) else 0)
     run.pending.append(text)
     if run.worker is None or run.worker.done():
-        # Not awaited: the turn outlives the request that submitted it.
+        # Not awaited: the turn outlives the request that submitted it. A fresh context, so
+        # the worker does not inherit the request's asgiref executor, which dies with it.
         run.worker = asyncio.get_running_loop().create_task(
-            _work(run), name=f"glove-turns:{session_id}"
+            _work(run), name=f"glove-turns:{session_id}", context=contextvars.Context()
         )
     return ahead
 
