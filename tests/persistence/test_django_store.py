@@ -153,7 +153,7 @@ def test_it_reads_context_with_a_marker_probe_and_a_bounded_range():
     )
 
     with CaptureQueriesContext(connection) as queries:
-        from gloveapp.conversations.store import read_messages
+        from gloveapp.conversations.selectors import read_messages
 
         context = read_messages("s1", since_compaction=True)
 

@@ -12,7 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gloveapp.conversations.api import reads
+from gloveapp.conversations import selectors
 from gloveapp.conversations.api.access import (
     ApiView,
     Conflict,
@@ -50,7 +50,7 @@ class InboxApi(ApiView):
     )
     def get(self, request: Request, session_id: str) -> Response:
         owned_session_exists(request.user, session_id)
-        return Response(_wire(reads.session_inbox_items(session_id=session_id)))
+        return Response(_wire(selectors.read_inbox_items(session_id)))
 
     @extend_schema(
         operation_id="session_inbox_add",
@@ -118,7 +118,7 @@ class InboxResolvedApi(ApiView):
     )
     def get(self, request: Request, session_id: str) -> Response:
         owned_session_exists(request.user, session_id)
-        items = reads.session_inbox_items(session_id=session_id, status="resolved")
+        items = selectors.read_inbox_items(session_id, "resolved")
         return Response(_wire(items))
 
 

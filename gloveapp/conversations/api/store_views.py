@@ -15,8 +15,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gloveapp.conversations import services
-from gloveapp.conversations.api import reads
+from gloveapp.conversations import selectors, services
 from gloveapp.conversations.api.access import (
     ApiView,
     owned_session,
@@ -35,6 +34,7 @@ from gloveapp.conversations.api.fields import (
     to_core_message,
     to_core_task,
 )
+from gloveapp.core.store import permission_key
 from gloveapp.core.types import TokenUsage
 
 NOT_FOUND = {404: ErrorSerializer}
@@ -68,8 +68,8 @@ class MessagesApi(ApiView):
     )
     def get(self, request: Request, session_id: str) -> Response:
         owned_session_exists(request.user, session_id)
-        messages = reads.session_messages(
-            session_id=session_id, since_compaction=_flag(request, "since_compaction")
+        messages = selectors.read_messages(
+            session_id, since_compaction=_flag(request, "since_compaction")
         )
         return Response(_wire(messages))
 
@@ -191,7 +191,7 @@ class TasksApi(ApiView):
     )
     def get(self, request: Request, session_id: str) -> Response:
         owned_session_exists(request.user, session_id)
-        return Response(_wire(reads.session_tasks(session_id=session_id)))
+        return Response(_wire(selectors.read_tasks(session_id)))
 
     @extend_schema(
         operation_id="session_tasks_replace",
@@ -271,11 +271,8 @@ class PermissionsApi(ApiView):
         owned_session_exists(request.user, session_id)
         query = self.QuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        status = reads.session_permission(
-            session_id=session_id,
-            tool_name=query.validated_data["toolName"],
-            tool_input=query.validated_data.get("input"),
-        )
+        key = permission_key(query.validated_data["toolName"], query.validated_data.get("input"))
+        status = selectors.read_permission(session_id, key)
         return Response({"status": status})
 
     @extend_schema(
