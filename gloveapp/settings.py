@@ -182,6 +182,9 @@ GLOVE_DEFAULT_AGENT = os.environ.get("GLOVE_DEFAULT_AGENT", "coffee")
 # Shared secret for signed webhooks resolving inbox items (HMAC-SHA256 over the body).
 GLOVE_WEBHOOK_SECRET = os.environ.get("GLOVE_WEBHOOK_SECRET", "")
 GLOVE_WEBHOOK_MAX_SKEW_SECONDS = int(os.environ.get("GLOVE_WEBHOOK_MAX_SKEW_SECONDS", "300"))
+# Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`
+# then answers them with an "Expired" response so no agent waits forever.
+GLOVE_INBOX_TTL_SECONDS = int(os.environ.get("GLOVE_INBOX_TTL_SECONDS", "0"))
 
 LOGGING = {
     "version": 1,

@@ -29,9 +29,11 @@ import contextvars
 import logging
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from gloveapp.agents.registry import configured_model, get_agent_spec
@@ -112,6 +114,12 @@ def _run_for(session_id: str) -> _SessionRun:
         run.display.subscribe(lambda stack: _announce_stack(run, stack))
         _runs[session_id] = run
     return run
+
+
+def inbox_ttl() -> timedelta | None:
+    """How long an item the agent posts may wait before `expire_inbox_items` answers it."""
+    seconds = settings.GLOVE_INBOX_TTL_SECONDS
+    return timedelta(seconds=seconds) if seconds else None
 
 
 # -- public API ------------------------------------------------------------------------------
@@ -195,7 +203,7 @@ async def _run_turn(run: _SessionRun, text: str) -> None:
         spec = get_agent_spec(agent_name)
         run.tools = {tool.name: tool for tool in spec.tools}
         glove = Glove(
-            store=DjangoStore(session_id),
+            store=DjangoStore(session_id, inbox_ttl=inbox_ttl()),
             model=configured_model(),
             display_manager=run.display,
             system_prompt=spec.system_prompt,

@@ -51,6 +51,21 @@ async def test_it_posts_a_pending_restock_watch_when_the_customer_agrees(session
     assert "watching" in (await last_reply(session_id)).lower()
 
 
+async def test_it_posts_watches_without_a_deadline_by_default(session_id):
+    item = await watch_yirgacheffe(session_id)
+
+    assert item.expires_at is None
+
+
+async def test_it_gives_watches_a_deadline_when_an_inbox_ttl_is_set(session_id, settings):
+    settings.GLOVE_INBOX_TTL_SECONDS = 3600
+
+    item = await watch_yirgacheffe(session_id)
+
+    assert item.expires_at is not None
+    assert (item.expires_at - item.created_at).total_seconds() == 3600
+
+
 async def test_it_relays_the_resolution_on_the_next_message(session_id, staff):
     item = await watch_yirgacheffe(session_id)
     await sync_to_async(resolve_inbox_item)(
