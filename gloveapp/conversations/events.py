@@ -15,9 +15,11 @@ Event types and their payloads (the relay and the pages rely on these shapes):
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.db import connection
+from django.utils import timezone
 
 from gloveapp.conversations.live.outbox import before_event_insert
 from gloveapp.conversations.models import LiveEvent
@@ -51,3 +53,15 @@ def record_events(*, stream: str, events: list[tuple[str, dict[str, Any]]]) -> l
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [LIVE_EVENTS_CHANNEL, stream])
     return rows
+
+
+def live_events_prune(*, older_than: timedelta) -> int:
+    """Delete events older than `older_than`; returns how many.
+
+    Pages rendered before the cut that reconnect get a `resync` (reload your state) instead
+    of a replay, so pruning never makes a client silently miss a change.
+    """
+    if older_than <= timedelta(0):
+        raise ValueError("older_than must be positive")
+    deleted, _ = LiveEvent.objects.filter(created_at__lt=timezone.now() - older_than).delete()
+    return deleted
