@@ -23,7 +23,7 @@ install: $(STAMP)
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py setup_demo
-	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) gloveapp.asgi:application
+	DEBUG=$${DEBUG:-true} $(VENV)/bin/daphne -b $(HOST) -p $(PORT) gloveapp.asgi:application
 
 lint: install
 	$(VENV)/bin/ruff check .

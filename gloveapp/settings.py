@@ -33,7 +33,8 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [part.strip() for part in raw.split(",") if part.strip()]
 
 
-DEBUG = env_bool("DEBUG", True)
+# Off unless asked for: `make run` turns it on for the local demo.
+DEBUG = env_bool("DEBUG", False)
 # The fallback key is only good for local development; system checks warn when
 # DEBUG is off and it is still in use.
 DEV_SECRET_KEY = "dev-only-insecure-key-change-me"
@@ -155,6 +156,13 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "gloveapp.api_parsers.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    # Each /api/chat call is a paid model call: limit how often one user may make them.
+    "DEFAULT_THROTTLE_RATES": {"chat": os.environ.get("GLOVE_CHAT_RATE", "30/min")},
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "gloveapp.api_errors.exception_handler",
 }
@@ -185,6 +193,8 @@ GLOVE_WEBHOOK_MAX_SKEW_SECONDS = int(os.environ.get("GLOVE_WEBHOOK_MAX_SKEW_SECO
 # Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`
 # then answers them with an "Expired" response so no agent waits forever.
 GLOVE_INBOX_TTL_SECONDS = int(os.environ.get("GLOVE_INBOX_TTL_SECONDS", "0"))
+# Messages one chat may have waiting behind its running turn; more are refused (429).
+GLOVE_MAX_QUEUED_MESSAGES = int(os.environ.get("GLOVE_MAX_QUEUED_MESSAGES", "5"))
 
 LOGGING = {
     "version": 1,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import time
 
 from django.conf import settings
@@ -22,6 +23,7 @@ from rest_framework.request import Request
 TIMESTAMP_HEADER = "X-Glove-Timestamp"
 SIGNATURE_HEADER = "X-Glove-Signature"
 SIGNATURE_PREFIX = "sha256="
+UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
 
 
 class WebhookCaller:
@@ -44,7 +46,9 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
 
 def verify(*, secret: str, timestamp: str, signature: str, body: bytes, now: float) -> None:
     """Raise AuthenticationFailed unless the signature and timestamp are acceptable."""
-    if not timestamp.isdigit():
+    # ASCII digits only, and few of them: str.isdigit() accepts "²", and int() of thousands
+    # of digits raises instead of refusing.
+    if not UNIX_SECONDS.fullmatch(timestamp):
         raise exceptions.AuthenticationFailed(f"{TIMESTAMP_HEADER} must be a Unix time in seconds.")
     skew = settings.GLOVE_WEBHOOK_MAX_SKEW_SECONDS
     if abs(now - int(timestamp)) > skew:

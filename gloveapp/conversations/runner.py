@@ -123,9 +123,21 @@ def inbox_ttl() -> timedelta | None:
 
 
 # -- public API ------------------------------------------------------------------------------
+class QueueFull(Exception):
+    """Too many messages are already waiting behind this session's running turn."""
+
+
 async def submit_message(*, session_id: str, text: str) -> int:
-    """Queue `text` as the session's next turn; returns how many turns are ahead of it."""
+    """Queue `text` as the session's next turn; returns how many turns are ahead of it.
+
+    Raises `QueueFull` past GLOVE_MAX_QUEUED_MESSAGES: every queued message is a model call.
+    """
     run = _run_for(session_id)
+    if len(run.pending) >= settings.GLOVE_MAX_QUEUED_MESSAGES:
+        raise QueueFull(
+            f"{len(run.pending)} messages are already waiting for this chat; "
+            "wait for the agent to answer."
+        )
     ahead = len(run.pending) + (1 if is_busy(session_id) else 0)
     run.pending.append(text)
     if run.worker is None or run.worker.done():

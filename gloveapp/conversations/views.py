@@ -97,15 +97,31 @@ async def message_create(request: HttpRequest, session_id: str) -> HttpResponse:
     user = await request.auser()
     session = await sync_to_async(pages.owned_session)(user, session_id)
     text = request.POST.get("text", "").strip()
-    if not text or len(text) > MAX_MESSAGE_CHARS:
-        error = "Write a message first." if not text else "That message is too long."
+    error = message_error(text)
+    status = 400
+    if error is None:
+        try:
+            await runner.submit_message(session_id=session.pk, text=text)
+        except runner.QueueFull as exc:
+            error, status = str(exc), 429
+    if error is not None:
         if request.htmx:
             return await sync_to_async(_composer_error)(request, session, error)
-        return HttpResponse(error, status=400, content_type="text/plain")
-    await runner.submit_message(session_id=session.pk, text=text)
+        return HttpResponse(error, status=status, content_type="text/plain")
     if request.htmx:
         return await sync_to_async(_messages_partial)(request, session, text)
     return _see_other(_chat_url(session.pk))
+
+
+def message_error(text: str) -> str | None:
+    """Why a composed message cannot be sent, or None."""
+    if not text:
+        return "Write a message first."
+    if len(text) > MAX_MESSAGE_CHARS:
+        return "That message is too long."
+    if "\x00" in text:
+        return "The message contains a NUL character, which cannot be stored."
+    return None
 
 
 def slot_value(form: dict[str, str]) -> Any:
@@ -131,7 +147,7 @@ async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> Ht
     session = await sync_to_async(pages.owned_session)(user, session_id)
     try:
         value = slot_value(request.POST.dict())
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return HttpResponse("The answer is not valid JSON.", status=400, content_type="text/plain")
     if not await runner.answer_slot(session_id=session.pk, slot_id=slot_id, value=value):
         # Already answered (another tab, a double click) or gone with a finished turn.

@@ -189,6 +189,53 @@ async def test_it_refuses_a_malformed_json_answer(client, session_id):
     await runner.wait_until_idle(session_id)
 
 
+async def test_it_refuses_a_message_with_a_nul_character_without_starting_a_turn(
+    client, session_id
+):
+    response = await client.post(f"/sessions/{session_id}/messages", {"text": "hi\x00there"})
+
+    assert response.status_code == 400
+    assert "NUL" in response.content.decode()
+    assert not runner.is_busy(session_id)
+
+
+async def test_it_refuses_an_answer_nested_too_deeply(client, session_id):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(
+        f"/sessions/{session_id}/messages", {"text": "checkout, pay at pickup"}, headers=HX
+    )
+    slot = await next_slot(session_id)
+
+    deep = "[" * 200_000 + "]" * 200_000
+    response = await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"json": deep})
+
+    assert response.status_code == 400
+    assert runner.visible_slots(session_id)[-1].id == slot.id  # still waiting
+    await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
+    await runner.wait_until_idle(session_id)
+
+
+async def test_it_refuses_messages_past_the_queue_limit_while_a_turn_runs(
+    client, session_id, settings
+):
+    settings.GLOVE_MAX_QUEUED_MESSAGES = 1
+    await say(client, session_id, "add Kenya AA")
+    await client.post(
+        f"/sessions/{session_id}/messages", {"text": "checkout, pay at pickup"}, headers=HX
+    )
+    slot = await next_slot(session_id)  # the turn now waits on the customer
+
+    queued = await client.post(f"/sessions/{session_id}/messages", {"text": "menu"})
+    refused = await client.post(f"/sessions/{session_id}/messages", {"text": "menu again"})
+
+    assert queued.status_code == 303
+    assert refused.status_code == 429
+    assert "already waiting" in refused.content.decode()
+    assert runner.queued(session_id) == 1
+    await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
+    await runner.wait_until_idle(session_id)
+
+
 async def test_it_asks_permission_in_the_page_before_charging_the_saved_card(client, session_id):
     await say(client, session_id, "add Kenya AA")
     await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)

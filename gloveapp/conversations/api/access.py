@@ -12,9 +12,9 @@ from typing import Any
 
 from django.http import Http404
 from rest_framework.exceptions import APIException, ValidationError
-from rest_framework.parsers import JSONParser
 from rest_framework.views import APIView
 
+from gloveapp.api_parsers import SafeJSONParser
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.services import DuplicateSession
 from gloveapp.core.store import StoreError
@@ -23,7 +23,7 @@ from gloveapp.core.store import StoreError
 class ApiView(APIView):
     """The remote store speaks JSON only, like Glove's routes (no form or multipart bodies)."""
 
-    parser_classes = [JSONParser]
+    parser_classes = [SafeJSONParser]
 
 
 def owned_session(user: Any, session_id: str) -> Session:

@@ -22,6 +22,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import APIException
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
+from rest_framework.throttling import ScopedRateThrottle
 
 from gloveapp.agents.registry import configured_model
 from gloveapp.conversations.api.access import ApiView
@@ -163,6 +164,8 @@ async def stream_model_turn(
 
 class ChatApi(ApiView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "chat"
 
     class InputSerializer(serializers.Serializer):
         class Meta:

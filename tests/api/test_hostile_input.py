@@ -1,0 +1,72 @@
+"""Input built to break parsers gets a 4xx, never a 500, and writes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from gloveapp.conversations.models import Message
+from tests.persistence.helpers import post_item
+from tests.persistence.test_resolve_api import SECRET, signed_post
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_it_answers_json_nested_too_deeply_with_a_400(owner_client, session_id):
+    answer = owner_client.post(
+        f"/api/sessions/{session_id}/messages", data=DEEP, content_type="application/json"
+    )
+
+    assert answer.status_code == 400
+    assert "nested too deeply" in answer.json()["error"]
+    assert Message.objects.filter(session_id=session_id).count() == 0
+
+
+def test_it_refuses_deep_json_at_the_resolve_endpoint_too(django_user_model):
+    staff = django_user_model.objects.create_user("barista", is_staff=True)
+    client = APIClient()
+    client.force_authenticate(staff)
+
+    answer = client.post("/api/inbox/resolve", data=DEEP, content_type="application/json")
+
+    assert answer.status_code == 400
+
+
+@pytest.mark.parametrize("stamp", ["\u00b2", "1" * 400, "9" * 5000, "-5", " 12"])
+def test_it_refuses_a_webhook_timestamp_that_is_not_plain_unix_seconds(settings, stamp):
+    settings.GLOVE_WEBHOOK_SECRET = SECRET
+    post_item("inbox_1_hostile")
+
+    answer = signed_post(
+        {"itemId": "inbox_1_hostile", "response": "x"}, HTTP_X_GLOVE_TIMESTAMP=stamp
+    )
+
+    assert answer.status_code == 401
+    assert "Unix time" in answer.json()["error"]
+
+
+def test_it_throttles_the_chat_proxy_per_user(owner_client, settings):
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"chat": "2/min"},
+    }
+    from rest_framework.settings import api_settings
+    from rest_framework.throttling import ScopedRateThrottle
+
+    # DRF caches its settings at import; point the throttle at the test's rates.
+    ScopedRateThrottle.THROTTLE_RATES = {"chat": "2/min"}
+    try:
+        body = json.dumps({"systemPrompt": "", "messages": [{"sender": "user", "text": "hi"}]})
+        codes = [
+            owner_client.post("/api/chat", data=body, content_type="application/json").status_code
+            for _ in range(3)
+        ]
+    finally:
+        ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
+
+    assert codes[:2] == [200, 200]
+    assert codes[2] == 429
