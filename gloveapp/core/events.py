@@ -14,8 +14,11 @@ Glove's JSON shape, so they can be sent to a browser as they are:
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+logger = logging.getLogger("gloveapp.core")
 
 Subscriber = Callable[[str, dict[str, Any]], Awaitable[None] | None]
 
@@ -34,7 +37,8 @@ class EventBus:
 
     Glove awaits subscribers with `Promise.all` and fires some `tool_use_result` events without
     awaiting them; here every event is awaited in order, so subscribers see events in the
-    order of contract §2.5. A subscriber that raises stops the request, as in Glove.
+    order of contract §2.5. A subscriber that raises stops the request, as in Glove, except
+    through `emit_fire_and_forget`, used for the emissions Glove does not await.
     """
 
     def __init__(self) -> None:
@@ -52,3 +56,18 @@ class EventBus:
             outcome = subscriber(event_type, payload)
             if inspect.isawaitable(outcome):
                 await outcome
+
+    async def emit_fire_and_forget(self, event_type: str, payload: dict[str, Any]) -> None:
+        """Deliver like `emit`, but a subscriber that raises is logged and skipped.
+
+        For the emissions Glove fires without awaiting (contract §2.5: the success/error/abort
+        `tool_use_result` after a tool ran): a broken subscriber must not lose results that
+        were already produced. Still awaited, in order, so the event order stays the same.
+        """
+        for subscriber in list(self._subscribers):
+            try:
+                outcome = subscriber(event_type, payload)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("subscriber %r failed on %s; ignored", subscriber, event_type)

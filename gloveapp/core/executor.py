@@ -8,19 +8,29 @@ formatters patch in `No result available`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from gloveapp.core.abort import AbortSignal
-from gloveapp.core.display import PERMISSION_RENDERER, BoundDisplay, DisplayManager
+from gloveapp.core.display import (
+    PERMISSION_RENDERER,
+    BoundDisplay,
+    DisplayManager,
+    SlotRejectedError,
+)
 from gloveapp.core.events import TOOL_USE_RESULT, EventBus
 from gloveapp.core.store import supports_permissions
 from gloveapp.core.tools import Tool, ToolContext, as_tool_result
-from gloveapp.core.types import AbortError, ToolCall, ToolResult, ToolResultData
+from gloveapp.core.types import AbortError, ToolCall, ToolResult, ToolResultData, json_safe
 from gloveapp.core.validation import TOOL_INPUT_INVALID, validation_error_data
+
+logger = logging.getLogger("gloveapp.core")
 
 ABORTED_MESSAGE = "Tool execution was aborted by the user."
 
@@ -99,7 +109,8 @@ class ToolExecutor:
         results: list[ToolResult] = []
         for call in calls:
             started = time.perf_counter()
-            result, stop = await self._execute_one(call, hand_over, abort)
+            result, stop, ran = await self._execute_one(call, hand_over, abort)
+            result = _json_safe_result(result)
             tool_result = ToolResult(
                 tool_name=call.tool_name,
                 call_id=call.id,
@@ -107,27 +118,38 @@ class ToolExecutor:
                 duration_ms=int((time.perf_counter() - started) * 1000),
             )
             results.append(tool_result)
-            await self.events.emit(
-                TOOL_USE_RESULT,
-                {**tool_result.to_dict(), "id": call.id, "name": call.tool_name},
-            )
+            payload = {**tool_result.to_dict(), "id": call.id, "name": call.tool_name}
+            if ran:
+                # Glove fires these without awaiting (§2.5): the tool already ran, so a broken
+                # subscriber must not lose its result. The skip-path ones are awaited.
+                await self.events.emit_fire_and_forget(TOOL_USE_RESULT, payload)
+            else:
+                await self.events.emit(TOOL_USE_RESULT, payload)
             if stop:
                 break
         return results
 
     async def _execute_one(
         self, call: ToolCall, hand_over: HandOver, abort: AbortSignal | None
-    ) -> tuple[ToolResultData, bool]:
-        """The call's result, and whether the batch must stop (an in-tool abort)."""
+    ) -> tuple[ToolResultData, bool, bool]:
+        """The call's result, whether the batch must stop (an in-tool abort), and whether the
+        tool was run (its result is then emitted fire-and-forget)."""
         tool = self.find(call.tool_name)
         aborted = abort is not None and abort.aborted
         if aborted and not (tool is not None and tool.un_abortable):
-            return _aborted(), False
+            return _aborted(), False, False
         if tool is None:
             available = [known.name for known in self.tools]
-            return ToolResultData.error(unknown_tool_message(call.tool_name, available)), False
-        if not await self._permitted(tool, call, hand_over):
-            return ToolResultData.error(permission_denied_message(call.tool_name)), False
+            return (
+                ToolResultData.error(unknown_tool_message(call.tool_name, available)),
+                False,
+                False,
+            )
+        permission = await self._permitted(tool, call, hand_over, abort)
+        if permission == "aborted":
+            return _aborted(), False, False
+        if permission == "denied":
+            return ToolResultData.error(permission_denied_message(call.tool_name)), False, False
 
         validated: Any = call.input_args
         if tool.input_model is not None:
@@ -135,7 +157,11 @@ class ToolExecutor:
                 validated = tool.input_model.model_validate(call.input_args)
             except ValidationError as error:
                 data = validation_error_data(error, tool.input_model)
-                return ToolResultData(status="error", message=TOOL_INPUT_INVALID, data=data), False
+                return (
+                    ToolResultData(status="error", message=TOOL_INPUT_INVALID, data=data),
+                    False,
+                    False,
+                )
 
         context = ToolContext(
             tool_name=tool.name,
@@ -149,32 +175,47 @@ class ToolExecutor:
             store=self.store,
             abort=abort,
         )
-        return await self._run_with_retries(tool, validated, context, abort)
+        result, stop = await self._run_with_retries(tool, validated, context, abort)
+        return result, stop, True
 
-    async def _permitted(self, tool: Tool, call: ToolCall, hand_over: HandOver) -> bool:
+    async def _permitted(
+        self, tool: Tool, call: ToolCall, hand_over: HandOver, abort: AbortSignal | None
+    ) -> Literal["allowed", "denied", "aborted"]:
         # Checked with the RAW input, before validation, as Glove does.
         if not tool.needs_permission(call.input_args):
-            return True
+            return "allowed"
         if not supports_permissions(self.store):
-            return True
+            return "allowed"
         status = await self.store.get_permission(tool.name, call.input_args)
         if status == "granted":
-            return True
+            return "allowed"
         if status == "denied":
-            return False
-        answer = await hand_over(
-            {"renderer": PERMISSION_RENDERER, "toolName": tool.name, "toolInput": call.input_args},
-            tool.name,
-            call.id,
-        )
+            return "denied"
+        prompt = {
+            "renderer": PERMISSION_RENDERER,
+            "toolName": tool.name,
+            "toolInput": call.input_args,
+        }
+        try:
+            answer = await _race_abort(hand_over(prompt, tool.name, call.id), abort)
+        except AbortError:
+            # Unlike Glove (§10.9) the prompt is abortable: its slot is taken off the stack and
+            # the call gets the usual aborted result.
+            return "aborted"
+        except Exception as error:
+            # A rejected or removed prompt is a "no" for this call only: nothing is remembered,
+            # and the tool_use still gets its result.
+            if not isinstance(error, SlotRejectedError):
+                logger.warning("permission prompt for %s failed: %r", tool.name, error)
+            return "denied"
         if answer == PERMISSION_ONCE:
             # Allowed for this call only: nothing remembered, the next call asks again.
-            return True
+            return "allowed"
         allowed = bool(answer)
         await self.store.set_permission(
             tool.name, "granted" if allowed else "denied", call.input_args
         )
-        return allowed
+        return "allowed" if allowed else "denied"
 
     async def _run_with_retries(
         self, tool: Tool, validated: Any, context: ToolContext, abort: AbortSignal | None
@@ -218,6 +259,45 @@ class ToolExecutor:
         # Let the cancelled tool unwind (its finally blocks, its display slot) before reporting.
         await asyncio.wait({run})
         raise AbortError()
+
+
+def _json_safe_result(result: ToolResultData) -> ToolResultData:
+    """The result with `data` and `render_data` made JSON-storable (`types.json_safe`).
+
+    A tool that returns a Decimal, a datetime, a set, NaN, a pydantic model... has already run;
+    its result must reach the store rather than make the append fail and be lost.
+    """
+    message, summary = result.message, result.summary
+    return dataclasses.replace(
+        result,
+        data=json_safe(result.data),
+        render_data=json_safe(result.render_data),
+        message=message if message is None or isinstance(message, str) else str(message),
+        summary=summary if summary is None or isinstance(summary, str) else str(summary),
+    )
+
+
+async def _race_abort(awaitable: Awaitable[Any], abort: AbortSignal | None) -> Any:
+    """Await `awaitable`, or raise `AbortError` (cancelling it) as soon as `abort` fires."""
+    if abort is None:
+        return await awaitable
+    if abort.aborted:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise AbortError()
+    task = asyncio.ensure_future(awaitable)
+    aborted = asyncio.ensure_future(abort.wait())
+    try:
+        await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        aborted.cancel()
+        if not task.done():
+            task.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    # Let the cancelled wait unwind (the display manager drops its slot) before reporting.
+    await asyncio.wait({task})
+    raise AbortError()
 
 
 def _aborted() -> ToolResultData:

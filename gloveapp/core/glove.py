@@ -16,6 +16,7 @@ first, automatically (Decision 1: the documented behaviour, which glove-core 3.x
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,6 +64,8 @@ class Glove:
         self._events = EventBus()
         self._tools: list[Tool] = []
         self._built = False
+        # One ask at a time per Glove: two concurrent asks would interleave their messages.
+        self._ask_lock = asyncio.Lock()
         model.set_system_prompt(system_prompt)
         if supports_tasks(self._store):
             self._tools.append(create_task_tool())
@@ -115,11 +118,17 @@ class Glove:
     async def process_request(
         self, request: Request, abort: AbortSignal | None = None
     ) -> ModelResult:
-        """Answer one user request; raises `AbortError` if `abort` fires."""
+        """Answer one user request; raises `AbortError` if `abort` fires.
+
+        Requests to one Glove run one after the other: a second call waits until the first
+        has finished, so their messages never interleave in the store. The lock lives in this
+        process only; across processes the Django runner queues requests per session.
+        """
         if not self._built:
             raise GloveNotBuiltError()
         message = build_user_message(request)
-        return await self._agent.ask(message, hand_over=self._hand_over, abort=abort)
+        async with self._ask_lock:
+            return await self._agent.ask(message, hand_over=self._hand_over, abort=abort)
 
     async def force_compaction(self) -> Message:
         """Compact now, whatever the token count (Glove's `controls.forceCompaction`)."""

@@ -8,12 +8,19 @@ Optional fields are left out of the JSON when unset, as JS leaves `undefined` ke
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import secrets
 import string
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from datetime import time as time_of_day
+from decimal import Decimal
 from typing import Any, Literal
+
+from pydantic import BaseModel
 
 Sender = Literal["user", "agent"]
 ToolStatus = Literal["success", "error", "aborted"]
@@ -49,6 +56,67 @@ def parse_iso(value: str) -> datetime:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
+
+
+def json_safe(value: Any) -> Any:
+    """`value` as plain JSON data, the way JS `JSON.stringify` would see it.
+
+    Tool results are persisted as JSON, so anything a tool returns must survive
+    `json.dumps(..., allow_nan=False)`: dict keys become strings; lists, tuples and sets become
+    lists; NaN and ±inf become None (JSON.stringify's `null`); a finite Decimal becomes a float;
+    a datetime becomes ISO 8601 UTC with milliseconds and `Z`, a date or time its isoformat;
+    a pydantic model and a dataclass field by field; anything else becomes
+    `str(value)`. A reference cycle becomes the string `[Circular]` instead of recursing.
+    """
+    return _json_safe(value, set())
+
+
+def _json_safe(value: Any, active: set[int]) -> Any:
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, Decimal):
+        return float(value) if value.is_finite() else None
+    if isinstance(value, datetime):
+        return iso_format(value)
+    if isinstance(value, date | time_of_day):
+        return value.isoformat()
+    marker = id(value)
+    if marker in active:
+        return "[Circular]"
+    active.add(marker)
+    try:
+        if isinstance(value, Mapping):
+            return {_json_key(key): _json_safe(item, active) for key, item in value.items()}
+        if isinstance(value, list | tuple | set | frozenset):
+            return [_json_safe(item, active) for item in value]
+        if isinstance(value, BaseModel):
+            # Python-mode dump, then our rules: datetimes and Decimals inside a model come
+            # out the same as anywhere else.
+            return _json_safe(value.model_dump(), active)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {
+                f.name: _json_safe(getattr(value, f.name), active)
+                for f in dataclasses.fields(value)
+            }
+    finally:
+        active.discard(marker)
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
+def _json_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool):
+        return {None: "null", True: "true", False: "false"}[key]
+    safe = _json_safe(key, set())
+    return safe if isinstance(safe, str) else str(safe if safe is not None else "null")
 
 
 def random_base36(length: int) -> str:
