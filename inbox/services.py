@@ -154,6 +154,17 @@ def inbox_item_add(
     return row
 
 
+class InboxUpdateRefused(Exception):
+    """The caller may not make this change (it is no one's ValueError: the input is fine)."""
+
+
+# Where a customer's answers come from (the refusals name it).
+RESOLUTION_ELSEWHERE = (
+    "resolving an inbox item (or writing its response or resolved_at) belongs to staff: "
+    "POST /api/inbox/resolve, the admin, or a signed webhook"
+)
+
+
 def inbox_item_update(
     *,
     session_id: str,
@@ -161,51 +172,75 @@ def inbox_item_update(
     updates: dict[str, Any],
     resolved_by: str = "agent",
     user: Any = None,
+    may_resolve: bool = True,
 ) -> InboxItem:
     """Apply `status`/`response`/`resolved_at` to one item of the session, guarded.
 
     Only pending -> resolved, resolved -> consumed and pending -> consumed (a withdrawn
-    request) are allowed. Raises `InboxItemNotFound` (also for another session's item),
-    `InboxTransitionError`, or ValueError for bad fields.
+    request) are allowed, and `response`/`resolved_at` are written only as the item leaves
+    pending: an answer is never rewritten, and a pending item never gets one without being
+    resolved. With `may_resolve=False` (a session's owner over REST) the only update is
+    `{"status": "consumed"}` (taking a resolved item, or withdrawing a pending one without
+    answering it); any other allowed transition raises `InboxUpdateRefused`. Raises
+    `InboxItemNotFound` (also for another session's item), `InboxTransitionError`, or
+    ValueError for bad fields.
     """
     check_session_id(session_id)
     convert.check_text(item_id, "item_id", allow_empty=False)
     if not isinstance(updates, dict):
         raise ValueError("updates must be an object")
     _check_resolver(resolved_by, user)
-    scope = {"session_id": session_id}
-    row = InboxItem.objects.filter(pk=item_id, **scope).first()
-    if row is None:
-        raise InboxItemNotFound(item_id)
-    check_inbox_transition(convert.inbox_item_to_core(row), updates)
-    response = updates.get("response", row.response)
+    requested = updates.get("status")
+    answer = sorted({"response", "resolved_at"} & set(updates))
+    response = updates.get("response")
     if response is not None:
         convert.check_text(response, "response")
-    resolved_at = row.resolved_at
+    resolved_at = None
     if updates.get("resolved_at") is not None:
         resolved_at = convert.check_timestamp(updates["resolved_at"], "resolved_at")
-    elif "resolved_at" in updates:
-        resolved_at = None
 
-    requested = updates.get("status")
-    if requested == Status.RESOLVED:
-        return _resolve(
-            item_id,
-            response=response,
-            resolved_by=resolved_by,
-            user=user,
-            resolved_at=resolved_at,
-            scope=scope,
-        )
-    changes: dict[str, Any] = {"response": response, "resolved_at": resolved_at}
-    guard: dict[str, Any] = {}
-    if requested == Status.CONSUMED:
-        changes.update(status=Status.CONSUMED, consumed_at=timezone.now())
-        guard = {"status": row.status}
+    scope = {"session_id": session_id}
     with transaction.atomic():
-        # Race: the item may have moved since it was read; the guard makes that a refusal.
-        if InboxItem.objects.filter(pk=item_id, **scope, **guard).update(**changes) != 1:
-            raise _not_pending(item_id, scope, requested or row.status)
+        # Race: a resolution may commit at any moment. The row lock makes it wait for this
+        # transaction (SQLite's IMMEDIATE transaction does the same for the whole file), the
+        # transition is checked against the locked row, and the UPDATE is conditional on the
+        # status read, so nothing is decided on a stale copy.
+        row = InboxItem.objects.select_for_update().filter(pk=item_id, **scope).first()
+        if row is None:
+            raise InboxItemNotFound(item_id)
+        check_inbox_transition(convert.inbox_item_to_core(row), updates)
+        if not may_resolve and (requested != Status.CONSUMED or answer):
+            # After the transition check: what nobody may do is a 409 whoever asks.
+            refused = f"a {' and '.join(answer)} change" if answer else f"status {requested!r}"
+            raise InboxUpdateRefused(
+                f"refused: {refused} on {item_id}; a session's owner may only mark an item "
+                f"consumed, without response or resolved_at ({RESOLUTION_ELSEWHERE})"
+            )
+        leaves_pending = row.status == Status.PENDING and requested is not None
+        if answer and not leaves_pending:
+            raise ValueError(
+                f"{', '.join(answer)} can only be set as an item leaves pending "
+                f"(resolved, or consumed when withdrawn); {item_id} is {row.status}"
+            )
+        if requested is None:
+            return row  # nothing to write
+        if requested == Status.RESOLVED:
+            return _resolve(
+                item_id,
+                response=updates.get("response", row.response),
+                resolved_by=resolved_by,
+                user=user,
+                resolved_at=resolved_at,
+                scope=scope,
+            )
+        changes: dict[str, Any] = {"status": Status.CONSUMED, "consumed_at": timezone.now()}
+        if "response" in updates:
+            changes["response"] = response
+        if "resolved_at" in updates:
+            changes["resolved_at"] = resolved_at
+        claimed = InboxItem.objects.filter(pk=item_id, status=row.status, **scope).update(**changes)
+        if claimed != 1:
+            raise _not_pending(item_id, scope, requested)
         row = InboxItem.objects.get(pk=item_id)
         _announce(row)
     return row

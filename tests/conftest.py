@@ -87,3 +87,11 @@ async def remote_stores():
     for store in stores:
         await store.delete_session()
         await store.aclose()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttles():
+    """DRF's throttles count in the cache; each test starts with none used."""
+    from django.core.cache import cache
+
+    cache.clear()

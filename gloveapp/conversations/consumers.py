@@ -6,7 +6,10 @@ after the client's cursor, then forwards live ones. Every frame is JSON
 for `resync`, which tells the client to reload its state instead of catching up.
 
 Close codes in the 44xx range are final (a client should not reconnect):
-4401 not logged in, 4403 not the owner (nor staff), 4404 no such session.
+4401 not logged in, 4403 not the owner (nor staff), 4404 no such session. A socket is
+authorised only when it connects, so when its session is deleted it gets the
+`session.deleted` frame and is then closed with 4404: nothing recorded later on that
+stream reaches it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 _VERDICT_CLOSE_CODES = {"forbidden": CLOSE_FORBIDDEN, "missing": CLOSE_NOT_FOUND}
+# Stored events after which a socket's stream is gone for good (it is closed with 4404).
+_FINAL_EVENTS = frozenset({"session.deleted"})
 
 
 class StreamConsumer(AsyncJsonWebsocketConsumer):
@@ -33,6 +38,8 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
     async def authorise(self, user) -> tuple[str | None, int | None]:
         """Return (stream, None) to accept, or (None, close code) to refuse."""
         raise NotImplementedError
+
+    _ended = False
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -58,8 +65,18 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         self._replayed = {frame["id"] for frame in replay.frames}
         for frame in replay.frames:
             await self.send_json(frame)
+            if frame["type"] in _FINAL_EVENTS:
+                await self._end()
+                return
         if replay.resync is not None:
             await self.send_json(replay.resync)
+
+    async def _end(self) -> None:
+        """The stream is gone: stop relaying and close for good."""
+        self._ended = True
+        for group in self.groups:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        await self.close(code=CLOSE_NOT_FOUND)
 
     async def _refuse(self, code: int) -> None:
         # Accept before closing: a browser reads the close code only of an accepted socket,
@@ -72,14 +89,20 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
 
     async def live_event(self, message: dict) -> None:
         """A stored event from this process's relay."""
+        if self._ended:
+            return
         if message["id"] in self._replayed:
             self._replayed.discard(message["id"])  # the relay sends each id only once
             return
         await self.send_json(
             {"id": message["id"], "type": message["event"], "payload": message["payload"]}
         )
+        if message["event"] in _FINAL_EVENTS:
+            await self._end()
 
     async def live_transient(self, message: dict) -> None:
+        if self._ended:
+            return
         await self.send_json({"id": None, "type": message["event"], "payload": message["payload"]})
 
     def _last_event_id(self) -> int | None:

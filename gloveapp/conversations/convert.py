@@ -29,7 +29,8 @@ MAX_FRAMEWORK_CONTEXT = 50
 
 
 def check_text(value: Any, field: str, *, allow_empty: bool = True, max_length: int = 0) -> str:
-    """A string the database can hold: PostgreSQL refuses NUL characters outright."""
+    """A string the database can hold: PostgreSQL refuses NUL characters outright, and a
+    lone surrogate (U+D800-U+DFFF) is not encodable as UTF-8 by any backend or channel layer."""
     if not isinstance(value, str):
         raise ValueError(f"{field} must be a string, got {type(value).__name__}")
     if not allow_empty and not value.strip():
@@ -38,18 +39,56 @@ def check_text(value: Any, field: str, *, allow_empty: bool = True, max_length: 
         raise ValueError(f"{field} is longer than {max_length} characters")
     if "\x00" in value:
         raise ValueError(f"{field} must not contain NUL characters")
+    if not _utf8_encodable(value):
+        raise ValueError(f"{field} must not contain lone surrogate characters")
     return value
 
 
 def check_json(value: Any, field: str) -> Any:
-    """JSON that every backend stores the same way: no NaN/Infinity, no NUL escapes."""
+    """JSON that every backend stores the same way (and the live relay can send): no
+    NaN/Infinity, no NUL characters, no lone surrogates, in values or keys."""
     try:
-        encoded = json.dumps(value, allow_nan=False)
+        encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{field} is not storable as JSON: {exc}") from None
-    if "\\u0000" in encoded:
-        raise ValueError(f"{field} must not contain NUL characters")
+    # json.dumps always escapes control characters, so a NUL shows as `\u0000`; a lone
+    # surrogate stays a raw code point, which UTF-8 cannot encode. Both are cheap tests of
+    # the whole document; only a suspect one is walked to name the offending field.
+    if "\\u0000" in encoded or not _utf8_encodable(encoded):
+        path, problem = _first_unstorable(value, field)
+        if problem:
+            raise ValueError(f"{path} must not contain {problem}")
     return value
+
+
+def _utf8_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _first_unstorable(value: Any, path: str) -> tuple[str, str]:
+    """Where in a JSON value the first NUL or lone surrogate is (value known to hold one)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return path, "NUL characters"
+        if not _utf8_encodable(value):
+            return path, "lone surrogate characters"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and ("\x00" in key or not _utf8_encodable(key)):
+                return _first_unstorable(key, path)
+            found = _first_unstorable(item, f"{path}.{key}")
+            if found[1]:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _first_unstorable(item, f"{path}[{index}]")
+            if found[1]:
+                return found
+    return path, ""
 
 
 def check_timestamp(value: Any, field: str) -> datetime:

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from gloveapp.conversations import convert
 from gloveapp.conversations.events import record_event, record_events, session_stream
-from gloveapp.conversations.models import Message, Permission, Session, Task
+from gloveapp.conversations.models import LiveEvent, Message, Permission, Session, Task
 from gloveapp.core.store import apply_task_updates, permission_key
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import PermissionStatus, TokenUsage
@@ -75,7 +75,12 @@ def session_create(
     convert.check_text(title, "title", max_length=200)
     convert.check_text(agent_name, "agent_name", max_length=100)
     with transaction.atomic():
-        if Session.objects.filter(pk=session_id).exists():
+        # An id is never reused: events outlive their session, so a new owner of an old id
+        # could replay the previous owner's conversation from the event log.
+        if (
+            Session.objects.filter(pk=session_id).exists()
+            or LiveEvent.objects.filter(stream=session_stream(session_id)).exists()
+        ):
             raise DuplicateSession(session_id)
         try:
             # Savepoint: a concurrent creator of the same id may commit between check and insert.

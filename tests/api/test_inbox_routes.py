@@ -1,4 +1,8 @@
-"""The inbox routes of Glove's coffee example, with guarded transitions and 409s."""
+"""The inbox routes of Glove's coffee example, with guarded transitions and 409s.
+
+Resolving over these routes is a staff caller's (a service account); what a plain owner
+may not do is in test_inbox_authority.py.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +29,14 @@ def inbox(session_id: str, tail: str = "") -> str:
     return f"/api/sessions/{session_id}/inbox{tail}"
 
 
+@pytest.fixture
+def staff_client(owner, owner_client):
+    """The session's owner as a staff user (token auth reloads the user on every request)."""
+    owner.is_staff = True
+    owner.save(update_fields=["is_staff"])
+    return owner_client
+
+
 def test_it_adds_and_lists_inbox_items(owner_client, session_id):
     response = owner_client.post(inbox(session_id), {"item": item()}, format="json")
     assert response.status_code == 201
@@ -48,37 +60,37 @@ def test_it_refuses_a_malformed_item_naming_the_field(owner_client, session_id):
     assert owner_client.get(inbox(session_id)).json() == []
 
 
-def test_it_resolves_then_lists_the_item_as_resolved(owner_client, session_id):
-    owner_client.post(inbox(session_id), {"item": item()}, format="json")
+def test_it_resolves_then_lists_the_item_as_resolved(staff_client, session_id):
+    staff_client.post(inbox(session_id), {"item": item()}, format="json")
     updates = {
         "status": "resolved",
         "response": "Back in stock",
         "resolved_at": "2026-05-26T09:00:00.000Z",
     }
-    response = owner_client.post(
+    response = staff_client.post(
         inbox(session_id, "/update"), {"itemId": "inbox_1_abc", "updates": updates}, format="json"
     )
     assert response.status_code == 200
-    resolved = owner_client.get(inbox(session_id, "/resolved")).json()
+    resolved = staff_client.get(inbox(session_id, "/resolved")).json()
     assert [(i["id"], i["status"], i["response"]) for i in resolved] == [
         ("inbox_1_abc", "resolved", "Back in stock")
     ]
 
 
-def test_it_never_resurrects_a_consumed_item(owner_client, session_id):
-    owner_client.post(inbox(session_id), {"item": item()}, format="json")
+def test_it_never_resurrects_a_consumed_item(staff_client, session_id):
+    staff_client.post(inbox(session_id), {"item": item()}, format="json")
     update = inbox(session_id, "/update")
-    owner_client.post(
+    staff_client.post(
         update,
         {"itemId": "inbox_1_abc", "updates": {"status": "resolved", "response": "ok"}},
         format="json",
     )
-    consumed = owner_client.post(
+    consumed = staff_client.post(
         update, {"itemId": "inbox_1_abc", "updates": {"status": "consumed"}}, format="json"
     )
     assert consumed.status_code == 200
 
-    again = owner_client.post(
+    again = staff_client.post(
         update,
         {"itemId": "inbox_1_abc", "updates": {"status": "resolved", "response": "x"}},
         format="json",
@@ -86,15 +98,15 @@ def test_it_never_resurrects_a_consumed_item(owner_client, session_id):
     assert again.status_code == 409
     assert again.json()["code"] == "inbox_transition"
     assert "already consumed" in again.json()["error"]
-    assert owner_client.get(inbox(session_id, "/resolved")).json() == []
+    assert staff_client.get(inbox(session_id, "/resolved")).json() == []
 
 
-def test_it_refuses_a_second_resolution(owner_client, session_id):
-    owner_client.post(inbox(session_id), {"item": item()}, format="json")
+def test_it_refuses_a_second_resolution(staff_client, session_id):
+    staff_client.post(inbox(session_id), {"item": item()}, format="json")
     update = inbox(session_id, "/update")
     body = {"itemId": "inbox_1_abc", "updates": {"status": "resolved", "response": "ok"}}
-    assert owner_client.post(update, body, format="json").status_code == 200
-    second = owner_client.post(update, body, format="json")
+    assert staff_client.post(update, body, format="json").status_code == 200
+    second = staff_client.post(update, body, format="json")
     assert second.status_code == 409
     assert "already resolved" in second.json()["error"]
 
@@ -132,15 +144,15 @@ def test_it_cannot_update_an_item_of_another_users_session(owner_client, other_c
     assert owner_client.get(inbox(session_id)).json()[0]["status"] == "pending"
 
 
-def test_it_consumes_resolved_items_exactly_once(owner_client, session_id):
-    owner_client.post(inbox(session_id), {"item": item()}, format="json")
-    owner_client.post(
+def test_it_consumes_resolved_items_exactly_once(staff_client, session_id):
+    staff_client.post(inbox(session_id), {"item": item()}, format="json")
+    staff_client.post(
         inbox(session_id, "/update"),
         {"itemId": "inbox_1_abc", "updates": {"status": "resolved", "response": "ok"}},
         format="json",
     )
-    first = owner_client.post(inbox(session_id, "/consume")).json()
-    second = owner_client.post(inbox(session_id, "/consume")).json()
+    first = staff_client.post(inbox(session_id, "/consume")).json()
+    second = staff_client.post(inbox(session_id, "/consume")).json()
     assert [i["id"] for i in first] == ["inbox_1_abc"]
     assert second == []
-    assert owner_client.get(inbox(session_id)).json()[0]["status"] == "consumed"
+    assert staff_client.get(inbox(session_id)).json()[0]["status"] == "consumed"

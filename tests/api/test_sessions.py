@@ -92,3 +92,22 @@ def test_it_refuses_an_anonymous_caller(anon_client):
     response = anon_client.get("/api/sessions")
     assert response.status_code == 401
     assert "error" in response.json()
+
+
+def test_it_refuses_to_recreate_a_deleted_sessions_id_with_409(
+    owner_client, other_client, session_id
+):
+    owner_client.post(
+        f"/api/sessions/{session_id}/messages",
+        {"messages": [{"sender": "user", "text": "my card ends 4242"}]},
+        format="json",
+    )
+    assert owner_client.delete(f"/api/sessions/{session_id}").status_code == 204
+
+    # The id's event log outlives the session: whoever took the id could replay it.
+    for client in (other_client, owner_client):
+        again = client.post("/api/sessions", {"sessionId": session_id}, format="json")
+        assert again.status_code == 409
+        assert again.json()["field"] == "sessionId"
+        assert again.json()["error"] == f'A session with id "{session_id}" already exists.'
+    assert other_client.get(f"/api/sessions/{session_id}/messages").status_code == 404

@@ -61,3 +61,18 @@ def store_factory(request: pytest.FixtureRequest) -> StoreFactory:
 @pytest.fixture
 def store(store_factory: StoreFactory) -> Any:
     return store_factory()
+
+
+@pytest.fixture(scope="session")
+def live_token(live_server_process) -> str:
+    """The contract's RemoteStore speaks as a staff user (a service account): resolving
+    through `update_inbox_item` is part of the contract, and over REST it is staff's only
+    (a session's plain owner gets a 403, tests/api/test_inbox_authority.py)."""
+    token = live_server_process.token_for("contract-staff")
+    live_server_process.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model; "
+        "get_user_model().objects.filter(username='contract-staff').update(is_staff=True)",
+    )
+    return token

@@ -26,18 +26,32 @@ SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 PERMISSION_STATUSES = ("granted", "denied", "unset")
 
 
-def _reject_nul(value: Any, path: str = "") -> None:
-    # PostgreSQL refuses U+0000 in text and jsonb; refuse it here so it is a 400, not a 500.
+def _reject_unstorable(value: Any, path: str = "") -> None:
+    # PostgreSQL refuses U+0000 in text and jsonb, and no database, JSON encoder or channel
+    # layer can store a lone surrogate (U+D800-U+DFFF, e.g. "\ud800" in the body): refuse
+    # both here so they are a 400 naming the field, not a 500 or an undeliverable event.
     if isinstance(value, str):
         if "\x00" in value:
             raise serializers.ValidationError(f"{path or 'value'} must not contain NUL characters")
+        if not _encodable(value):
+            raise serializers.ValidationError(
+                f"{path or 'value'} must not contain lone surrogate characters"
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
-            _reject_nul(key, path)
-            _reject_nul(item, f"{path}.{key}" if path else str(key))
+            _reject_unstorable(key, path)
+            _reject_unstorable(item, f"{path}.{key}" if path else str(key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _reject_nul(item, f"{path}[{index}]")
+            _reject_unstorable(item, f"{path}[{index}]")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class JsonValueField(serializers.JSONField):
@@ -45,7 +59,7 @@ class JsonValueField(serializers.JSONField):
 
     def to_internal_value(self, data: Any) -> Any:
         value = super().to_internal_value(data)
-        _reject_nul(value)
+        _reject_unstorable(value)
         return value
 
 

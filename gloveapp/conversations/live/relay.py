@@ -11,6 +11,9 @@ Ids are allocated before commit, so a row with a smaller id can become visible a
 larger one (two transactions on different streams). The relay remembers the ids it jumped
 over ("holes") for GLOVE_LIVE_GAP_SECONDS and keeps asking for them, so a late commit is
 still relayed.
+
+A row the channel layer keeps refusing (MAX_SEND_ATTEMPTS sends in a row) is logged with
+its id and skipped, so one poison row cannot stop every later event in the process.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ MAX_NEW_HOLES = 1000
 STARTUP_LOOKBEHIND = 200
 MAX_BACKOFF_SECONDS = 5.0
 READY_TIMEOUT_SECONDS = 10.0
+# A row whose send fails this many times in a row is logged and skipped (a poison row).
+MAX_SEND_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class Relay:
         self.loop = asyncio.get_running_loop()
         self.high_water = 0
         self.holes: dict[int, float] = {}  # id -> when it was first noticed missing
+        self._send_failures: dict[int, int] = {}  # id -> failed sends of that row so far
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
@@ -152,13 +158,41 @@ class Relay:
             self._forget_old_holes()
             rows = await self._db(_rows_after, self.high_water, list(self.holes), BATCH_SIZE)
             for row in rows:
-                await layer.group_send(
-                    local_stream_group(row.stream),
-                    {"type": "live.event", "id": row.id, "event": row.type, "payload": row.payload},
-                )
+                await self._send(layer, row)
                 self._mark_relayed(row.id)
             if len(rows) < BATCH_SIZE:
                 return
+
+    async def _send(self, layer, row: Row) -> None:
+        """Send one row, or give up on it after MAX_SEND_ATTEMPTS failures.
+
+        A failure is raised (so `_run` backs off and retries) until the same row has failed
+        MAX_SEND_ATTEMPTS times; then it is logged and skipped. One row the layer cannot
+        encode (say, a payload channels_redis's msgpack refuses) must not stop every later
+        event of every stream in this process. Open sockets miss the skipped event (the
+        change itself is stored; a reloaded page shows it)."""
+        try:
+            await layer.group_send(
+                local_stream_group(row.stream),
+                {"type": "live.event", "id": row.id, "event": row.type, "payload": row.payload},
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            attempts = self._send_failures.get(row.id, 0) + 1
+            if attempts < MAX_SEND_ATTEMPTS:
+                self._send_failures[row.id] = attempts
+                raise
+            self._send_failures.pop(row.id, None)
+            logger.exception(
+                "live relay: skipped event %d (%s on %s) after %d failed sends",
+                row.id,
+                row.type,
+                row.stream,
+                attempts,
+            )
+        else:
+            self._send_failures.pop(row.id, None)
 
     def _mark_relayed(self, event_id: int) -> None:
         if self.holes.pop(event_id, None) is not None or event_id <= self.high_water:
