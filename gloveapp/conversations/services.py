@@ -27,6 +27,12 @@ PERMISSION_STATUSES = ("granted", "denied", "unset")
 MAX_TOKENS_PER_CALL = 10**12
 
 
+class SessionGone(LookupError):
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f'Session "{session_id}" was deleted; its id cannot be used again.')
+
+
 class DuplicateSession(ValueError):
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -75,12 +81,7 @@ def session_create(
     convert.check_text(title, "title", max_length=200)
     convert.check_text(agent_name, "agent_name", max_length=100)
     with transaction.atomic():
-        # An id is never reused: events outlive their session, so a new owner of an old id
-        # could replay the previous owner's conversation from the event log.
-        if (
-            Session.objects.filter(pk=session_id).exists()
-            or LiveEvent.objects.filter(stream=session_stream(session_id)).exists()
-        ):
+        if Session.objects.filter(pk=session_id).exists() or was_used(session_id):
             raise DuplicateSession(session_id)
         try:
             # Savepoint: a concurrent creator of the same id may commit between check and insert.
@@ -113,15 +114,28 @@ def session_delete(*, session: Session) -> None:
         )
 
 
+def was_used(session_id: str) -> bool:
+    """Whether this id ever named a session (its events outlive it).
+
+    An id is never reused: a new owner of an old id could replay the previous owner's
+    conversation from the event log, and a turn still running for a deleted session would
+    bring it back without an owner.
+    """
+    return LiveEvent.objects.filter(stream=session_stream(session_id)).exists()
+
+
 def lock_session(session_id: str) -> Session:
     """The session row, locked for this transaction, created if it does not exist yet.
 
     The lock serialises writers of one session (two concurrent turns) on PostgreSQL;
-    SQLite's IMMEDIATE transactions already serialise every writer.
+    SQLite's IMMEDIATE transactions already serialise every writer. A deleted session is
+    not created again (`SessionGone`): whatever was still writing to it is refused.
     """
     session = Session.objects.select_for_update().filter(pk=session_id).first()
     if session is not None:
         return session
+    if was_used(session_id):
+        raise SessionGone(session_id)
     try:
         with transaction.atomic():  # savepoint: another writer may create it first
             session = Session.objects.create(id=session_id)

@@ -241,3 +241,17 @@ async def test_it_takes_resolved_items_and_writes_their_banner_in_one_transactio
     assert [m.text for m in await store.get_messages()] == ["1 resolved"]
     assert [i.status for i in await store.get_inbox_items()] == ["consumed"]
     assert await store.inject_resolved_inbox_items(lambda items: user("again")) is None
+
+
+async def test_it_does_not_bring_a_deleted_session_back_to_life():
+    store = DjangoStore("deleted-midway")
+    await store.append_messages([user("hello")])
+    session = await Session.objects.aget(pk="deleted-midway")
+    await sync_to_async(services.session_delete)(session=session)
+
+    # A turn still running for it tries to write its reply.
+    with pytest.raises(services.SessionGone, match="was deleted"):
+        await store.append_messages([user("the reply")])
+
+    assert not await Session.objects.filter(pk="deleted-midway").aexists()
+    assert await count(Message, session_id="deleted-midway") == 0
