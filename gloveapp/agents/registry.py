@@ -141,10 +141,28 @@ def model_spec() -> str:
     return (getattr(settings, "GLOVE_MODEL", "") or "").strip() or DEMO_PROVIDER
 
 
-def configured_model() -> ModelAdapter:
-    """A fresh adapter for one turn (adapters keep the system prompt as state)."""
+# Providers reached over HTTP: building one costs an SDK client (TLS context, connection
+# pool) that is worth keeping between turns.
+NETWORK_PROVIDERS = frozenset({"anthropic", "openai", "openrouter", "ollama"})
+_shared_adapters: dict[tuple[str, str], ModelAdapter] = {}
+
+
+def configured_model(agent: str | None = None) -> ModelAdapter:
+    """The adapter for one turn.
+
+    Adapters keep the system prompt as state, so by default each call builds a fresh one.
+    With `agent`, a network adapter is shared by that agent's turns: they all set the same
+    system prompt, and its SDK client and connections are reused instead of rebuilt per turn.
+    """
     register_demo_model()
-    return get_model(model_spec())
+    spec = model_spec()
+    if agent is None or spec.partition(":")[0].strip().lower() not in NETWORK_PROVIDERS:
+        return get_model(spec)
+    key = (spec, agent)
+    adapter = _shared_adapters.get(key)
+    if adapter is None:
+        adapter = _shared_adapters[key] = get_model(spec)
+    return adapter
 
 
 def model_label() -> str:

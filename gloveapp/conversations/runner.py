@@ -216,7 +216,7 @@ async def _run_turn(run: _SessionRun, text: str) -> None:
         run.tools = {tool.name: tool for tool in spec.tools}
         glove = Glove(
             store=DjangoStore(session_id, inbox_ttl=inbox_ttl()),
-            model=configured_model(),
+            model=configured_model(agent=spec.name),
             display_manager=run.display,
             system_prompt=spec.system_prompt,
             compaction_config=CompactionConfig(

@@ -130,6 +130,23 @@ def test_it_runs_the_offline_demo_model_when_no_model_is_configured(settings):
     assert "not an AI" in model_label()
 
 
+def test_it_keeps_one_network_adapter_per_agent_between_turns(settings, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    settings.GLOVE_MODEL = "anthropic:claude-test-keep"
+
+    coffee = configured_model(agent="coffee")
+
+    assert configured_model(agent="coffee") is coffee
+    assert configured_model(agent="tea") is not coffee
+    assert configured_model() is not coffee  # no agent: a fresh adapter, e.g. for /api/chat
+
+
+def test_it_builds_a_fresh_demo_model_per_turn_even_for_an_agent(settings):
+    settings.GLOVE_MODEL = ""
+
+    assert configured_model(agent="coffee") is not configured_model(agent="coffee")
+
+
 def test_it_labels_a_configured_model_by_its_spec(settings):
     settings.GLOVE_MODEL = "openai:gpt-4o-mini"
 
