@@ -40,6 +40,19 @@ async def run_abortable[T](coro: Coroutine[Any, Any, T], abort: AbortSignal | No
     raise AbortError()
 
 
+def sdk_client_options(
+    *, api_key: str | None, base_url: str | None, timeout: float | None, max_retries: int | None
+) -> dict[str, Any]:
+    """Constructor options for an official SDK client; unset ones keep the SDK's defaults."""
+    options = {
+        "api_key": api_key,
+        "base_url": base_url,
+        "timeout": timeout,
+        "max_retries": max_retries,
+    }
+    return {key: value for key, value in options.items() if value is not None}
+
+
 class LoopBoundClient[C]:
     """One SDK client per event loop.
 

@@ -7,7 +7,12 @@ from typing import Any
 import anthropic
 
 from gloveapp.core.abort import AbortSignal
-from gloveapp.core.models._support import LoopBoundClient, response_payload, run_abortable
+from gloveapp.core.models._support import (
+    LoopBoundClient,
+    response_payload,
+    run_abortable,
+    sdk_client_options,
+)
 from gloveapp.core.models.base import Notify, ToolSpec
 from gloveapp.core.models.errors import ModelProviderError
 from gloveapp.core.models.formatting import anthropic_tools, format_anthropic_messages
@@ -58,15 +63,9 @@ class AnthropicModel:
         self.system_prompt: str | None = None
         self.base_url = base_url  # None: the SDK's default (or its *_BASE_URL variable)
 
-        options: dict[str, Any] = {}
-        if api_key is not None:
-            options["api_key"] = api_key
-        if base_url is not None:
-            options["base_url"] = base_url
-        if timeout is not None:
-            options["timeout"] = timeout
-        if max_retries is not None:
-            options["max_retries"] = max_retries
+        options = sdk_client_options(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
         self._clients = LoopBoundClient(lambda: anthropic.AsyncAnthropic(**options), client)
 
     def set_system_prompt(self, text: str) -> None:
