@@ -1,7 +1,8 @@
 """The session websocket: `/ws/sessions/<session_id>/?last_event_id=<cursor>`.
 
-On connect it checks who is asking, joins the stream's groups, replays the stored events
-after the client's cursor, then forwards live ones. Every frame is JSON
+On connect it checks who is asking, joins the stream's group (transient events) and
+registers with this process's relay (stored events), replays the stored events after the
+client's cursor, then forwards live ones. Every frame is JSON
 `{"id": int | null, "type": str, "payload": dict}`; `id` is null for transient events and
 for `resync`, which tells the client to reload its state instead of catching up.
 
@@ -20,7 +21,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from gloveapp.conversations.events import session_stream
-from gloveapp.conversations.live.groups import local_stream_group, stream_group
+from gloveapp.conversations.live.groups import stream_group
 from gloveapp.conversations.live.relay import ensure_relay_started
 from gloveapp.conversations.live.replay import replay_after, session_watch_verdict
 
@@ -40,6 +41,8 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         raise NotImplementedError
 
     _ended = False
+    _relay = None
+    _stream: str | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -51,15 +54,25 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
             await self._refuse(refusal)
             return
 
-        # The relay must know where it starts, and the groups must be joined, before the
-        # replay is read: then every event is in the replay or arrives live (or both,
-        # deduplicated below), never neither. Accepting only now means a client without a
-        # cursor gets everything that commits after its socket opened. Live events wait in
-        # this consumer's channel until `connect` returns, so replayed frames go out first.
-        await ensure_relay_started()
-        self.groups = [stream_group(stream), local_stream_group(stream)]
+        # The relay must know where it starts, and this consumer must be registered with
+        # it, before the replay is read: then every event is in the replay or arrives live
+        # (or both, deduplicated below), never neither. Accepting only now means a client
+        # without a cursor gets everything that commits after its socket opened. Stored
+        # events the relay hands over meanwhile are held until the replay has gone out.
+        self._relay = await ensure_relay_started()
+        self._stream = stream
+        self._held: list[dict] | None = []
+        self.groups = [stream_group(stream)]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
+        self._relay.watch(stream, self)
+        try:
+            await self._accept_and_replay(stream)
+        except BaseException:
+            self._unwatch()  # a consumer that failed here gets no disconnect
+            raise
+
+    async def _accept_and_replay(self, stream: str) -> None:
         await self.accept()
         replay = await database_sync_to_async(replay_after)(stream, self._last_event_id())
         self._replayed = {frame["id"] for frame in replay.frames}
@@ -70,10 +83,42 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
                 return
         if replay.resync is not None:
             await self.send_json(replay.resync)
+        # Events held during the replay, in the relay's (id) order; more may be held while
+        # these sends await, so drain until empty before going live.
+        while self._held:
+            await self._send_stored(self._held.pop(0))
+            if self._ended:
+                return
+        self._held = None
+
+    async def deliver_stored(self, frame: dict) -> None:
+        """A stored event from this process's relay (called on the relay's task)."""
+        if self._ended:
+            return
+        if self._held is not None:
+            self._held.append(frame)
+            return
+        await self._send_stored(frame)
+
+    async def _send_stored(self, frame: dict) -> None:
+        # The relay may hand over a replayed event even after the held ones are out: it
+        # reads rows in batches and delivers them one by one, so a row read before this
+        # socket's replay can reach it after.
+        if frame["id"] in self._replayed:
+            self._replayed.discard(frame["id"])  # the relay delivers each id only once
+            return
+        await self.send_json(frame)
+        if frame["type"] in _FINAL_EVENTS:
+            await self._end()
+
+    def _unwatch(self) -> None:
+        if self._relay is not None:
+            self._relay.unwatch(self._stream, self)
 
     async def _end(self) -> None:
         """The stream is gone: stop relaying and close for good."""
         self._ended = True
+        self._unwatch()
         for group in self.groups:
             await self.channel_layer.group_discard(group, self.channel_name)
         await self.close(code=CLOSE_NOT_FOUND)
@@ -87,18 +132,17 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
         """Clients only listen; what they send is ignored (not even parsed)."""
 
-    async def live_event(self, message: dict) -> None:
-        """A stored event from this process's relay."""
-        if self._ended:
+    async def disconnect(self, code) -> None:
+        self._unwatch()
+
+    async def dispatch(self, message: dict) -> None:
+        # Channels runs `close_old_connections` in the shared sync thread before every
+        # handler: one thread hop per socket per event, which profiling showed to be a
+        # large share of fan-out. The transient handler never touches the database.
+        if message["type"] == "live.transient":
+            await self.live_transient(message)
             return
-        if message["id"] in self._replayed:
-            self._replayed.discard(message["id"])  # the relay sends each id only once
-            return
-        await self.send_json(
-            {"id": message["id"], "type": message["event"], "payload": message["payload"]}
-        )
-        if message["event"] in _FINAL_EVENTS:
-            await self._end()
+        await super().dispatch(message)
 
     async def live_transient(self, message: dict) -> None:
         if self._ended:

@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from django.db import connection, transaction
 
 from gloveapp.conversations.events import record_event, session_stream
-from gloveapp.conversations.live.groups import local_stream_group, stream_group
+from gloveapp.conversations.live.groups import stream_group
 from gloveapp.conversations.models import LiveEvent
 from tests.live.conftest import FRAME_TIMEOUT, acommit_event, frames, open_socket
 
@@ -92,7 +92,6 @@ async def test_it_commits_one_streams_events_in_id_order(
 def test_it_names_groups_within_the_channel_layers_rules():
     streams = ["session:chat-1", "session:chat-2", "session:chat 1", "workspace:é/" + "x" * 300]
     names = [stream_group(stream) for stream in streams]
-    names += [local_stream_group(stream) for stream in streams]
     assert len(set(names)) == len(names)
     for name in names:
         assert len(name) < 100

@@ -9,12 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import secrets
-
-# Persisted events reach a socket through its own process's relay: each relay sends to a
-# group only its process's consumers join. With a shared Redis layer and several server
-# processes, a single shared group would deliver every event once per process.
-PROCESS_TOKEN = secrets.token_hex(6)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -24,8 +18,3 @@ def stream_group(stream: str) -> str:
     readable = _UNSAFE.sub("_", stream)[:40]
     digest = hashlib.sha256(stream.encode("utf-8")).hexdigest()[:16]
     return f"live.{readable}.{digest}"
-
-
-def local_stream_group(stream: str) -> str:
-    """The group this process's consumers of `stream` join: persisted events from its relay."""
-    return f"{stream_group(stream)}.{PROCESS_TOKEN}"

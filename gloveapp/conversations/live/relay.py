@@ -1,7 +1,12 @@
 """The relay: one background task per server process that tails the event log.
 
-It reads LiveEvent rows with ids above the highest it has seen and sends each to its
-stream's group for this process (`groups.local_stream_group`). It polls every
+It reads LiveEvent rows with ids above the highest it has seen and hands each straight to
+this process's consumers of its stream (`watch` / `unwatch`), not through the channel
+layer: profiling 1,000 sockets showed a channel-layer message per socket per event costs
+far more than the send itself (channels_redis's per-channel receive machinery, and
+Channels' `close_old_connections` thread hop before every handler). Each process's relay
+delivers only to its own sockets, so with several processes sharing Redis every socket
+still gets each event exactly once. It polls every
 GLOVE_LIVE_POLL_SECONDS and wakes at once when a commit announces new rows: directly in
 this process, through Redis pub/sub when REDIS_URL is set, or through PostgreSQL
 LISTEN/NOTIFY otherwise. Rows are only ever seen once committed, so nothing rolled back is
@@ -12,8 +17,8 @@ larger one (two transactions on different streams). The relay remembers the ids 
 over ("holes") for GLOVE_LIVE_GAP_SECONDS and keeps asking for them, so a late commit is
 still relayed.
 
-A row the channel layer keeps refusing (MAX_SEND_ATTEMPTS sends in a row) is logged with
-its id and skipped, so one poison row cannot stop every later event in the process.
+A socket that fails to take an event is logged and left behind (its page recovers on
+reload), so one broken socket or odd payload cannot stop every later event in the process.
 """
 
 from __future__ import annotations
@@ -26,14 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connections
 from django.db.models import Max, Q
 
 from gloveapp.conversations.events import LIVE_EVENTS_CHANNEL
 from gloveapp.conversations.live import outbox
-from gloveapp.conversations.live.groups import local_stream_group
 from gloveapp.conversations.models import LiveEvent
 
 logger = logging.getLogger(__name__)
@@ -46,8 +49,6 @@ MAX_NEW_HOLES = 1000
 STARTUP_LOOKBEHIND = 200
 MAX_BACKOFF_SECONDS = 5.0
 READY_TIMEOUT_SECONDS = 10.0
-# A row whose send fails this many times in a row is logged and skipped (a poison row).
-MAX_SEND_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,8 @@ class Relay:
         self.loop = asyncio.get_running_loop()
         self.high_water = 0
         self.holes: dict[int, float] = {}  # id -> when it was first noticed missing
-        self._send_failures: dict[int, int] = {}  # id -> failed sends of that row so far
+        # stream -> this process's consumers of it (objects with `deliver_stored(frame)`).
+        self.watchers: dict[str, set] = {}
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
@@ -111,6 +113,16 @@ class Relay:
             self._executor.submit(connections.close_all)
         self._executor.shutdown(wait=False)
 
+    def watch(self, stream: str, consumer) -> None:
+        self.watchers.setdefault(stream, set()).add(consumer)
+
+    def unwatch(self, stream: str, consumer) -> None:
+        consumers = self.watchers.get(stream)
+        if consumers is not None:
+            consumers.discard(consumer)
+            if not consumers:
+                del self.watchers[stream]
+
     def wake(self) -> None:
         self._wake.set()
 
@@ -153,46 +165,35 @@ class Relay:
                 self.holes[missing] = now
 
     async def _pump(self) -> None:
-        layer = get_channel_layer()
         while True:
             self._forget_old_holes()
             rows = await self._db(_rows_after, self.high_water, list(self.holes), BATCH_SIZE)
             for row in rows:
-                await self._send(layer, row)
+                await self._deliver(row)
                 self._mark_relayed(row.id)
             if len(rows) < BATCH_SIZE:
                 return
 
-    async def _send(self, layer, row: Row) -> None:
-        """Send one row, or give up on it after MAX_SEND_ATTEMPTS failures.
+    async def _deliver(self, row: Row) -> None:
+        """Hand one row to each of this process's consumers of its stream, in turn.
 
-        A failure is raised (so `_run` backs off and retries) until the same row has failed
-        MAX_SEND_ATTEMPTS times; then it is logged and skipped. One row the layer cannot
-        encode (say, a payload channels_redis's msgpack refuses) must not stop every later
-        event of every stream in this process. Open sockets miss the skipped event (the
-        change itself is stored; a reloaded page shows it)."""
-        try:
-            await layer.group_send(
-                local_stream_group(row.stream),
-                {"type": "live.event", "id": row.id, "event": row.type, "payload": row.payload},
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            attempts = self._send_failures.get(row.id, 0) + 1
-            if attempts < MAX_SEND_ATTEMPTS:
-                self._send_failures[row.id] = attempts
+        Awaiting each delivery before the next row keeps every socket's events in id
+        order. A failure is that socket's alone: it is logged, never retried (the others
+        already have the event) and never raised (the row must not be read again)."""
+        frame = {"id": row.id, "type": row.type, "payload": row.payload}
+        # A snapshot: consumers come and go while deliveries await.
+        for consumer in list(self.watchers.get(row.stream, ())):
+            try:
+                await consumer.deliver_stored(frame)
+            except asyncio.CancelledError:
                 raise
-            self._send_failures.pop(row.id, None)
-            logger.exception(
-                "live relay: skipped event %d (%s on %s) after %d failed sends",
-                row.id,
-                row.type,
-                row.stream,
-                attempts,
-            )
-        else:
-            self._send_failures.pop(row.id, None)
+            except Exception:
+                logger.exception(
+                    "live relay: could not deliver event %d (%s on %s) to a socket",
+                    row.id,
+                    row.type,
+                    row.stream,
+                )
 
     def _mark_relayed(self, event_id: int) -> None:
         if self.holes.pop(event_id, None) is not None or event_id <= self.high_water:
