@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Max
 from django.http import Http404
 
 from gloveapp.agents.registry import get_agent_spec
 from gloveapp.conversations import runner
-from gloveapp.conversations.events import session_stream
-from gloveapp.conversations.models import LiveEvent, Message, Session, Task
+from gloveapp.conversations.live.replay import current_cursor
+from gloveapp.conversations.models import Message, Session, Task
 from inbox.models import InboxItem
 
 GENERIC_RESULT_TEMPLATE = "tools/generic_result.html"
@@ -84,13 +83,6 @@ def owned_session(user: Any, session_id: str) -> Session:
 
 def sessions_for(user: Any) -> list[Session]:
     return list(Session.objects.filter(owner=user).order_by("-created_at", "-pk"))
-
-
-def latest_event_id(session_id: str) -> int:
-    return (
-        LiveEvent.objects.filter(stream=session_stream(session_id)).aggregate(top=Max("id"))["top"]
-        or 0
-    )
 
 
 def _tool_templates(agent_name: str) -> dict[str, str]:
@@ -205,7 +197,9 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
     """Everything the chat page renders."""
     # Read the event id first: an event that lands while the page is being read is then
     # replayed by the socket (a refresh too many), never lost (a refresh too few).
-    last_event_id = latest_event_id(session.pk)
+    # The log's newest id, not this stream's: after `prune_live_events` a quiet session has
+    # no events left, and a cursor of 0 would read as "expired" and reload the page forever.
+    last_event_id = current_cursor()
     messages = history(session)
     return {
         "session": session,

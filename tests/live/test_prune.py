@@ -13,7 +13,7 @@ from django.utils import timezone
 from gloveapp.conversations.events import record_event
 from gloveapp.conversations.models import LiveEvent
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 def event(age: timedelta) -> LiveEvent:
@@ -51,3 +51,23 @@ def test_it_refuses_a_non_positive_number_of_days_and_deletes_nothing():
         call_command("prune_live_events", "--days", "0")
 
     assert LiveEvent.objects.count() == 1
+
+
+async def test_it_resumes_a_pruned_quiet_session_without_telling_the_page_to_reload(
+    layer, chat, owner_cookie
+):
+    from asgiref.sync import sync_to_async
+
+    from gloveapp.conversations.pages import chat_context
+    from tests.live.conftest import acommit_event, open_socket
+
+    await acommit_event(chat.id, title="old")
+    await acommit_event("another-chat", title="recent")
+    # A week later: this chat's events are gone, another chat's are not.
+    await LiveEvent.objects.filter(stream=f"session:{chat.id}").adelete()
+
+    context = await sync_to_async(chat_context)(chat, user=chat.owner)
+    communicator = await open_socket(chat.id, owner_cookie, last_event_id=context["last_event_id"])
+
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
