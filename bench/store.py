@@ -69,8 +69,8 @@ def run_backend(quick: bool) -> dict[str, Any]:
     from django.db import connection
 
     from gloveapp.conversations import services
-    from gloveapp.conversations.store import DjangoStore
     from gloveapp.core.types import InboxItem, Message
+    from gloveapp.ormstore.store import DjangoStore
     from inbox.services import inbox_item_add, resolve_inbox_item
 
     call_command("migrate", verbosity=0)

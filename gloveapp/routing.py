@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gloveapp.conversations.routing import (
+from gloveapp.pages.routing import (
     websocket_urlpatterns as conversations_websocket_urlpatterns,
 )
 

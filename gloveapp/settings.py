@@ -55,10 +55,15 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "channels",
+    # Bottom -> top (the import contract in pyproject.toml checks the same order).
+    "gloveapp.live",
     "gloveapp.conversations",
-    "gloveapp.agents",
     "inbox",
     "mesh",
+    "gloveapp.agents",
+    "gloveapp.demo",
+    "gloveapp.api",
+    "gloveapp.pages",
 ]
 
 MIDDLEWARE = [
@@ -123,7 +128,7 @@ def channel_layers_for(redis_url: str) -> dict:
 
 
 CHANNEL_LAYERS = channel_layers_for(REDIS_URL)
-# Live updates (gloveapp/conversations/live): each server process polls the event log this
+# Live updates (gloveapp/live): each server process polls the event log this
 # often when no commit wakes it; remembers skipped ids (transactions still committing) this
 # long; and replays at most this many events to a reconnecting socket before telling it to
 # reload its state instead.
@@ -157,14 +162,14 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
-        "gloveapp.api_parsers.SafeJSONParser",
+        "gloveapp.api.parsers.SafeJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     # Each /api/chat call is a paid model call: limit how often one user may make them.
     "DEFAULT_THROTTLE_RATES": {"chat": os.environ.get("GLOVE_CHAT_RATE", "30/min")},
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "gloveapp.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "gloveapp.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "glove-django API",
@@ -175,7 +180,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "gloveapp.core.types.TASK_STATUSES",
         "InboxStatusEnum": "gloveapp.core.types.INBOX_STATUSES",
-        "PermissionStatusEnum": ["granted", "denied", "unset"],
+        "PermissionStatusEnum": "gloveapp.core.types.PERMISSION_STATUSES",
     },
 }
 
@@ -184,7 +189,7 @@ SPECTACULAR_SETTINGS = {
 GLOVE_MODEL = os.environ.get("GLOVE_MODEL", "")
 # Agent name -> dotted path of a factory returning its tools and system prompt.
 GLOVE_AGENTS = {
-    "coffee": "gloveapp.agents.coffee.build_agent",
+    "coffee": "gloveapp.demo.coffee.build_agent",
 }
 GLOVE_DEFAULT_AGENT = os.environ.get("GLOVE_DEFAULT_AGENT", "coffee")
 # Shared secret for signed webhooks resolving inbox items (HMAC-SHA256 over the body).

@@ -2,18 +2,38 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
-from django.urls import include, path
+from django.http import HttpRequest, HttpResponsePermanentRedirect
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+
+def _moved_admin(new_app: str):
+    """The admin pages of models that moved app (issue 9) answer at their old address too.
+
+    The admin derives its URLs from the app label: the shop's models went from `agents` to
+    `demo`, the event log from `conversations` to `live`. A 308 keeps the method and body,
+    so an old bookmark or a POSTed admin action still works.
+    """
+
+    def view(request: HttpRequest, rest: str) -> HttpResponsePermanentRedirect:
+        query = request.META.get("QUERY_STRING", "")
+        target = f"/admin/{new_app}/{rest}" + (f"?{query}" if query else "")
+        return HttpResponsePermanentRedirect(target, preserve_request=True)
+
+    return view
+
+
 urlpatterns = [
+    re_path(r"^admin/agents/(?P<rest>(?:coffee|order|cartline)/.*)$", _moved_admin("demo")),
+    re_path(r"^admin/conversations/(?P<rest>liveevent/.*)$", _moved_admin("live")),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # The inbox's own routes (resolve webhook, workspace inbox) come before the generic API.
     path("", include("inbox.urls")),
-    path("api/", include("gloveapp.conversations.api.urls")),
-    path("", include("gloveapp.conversations.urls")),
+    path("api/", include("gloveapp.api.urls")),
+    path("", include("gloveapp.pages.urls")),
 ]
 # Daphne serves no static files itself; under DEBUG Django does (htmx is vendored, no CDN).
 # With DEBUG off, run collectstatic and let the proxy serve STATIC_ROOT.

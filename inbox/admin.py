@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 
+from gloveapp.core import input_rules
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from inbox.models import InboxItem
 from inbox.services import resolve_inbox_item
@@ -29,7 +30,7 @@ Status = InboxItem.Status
 def check_response(response: str) -> str:
     if not response.strip():
         raise forms.ValidationError("Enter the response to send to the agent.")
-    if "\x00" in response:
+    if input_rules.contains_nul(response):
         raise forms.ValidationError("The response must not contain NUL characters.")
     return response
 

@@ -16,9 +16,8 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from gloveapp.conversations import convert
-from gloveapp.conversations.events import record_event, session_stream
 from gloveapp.conversations.services import check_session_id, lock_session, messages_append
+from gloveapp.core import input_rules
 from gloveapp.core.store import (
     DuplicateInboxItem,
     InboxItemNotFound,
@@ -28,7 +27,10 @@ from gloveapp.core.store import (
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import iso_format
+from gloveapp.live.eventlog import record_event
+from gloveapp.live.streams import session_stream
 from inbox.models import InboxItem
+from inbox.serialization import inbox_item_fields, inbox_item_to_core
 
 RESOLVERS = tuple(InboxItem.ResolvedBy.values)
 Status = InboxItem.Status
@@ -46,7 +48,7 @@ def _announce(item: InboxItem) -> None:
         stream=session_stream(item.session_id),
         type="inbox.changed",
         payload={
-            "item": convert.inbox_item_to_core(item).to_dict(),
+            "item": inbox_item_to_core(item).to_dict(),
             "resolved_by": item.resolved_by,
         },
     )
@@ -105,8 +107,8 @@ def resolve_inbox_item(
     "already resolved" or "already consumed", `.current_status` tells which) when the item is
     no longer pending, and ValueError for bad input. Only a successful call changes anything.
     """
-    convert.check_text(item_id, "itemId", allow_empty=False, max_length=convert.MAX_ID)
-    convert.check_text(response, "response", allow_empty=False)
+    input_rules.check_text(item_id, "itemId", allow_empty=False, max_length=input_rules.MAX_ID)
+    input_rules.check_text(response, "response", allow_empty=False)
     _check_resolver(resolved_by, user)
     return _resolve(item_id, response=response, resolved_by=resolved_by, user=user)
 
@@ -128,9 +130,9 @@ def inbox_item_add(
 ) -> InboxItem:
     """Store a new item (any status: glove-mesh adds inbound messages already resolved)."""
     check_session_id(session_id)
-    fields = convert.inbox_item_fields(item)
+    fields = inbox_item_fields(item)
     if expires_at is not None:
-        expires_at = convert.check_timestamp(expires_at, "expires_at")
+        expires_at = input_rules.check_timestamp(expires_at, "expires_at")
     if resolved_by is not None:
         _check_resolver(resolved_by, None)
     if fields["status"] == Status.PENDING:
@@ -186,7 +188,7 @@ def inbox_item_update(
     ValueError for bad fields.
     """
     check_session_id(session_id)
-    convert.check_text(item_id, "item_id", allow_empty=False)
+    input_rules.check_text(item_id, "item_id", allow_empty=False)
     if not isinstance(updates, dict):
         raise ValueError("updates must be an object")
     _check_resolver(resolved_by, user)
@@ -194,10 +196,10 @@ def inbox_item_update(
     answer = sorted({"response", "resolved_at"} & set(updates))
     response = updates.get("response")
     if response is not None:
-        convert.check_text(response, "response")
+        input_rules.check_text(response, "response")
     resolved_at = None
     if updates.get("resolved_at") is not None:
-        resolved_at = convert.check_timestamp(updates["resolved_at"], "resolved_at")
+        resolved_at = input_rules.check_timestamp(updates["resolved_at"], "resolved_at")
 
     scope = {"session_id": session_id}
     with transaction.atomic():
@@ -208,7 +210,7 @@ def inbox_item_update(
         row = InboxItem.objects.select_for_update().filter(pk=item_id, **scope).first()
         if row is None:
             raise InboxItemNotFound(item_id)
-        check_inbox_transition(convert.inbox_item_to_core(row), updates)
+        check_inbox_transition(inbox_item_to_core(row), updates)
         if not may_resolve and (requested != Status.CONSUMED or answer):
             # After the transition check: what nobody may do is a 409 whoever asks.
             refused = f"a {' and '.join(answer)} change" if answer else f"status {requested!r}"
@@ -296,7 +298,7 @@ def _take_resolved(session_id: str) -> list[CoreInboxItem]:
     )
     if not rows:
         return []
-    taken = [convert.inbox_item_to_core(row) for row in rows]
+    taken = [inbox_item_to_core(row) for row in rows]
     now = timezone.now()
     InboxItem.objects.filter(pk__in=[row.pk for row in rows], status=Status.RESOLVED).update(
         status=Status.CONSUMED, consumed_at=now

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
 
-from gloveapp.agents.registry import DEMO_PROVIDER, load_factory, model_spec
-from gloveapp.core.models.registry import available_providers
+from gloveapp.agents.config import DEMO_PROVIDER, load_factory, model_spec
+from gloveapp.core.providers.registry import available_providers
 
 # Providers that cannot start without a key, and where the key comes from.
 API_KEY_ENV = {
@@ -28,7 +28,7 @@ def check_agents(app_configs, **kwargs):
         return [
             Error(
                 "GLOVE_AGENTS must be a non-empty dict of agent name -> factory dotted path.",
-                hint='For example {"coffee": "gloveapp.agents.coffee.build_agent"}.',
+                hint='For example {"coffee": "gloveapp.demo.coffee.build_agent"}.',
                 id="glove.E001",
             )
         ]
@@ -40,7 +40,7 @@ def check_agents(app_configs, **kwargs):
             errors.append(
                 Error(
                     str(error),
-                    hint="Point it at a function returning gloveapp.agents.registry.AgentSpec.",
+                    hint="Point it at a function returning gloveapp.agents.config.AgentSpec.",
                     id="glove.E001",
                 )
             )

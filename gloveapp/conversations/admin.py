@@ -9,7 +9,7 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 from gloveapp.conversations import services
-from gloveapp.conversations.models import LiveEvent, Message, Session, Task
+from gloveapp.conversations.models import Message, Session, Task
 
 # A session page shows the newest messages only; a long history would make it unusable.
 MESSAGES_SHOWN = 200
@@ -94,20 +94,3 @@ class SessionAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
         for session in queryset:
             services.session_delete(session=session)
-
-
-@admin.register(LiveEvent)
-class LiveEventAdmin(admin.ModelAdmin):
-    list_display = ("id", "stream", "type", "created_at")
-    list_filter = ("type",)
-    search_fields = ("stream",)
-    readonly_fields = ("id", "stream", "type", "payload", "created_at")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -111,23 +111,3 @@ class Permission(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} = {self.status}"
-
-
-class LiveEvent(models.Model):
-    """A change announced to live pages, written in the same transaction as the change.
-
-    The server relays new rows to the channel layer; a reconnecting client replays from the
-    last id it saw. `stream` names the audience: `session:<id>` or `workspace:<id>`.
-    """
-
-    stream = models.CharField(max_length=200)
-    type = models.CharField(max_length=100)
-    payload = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["id"]
-        indexes = [models.Index(fields=["stream", "id"])]
-
-    def __str__(self) -> str:
-        return f"{self.stream} {self.type} #{self.pk}"

@@ -1,18 +1,17 @@
-"""Read-side queries of conversations and their inbox, returning runtime (wire-format) objects.
+"""Read-side queries of conversations, returning runtime (wire-format) objects.
 
 `DjangoStore` and the REST remote store both read through these, so a remote caller sees
-exactly what a local agent would. Writes go through `services` / `inbox.services`.
+exactly what a local agent would. Writes go through `services`; the inbox's reads are
+`inbox.selectors`.
 """
 
 from __future__ import annotations
 
-from gloveapp.conversations import convert
+from gloveapp.conversations import serialization
 from gloveapp.conversations.models import Message, Permission, Session, Task
-from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import PermissionStatus
 from gloveapp.core.types import Task as CoreTask
-from inbox.models import InboxItem
 
 
 def read_messages(session_id: str, *, since_compaction: bool) -> list[CoreMessage]:
@@ -30,8 +29,8 @@ def read_messages(session_id: str, *, since_compaction: bool) -> list[CoreMessag
         if last_marker is not None:
             rows = rows.filter(seq__gte=last_marker)
     # values_list, not model instances: a 100k-message history is read often.
-    values = rows.order_by("seq").values_list(*convert.MESSAGE_VALUES)
-    return [convert.message_from_values(row) for row in values]
+    values = rows.order_by("seq").values_list(*serialization.MESSAGE_VALUES)
+    return [serialization.message_from_values(row) for row in values]
 
 
 def read_counter(session_id: str, field: str) -> int:
@@ -41,7 +40,7 @@ def read_counter(session_id: str, field: str) -> int:
 
 def read_tasks(session_id: str) -> list[CoreTask]:
     rows = Task.objects.filter(session_id=session_id).order_by("position", "pk")
-    return [convert.task_to_core(row) for row in rows]
+    return [serialization.task_to_core(row) for row in rows]
 
 
 def read_permission(session_id: str, key: str) -> PermissionStatus:
@@ -51,10 +50,3 @@ def read_permission(session_id: str, key: str) -> PermissionStatus:
         .first()
     )
     return status or "unset"  # type: ignore[return-value]
-
-
-def read_inbox_items(session_id: str, status: str | None = None) -> list[CoreInboxItem]:
-    rows = InboxItem.objects.filter(session_id=session_id)
-    if status is not None:
-        rows = rows.filter(status=status)
-    return [convert.inbox_item_to_core(row) for row in rows.order_by("created_at", "pk")]

@@ -14,17 +14,16 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from gloveapp.conversations import convert
-from gloveapp.conversations.events import record_event, record_events, session_stream
-from gloveapp.conversations.models import LiveEvent, Message, Permission, Session, Task
+from gloveapp.conversations import serialization
+from gloveapp.conversations.models import Message, Permission, Session, Task
+from gloveapp.core import input_rules
 from gloveapp.core.store import apply_task_updates, permission_key
+from gloveapp.core.types import PERMISSION_STATUSES, PermissionStatus, TokenUsage
 from gloveapp.core.types import Message as CoreMessage
-from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
-
-PERMISSION_STATUSES = ("granted", "denied", "unset")
-# A running token sum must never overflow its 64-bit column.
-MAX_TOKENS_PER_CALL = 10**12
+from gloveapp.live.eventlog import record_event, record_events
+from gloveapp.live.models import LiveEvent
+from gloveapp.live.streams import session_stream
 
 
 class SessionGone(LookupError):
@@ -44,8 +43,8 @@ def new_session_id() -> str:
 
 
 def check_session_id(session_id: Any) -> str:
-    return convert.check_text(
-        session_id, "session_id", allow_empty=False, max_length=convert.MAX_ID
+    return input_rules.check_text(
+        session_id, "session_id", allow_empty=False, max_length=input_rules.MAX_ID
     )
 
 
@@ -78,8 +77,8 @@ def session_create(
     session_id: str | None = None,
 ) -> Session:
     session_id = check_session_id(session_id) if session_id is not None else new_session_id()
-    convert.check_text(title, "title", max_length=200)
-    convert.check_text(agent_name, "agent_name", max_length=100)
+    input_rules.check_text(title, "title", max_length=200)
+    input_rules.check_text(agent_name, "agent_name", max_length=100)
     with transaction.atomic():
         if Session.objects.filter(pk=session_id).exists() or was_used(session_id):
             raise DuplicateSession(session_id)
@@ -96,7 +95,7 @@ def session_create(
 
 
 def session_update(*, session: Session, title: str) -> Session:
-    convert.check_text(title, "title", max_length=200)
+    input_rules.check_text(title, "title", max_length=200)
     with transaction.atomic():
         session.title = title
         session.save(update_fields=["title", "updated_at"])
@@ -153,7 +152,9 @@ def messages_append(*, session_id: str, messages: list[CoreMessage]) -> list[Mes
     check_session_id(session_id)
     if not isinstance(messages, list):
         raise ValueError("messages must be a list")
-    fields = [convert.message_fields(message, index) for index, message in enumerate(messages)]
+    fields = [
+        serialization.message_fields(message, index) for index, message in enumerate(messages)
+    ]
     if not fields:
         return []
     with transaction.atomic():
@@ -192,8 +193,8 @@ def _check_tokens(value: Any, field: str) -> int:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{field} must be an integer")
-    if value < 0 or value > MAX_TOKENS_PER_CALL:
-        raise ValueError(f"{field} must be between 0 and {MAX_TOKENS_PER_CALL}")
+    if value < 0 or value > input_rules.MAX_TOKENS_PER_CALL:
+        raise ValueError(f"{field} must be between 0 and {input_rules.MAX_TOKENS_PER_CALL}")
     return value
 
 
@@ -248,7 +249,7 @@ def _announce_tasks(session_id: str) -> None:
     record_event(
         stream=session_stream(session_id),
         type="tasks.replaced",
-        payload={"tasks": [convert.task_to_core(task).to_dict() for task in tasks]},
+        payload={"tasks": [serialization.task_to_core(task).to_dict() for task in tasks]},
     )
 
 
@@ -257,12 +258,8 @@ def tasks_replace(*, session_id: str, tasks: list[CoreTask]) -> None:
     check_session_id(session_id)
     if not isinstance(tasks, list):
         raise ValueError("tasks must be a list")
-    fields = [convert.task_fields(task, index) for index, task in enumerate(tasks)]
-    seen: set[str] = set()
-    for values in fields:
-        if values["task_id"] in seen:
-            raise ValueError(f'tasks: the id "{values["task_id"]}" appears twice')
-        seen.add(values["task_id"])
+    fields = [serialization.task_fields(task, index) for index, task in enumerate(tasks)]
+    input_rules.check_unique_task_ids([values["task_id"] for values in fields])
     with transaction.atomic():
         lock_session(session_id)
         Task.objects.filter(session_id=session_id).delete()
@@ -284,13 +281,13 @@ def task_update(*, session_id: str, task_id: str, updates: dict[str, Any]) -> No
     probe = CoreTask(id="", content="", active_form="")
     apply_task_updates(probe, updates)
     for name, value in (("content", probe.content), ("activeForm", probe.active_form)):
-        convert.check_text(value, name)
+        input_rules.check_text(value, name)
     with transaction.atomic():
         lock_session(session_id)
         row = Task.objects.filter(session_id=session_id, task_id=task_id).first()
         if row is None:
             return
-        task = convert.task_to_core(row)
+        task = serialization.task_to_core(row)
         apply_task_updates(task, updates)
         row.status, row.content, row.active_form = task.status, task.content, task.active_form
         row.save(update_fields=["status", "content", "active_form"])
@@ -304,10 +301,10 @@ def permission_set(
     *, session_id: str, tool_name: str, status: PermissionStatus, tool_input: Any = None
 ) -> Permission:
     check_session_id(session_id)
-    convert.check_text(tool_name, "tool_name", allow_empty=False, max_length=200)
+    input_rules.check_text(tool_name, "tool_name", allow_empty=False, max_length=200)
     if status not in PERMISSION_STATUSES:
         raise ValueError(f"status must be one of {', '.join(PERMISSION_STATUSES)}, got {status!r}")
-    key = convert.check_text(permission_key(tool_name, tool_input), "tool_input")
+    key = input_rules.check_text(permission_key(tool_name, tool_input), "tool_input")
     with transaction.atomic():
         lock_session(session_id)
         permission, _ = Permission.objects.update_or_create(

@@ -27,8 +27,8 @@ from gloveapp.core.display import (
 )
 from gloveapp.core.events import EventBus, Subscriber
 from gloveapp.core.glove import Glove, GloveNotBuiltError, build_user_message
-from gloveapp.core.models.base import ModelAdapter, Notify, ToolSpec
-from gloveapp.core.models.scripted import ScriptedCall, ScriptedModel, ScriptedTurn
+from gloveapp.core.providers.base import ModelAdapter, Notify, ToolSpec
+from gloveapp.core.providers.scripted import ScriptedCall, ScriptedModel, ScriptedTurn
 from gloveapp.core.store import (
     DuplicateInboxItem,
     InboxItemNotFound,
@@ -62,9 +62,9 @@ from gloveapp.core.types import (
 
 
 def get_model(spec: str, **kwargs: Any) -> ModelAdapter:
-    """Build a model adapter from `"<provider>:<model>"` (see `gloveapp.core.models.registry`)."""
+    """Build a model adapter from `"<provider>:<model>"` (see `gloveapp.core.providers.registry`)."""
     # Imported on use: provider SDKs are only loaded when a provider model is asked for.
-    from gloveapp.core.models.registry import get_model as registry_get_model
+    from gloveapp.core.providers.registry import get_model as registry_get_model
 
     return registry_get_model(spec, **kwargs)
 

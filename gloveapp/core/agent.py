@@ -25,7 +25,7 @@ from gloveapp.core.compaction import Compactor, context_messages
 from gloveapp.core.events import TOKEN_CONSUMPTION, EventBus
 from gloveapp.core.executor import HandOver, ToolExecutor
 from gloveapp.core.inbox_context import build_blocking_reminder, inject_resolved_items
-from gloveapp.core.models.base import ModelAdapter, ToolSpec
+from gloveapp.core.providers.base import ModelAdapter, ToolSpec
 from gloveapp.core.tools import Tool, model_json_schema
 from gloveapp.core.types import AbortError, Message, ModelResult, TokenUsage, ToolCall
 

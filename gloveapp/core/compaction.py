@@ -13,7 +13,7 @@ from typing import Any
 
 from gloveapp.core.events import COMPACTION_END, COMPACTION_START, EventBus
 from gloveapp.core.inbox_context import pending_items_summary_block
-from gloveapp.core.models.base import ModelAdapter
+from gloveapp.core.providers.base import ModelAdapter
 from gloveapp.core.store import split_at_last_compaction, supports_inbox
 from gloveapp.core.types import Message, TokenUsage
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -17,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from gloveapp.core.abort import AbortSignal
+from gloveapp.core.abort import AbortSignal, race_abort
 from gloveapp.core.display import (
     PERMISSION_RENDERER,
     BoundDisplay,
@@ -197,7 +196,7 @@ class ToolExecutor:
             "toolInput": call.input_args,
         }
         try:
-            answer = await _race_abort(hand_over(prompt, tool.name, call.id), abort)
+            answer = await race_abort(hand_over(prompt, tool.name, call.id), abort)
         except AbortError:
             # Unlike Glove (§10.9) the prompt is abortable: its slot is taken off the stack and
             # the call gets the usual aborted result.
@@ -246,19 +245,7 @@ class ToolExecutor:
             return await tool.run(validated, context)
         # Race the tool against the abort signal: an abort ends the wait at once, even when the
         # tool is waiting on the user, and cancels the tool.
-        run = asyncio.ensure_future(tool.run(validated, context))
-        aborted = asyncio.ensure_future(abort.wait())
-        try:
-            await asyncio.wait({run, aborted}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            aborted.cancel()
-            if not run.done():
-                run.cancel()
-        if run.done() and not run.cancelled():
-            return run.result()
-        # Let the cancelled tool unwind (its finally blocks, its display slot) before reporting.
-        await asyncio.wait({run})
-        raise AbortError()
+        return await race_abort(tool.run(validated, context), abort)
 
 
 def _json_safe_result(result: ToolResultData) -> ToolResultData:
@@ -275,29 +262,6 @@ def _json_safe_result(result: ToolResultData) -> ToolResultData:
         message=message if message is None or isinstance(message, str) else str(message),
         summary=summary if summary is None or isinstance(summary, str) else str(summary),
     )
-
-
-async def _race_abort(awaitable: Awaitable[Any], abort: AbortSignal | None) -> Any:
-    """Await `awaitable`, or raise `AbortError` (cancelling it) as soon as `abort` fires."""
-    if abort is None:
-        return await awaitable
-    if abort.aborted:
-        if inspect.iscoroutine(awaitable):
-            awaitable.close()
-        raise AbortError()
-    task = asyncio.ensure_future(awaitable)
-    aborted = asyncio.ensure_future(abort.wait())
-    try:
-        await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        aborted.cancel()
-        if not task.done():
-            task.cancel()
-    if task.done() and not task.cancelled():
-        return task.result()
-    # Let the cancelled wait unwind (the display manager drops its slot) before reporting.
-    await asyncio.wait({task})
-    raise AbortError()
 
 
 def _aborted() -> ToolResultData:

@@ -27,7 +27,7 @@ from gloveapp.core.compaction import CompactionConfig, Compactor
 from gloveapp.core.display import GENERIC_RENDERER, DisplayManager
 from gloveapp.core.events import EventBus, Subscriber
 from gloveapp.core.executor import ToolExecutor
-from gloveapp.core.models.base import ModelAdapter
+from gloveapp.core.providers.base import ModelAdapter
 from gloveapp.core.store import MemoryStore, supports_inbox, supports_tasks
 from gloveapp.core.tools import Tool
 from gloveapp.core.tools import tool as make_tool

@@ -26,7 +26,7 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, create_model
 
 from gloveapp.core.abort import AbortSignal
-from gloveapp.core.models.base import ToolSpec
+from gloveapp.core.providers.base import ToolSpec
 from gloveapp.core.types import ToolResultData
 
 DisplayStrategy = Literal["stay", "hide-on-complete", "hide-on-new"]

@@ -13,6 +13,7 @@ import math
 import secrets
 import string
 import time
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -27,6 +28,8 @@ ToolStatus = Literal["success", "error", "aborted"]
 TaskStatus = Literal["pending", "in_progress", "completed"]
 InboxStatus = Literal["pending", "resolved", "consumed"]
 PermissionStatus = Literal["granted", "denied", "unset"]
+# The one list of permission statuses (services, serializers and the schema read it).
+PERMISSION_STATUSES: tuple[str, ...] = typing.get_args(PermissionStatus)
 
 TASK_STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
 INBOX_STATUSES: tuple[str, ...] = ("pending", "resolved", "consumed")

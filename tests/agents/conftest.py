@@ -11,11 +11,11 @@ from channels.layers import get_channel_layer
 from django.contrib.auth import get_user_model
 from django.db import connections
 
-from gloveapp.conversations import runner
-from gloveapp.conversations.events import session_stream
-from gloveapp.conversations.live.groups import stream_group
 from gloveapp.conversations.models import Message
 from gloveapp.conversations.services import session_create
+from gloveapp.live.groups import stream_group
+from gloveapp.live.streams import session_stream
+from gloveapp.turns import runner
 from inbox.models import InboxItem
 
 

@@ -7,9 +7,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 
-from gloveapp.agents.models import CartLine, Coffee, Order
-from gloveapp.conversations import runner
 from gloveapp.conversations.models import Message
+from gloveapp.demo.models import CartLine, Coffee, Order
+from gloveapp.turns import runner
 from inbox.models import InboxItem
 from inbox.services import resolve_inbox_item
 from tests.agents.conftest import inbox_items, last_reply, next_slot, say, user_texts
@@ -101,7 +101,7 @@ async def test_it_sells_the_yirgacheffe_after_staff_restock_it_in_the_admin(sess
     await sync_to_async(admin.force_login)(staff)
 
     response = await sync_to_async(admin.post)(
-        "/admin/agents/coffee/",
+        "/admin/demo/coffee/",
         {"action": "restock_and_notify", "_selected_action": ["yirgacheffe"]},
     )
 
@@ -112,6 +112,64 @@ async def test_it_sells_the_yirgacheffe_after_staff_restock_it_in_the_admin(sess
     assert "back in stock" in await last_reply(session_id)
     await say(session_id, "yes")
     assert "Added 1 x Ethiopia Yirgacheffe" in await last_reply(session_id)
+
+
+def _edit_stock_in_the_list(admin: Client, sku: str, stock: int):
+    """Post the changelist's editable stock column for one coffee, as the admin page does."""
+    rows = list(Coffee.objects.order_by("position", "sku").values_list("sku", "stock"))
+    data = {
+        "form-TOTAL_FORMS": str(len(rows)),
+        "form-INITIAL_FORMS": str(len(rows)),
+        "form-MIN_NUM_FORMS": "0",
+        "form-MAX_NUM_FORMS": "1000",
+        "_save": "Save",
+    }
+    for index, (row_sku, row_stock) in enumerate(rows):
+        data[f"form-{index}-sku"] = row_sku
+        data[f"form-{index}-stock"] = str(stock if row_sku == sku else row_stock)
+    return admin.post("/admin/demo/coffee/", data)
+
+
+async def test_it_tells_restock_watchers_when_staff_edit_the_stock_column(session_id, staff):
+    # The changelist's editable stock column is a restock too: it goes through the shop's
+    # service, so the watching chat hears it (it used to save the row and tell nobody).
+    await watch_yirgacheffe(session_id)
+    admin = Client()
+    await sync_to_async(admin.force_login)(staff)
+
+    response = await sync_to_async(_edit_stock_in_the_list)(admin, "yirgacheffe", 5)
+
+    assert response.status_code == 302
+    assert (await Coffee.objects.aget(pk="yirgacheffe")).stock == 5
+    [item] = await inbox_items(session_id)
+    assert item.status == InboxItem.Status.RESOLVED
+    assert item.response == "Ethiopia Yirgacheffe is back in stock (5 bags)."
+    await say(session_id, "any news?")
+    assert "back in stock" in await last_reply(session_id)
+
+
+async def test_it_tells_no_watcher_when_staff_lower_the_stock_in_the_list(session_id, staff):
+    await watch_yirgacheffe(session_id)
+    admin = Client()
+    await sync_to_async(admin.force_login)(staff)
+
+    response = await sync_to_async(_edit_stock_in_the_list)(admin, "yirgacheffe", 0)
+
+    assert response.status_code == 302
+    [item] = await inbox_items(session_id)
+    assert item.status == InboxItem.Status.PENDING
+
+
+async def test_it_still_answers_an_old_admin_address_of_the_shop(staff):
+    # The shop's admin moved from /admin/agents/ to /admin/demo/ with its app; old links
+    # (and POSTed actions: 308 keeps the method) are sent on.
+    admin = Client()
+    await sync_to_async(admin.force_login)(staff)
+
+    response = await sync_to_async(admin.get)("/admin/agents/coffee/?o=1")
+
+    assert response.status_code == 308
+    assert response["Location"] == "/admin/demo/coffee/?o=1"
 
 
 async def test_it_refuses_to_add_a_coffee_that_is_out_of_stock(session_id):

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from gloveapp.agents.demo_model import DemoModel
-from gloveapp.core.models.base import ToolSpec
+from gloveapp.core.providers.base import ToolSpec
 from gloveapp.core.types import Message, ToolCall, ToolResult, ToolResultData
+from gloveapp.demo.demo_model import DemoModel
 
 COFFEE_TOOLS = [
     ToolSpec(name=name, description="")
@@ -167,7 +167,7 @@ def test_it_imports_without_django():
         "        if name == 'django' or name.startswith('django.'):\n"
         "            raise ImportError('django is blocked in this test')\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import gloveapp.agents.demo_model\n"
+        "import gloveapp.demo.demo_model\n"
         "print('ok')\n"
     )
     root = Path(__file__).resolve().parents[2]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from gloveapp.agents.models import Order
-from gloveapp.conversations import runner
 from gloveapp.conversations.models import Message
 from gloveapp.conversations.services import session_create
-from gloveapp.conversations.store import DjangoStore
+from gloveapp.demo.models import Order
+from gloveapp.ormstore.store import DjangoStore
+from gloveapp.turns import runner
 from tests.agents.conftest import LiveListener, last_reply, next_slot, say
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

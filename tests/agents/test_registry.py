@@ -6,14 +6,14 @@ import pytest
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 
-from gloveapp.agents.demo_model import DemoModel
-from gloveapp.agents.registry import (
+from gloveapp.agents.config import (
     AgentSpec,
     agent_names,
     configured_model,
     get_agent_spec,
     model_label,
 )
+from gloveapp.demo.demo_model import DemoModel
 
 FACTORIES = "tests.agents.factories"
 
@@ -84,7 +84,7 @@ def test_it_passes_the_checks_as_shipped(settings):
 
 
 def test_it_flags_an_unimportable_agent_path(settings):
-    settings.GLOVE_AGENTS = {"coffee": "gloveapp.agents.coffee.build_agnet"}
+    settings.GLOVE_AGENTS = {"coffee": "gloveapp.demo.coffee.build_agnet"}
 
     assert glove_errors() == ["glove.E001"]
 

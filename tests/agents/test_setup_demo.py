@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
-from gloveapp.agents.models import Coffee
 from gloveapp.conversations.models import Session
+from gloveapp.demo.models import Coffee
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

@@ -150,7 +150,7 @@ def remote_store_factory(request) -> object:
     """
     import uuid
 
-    from gloveapp.conversations.remote_store import RemoteStore
+    from gloveapp.remote.remote_store import RemoteStore
 
     server: LiveServer = request.getfixturevalue("live_server_process")
     token: str = request.getfixturevalue("live_token")

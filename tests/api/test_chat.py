@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from gloveapp.core import Message, ScriptedModel, ToolCall
-from gloveapp.core.models.registry import register_model_provider, unregister_model_provider
+from gloveapp.core.providers.registry import register_model_provider, unregister_model_provider
 
 pytestmark = [pytest.mark.postgres]
 

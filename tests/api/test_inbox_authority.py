@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from gloveapp.conversations.models import LiveEvent
+from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
 from inbox.services import inbox_items_consume_resolved, resolve_inbox_item
 

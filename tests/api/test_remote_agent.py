@@ -12,7 +12,6 @@ import asyncio
 import httpx
 import pytest
 
-from gloveapp.conversations.remote_store import RemoteStore, RemoteStoreError
 from gloveapp.core import (
     CompactionConfig,
     Glove,
@@ -24,6 +23,7 @@ from gloveapp.core import (
     ToolCall,
     tool,
 )
+from gloveapp.remote.remote_store import RemoteStore, RemoteStoreError
 
 pytestmark = [pytest.mark.postgres]
 

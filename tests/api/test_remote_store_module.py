@@ -17,7 +17,7 @@ def test_it_imports_without_django():
         "        if name.split('.')[0] in {'django', 'rest_framework'}:\n"
         "            raise ImportError('django is blocked in this test')\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import gloveapp.conversations.remote_store as module\n"
+        "import gloveapp.remote.remote_store as module\n"
         "from gloveapp.core.store import supports_inbox, supports_tasks, supports_permissions\n"
         "store = module.RemoteStore('http://127.0.0.1:1', 'token', 'glove_x')\n"
         "assert supports_inbox(store) and supports_tasks(store) and supports_permissions(store)\n"

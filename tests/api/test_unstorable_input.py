@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from gloveapp.conversations.models import LiveEvent, Message
+from gloveapp.conversations.models import Message
+from gloveapp.live.models import LiveEvent
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

@@ -30,7 +30,7 @@ def memory_factory(request: pytest.FixtureRequest) -> StoreFactory:
 
 
 def django_factory(request: pytest.FixtureRequest) -> StoreFactory:
-    from gloveapp.conversations.store import DjangoStore
+    from gloveapp.ormstore.store import DjangoStore
 
     # The store runs the ORM in asgiref's thread-sensitive executor thread, on that thread's
     # own connection: the data must be committed to be seen (hence the transactional

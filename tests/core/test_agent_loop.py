@@ -19,7 +19,7 @@ from gloveapp.core import (
     ScriptedTurn,
     tool,
 )
-from gloveapp.core.models.scripted import ScriptExhaustedError
+from gloveapp.core.providers.scripted import ScriptExhaustedError
 from tests.core.support import calls, make_glove
 
 

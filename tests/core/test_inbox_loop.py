@@ -6,7 +6,7 @@ import asyncio
 import re
 
 from gloveapp.core import InboxItem, MemoryStore, resolve_inbox_item
-from gloveapp.core.models.formatting import format_anthropic_messages
+from gloveapp.core.providers.formatting import format_anthropic_messages
 from tests.core.support import calls, make_glove
 
 RESTOCK = {"tag": "restock_watch", "request": "Notify when Yirgacheffe is back in stock"}

@@ -16,9 +16,10 @@ from django.db import transaction
 from django.test import Client
 
 from gloveapp.asgi import application
-from gloveapp.conversations.events import record_event, session_stream
-from gloveapp.conversations.live.relay import stop_relay
 from gloveapp.conversations.models import Session
+from gloveapp.live.eventlog import record_event
+from gloveapp.live.relay import stop_relay
+from gloveapp.live.streams import session_stream
 from gloveapp.settings import channel_layers_for
 
 # Frames arrive within milliseconds; this only bounds how long a broken test hangs.

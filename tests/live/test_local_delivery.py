@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from gloveapp.conversations import consumers
-from gloveapp.conversations.live import relay as relay_module
+from gloveapp.live import consumers
+from gloveapp.live import relay as relay_module
 from tests.live.conftest import FRAME_TIMEOUT, acommit_event, commit_event, frames, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]

@@ -12,9 +12,9 @@ import pytest
 from channels.db import database_sync_to_async
 
 from gloveapp.conversations import services
-from gloveapp.conversations.consumers import StreamConsumer
 from gloveapp.conversations.models import Session
 from gloveapp.core.types import Message
+from gloveapp.live.consumers import StreamConsumer
 from tests.live.conftest import FRAME_TIMEOUT, acommit_event, frames, open_socket, socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]

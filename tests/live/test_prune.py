@@ -10,8 +10,8 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.utils import timezone
 
-from gloveapp.conversations.events import record_event
-from gloveapp.conversations.models import LiveEvent
+from gloveapp.live.eventlog import record_event
+from gloveapp.live.models import LiveEvent
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -58,7 +58,7 @@ async def test_it_resumes_a_pruned_quiet_session_without_telling_the_page_to_rel
 ):
     from asgiref.sync import sync_to_async
 
-    from gloveapp.conversations.pages import chat_context
+    from gloveapp.pages.context import chat_context
     from tests.live.conftest import acommit_event, open_socket
 
     await acommit_event(chat.id, title="old")

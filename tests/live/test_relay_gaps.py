@@ -11,9 +11,10 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection, transaction
 
-from gloveapp.conversations.events import record_event, session_stream
-from gloveapp.conversations.live.groups import stream_group
-from gloveapp.conversations.models import LiveEvent
+from gloveapp.live.eventlog import record_event
+from gloveapp.live.groups import stream_group
+from gloveapp.live.models import LiveEvent
+from gloveapp.live.streams import session_stream
 from tests.live.conftest import FRAME_TIMEOUT, acommit_event, frames, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
-from gloveapp.conversations.models import LiveEvent
+from gloveapp.live.models import LiveEvent
 from tests.live.conftest import acommit_event, commit_event, frames, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]

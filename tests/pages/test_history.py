@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from gloveapp.conversations.models import LiveEvent
 from gloveapp.conversations.services import messages_append
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message, ToolCall, ToolResult, ToolResultData
+from gloveapp.live.models import LiveEvent
 from inbox.services import inbox_item_add, inbox_item_update, resolve_inbox_item
 from tests.pages.conftest import htmx_target
 

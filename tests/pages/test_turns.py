@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 from django.test import AsyncClient
 
-from gloveapp.conversations import runner
 from gloveapp.conversations.services import session_create
+from gloveapp.turns import runner
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 

@@ -8,8 +8,9 @@ from typing import Any
 
 from django.db import connections
 
-from gloveapp.conversations.models import LiveEvent, Session
+from gloveapp.conversations.models import Session
 from gloveapp.core.types import InboxItem as CoreInboxItem
+from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
 from inbox.services import inbox_item_add
 

@@ -7,9 +7,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from gloveapp.conversations.models import LiveEvent
 from gloveapp.conversations.services import messages_append, session_create, tasks_replace
 from gloveapp.core.types import Message, Task
+from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
 from inbox.services import resolve_inbox_item
 from tests.persistence.helpers import post_item, snapshot
@@ -226,11 +226,11 @@ def test_it_shows_a_session_with_its_messages_and_tasks(owner):
 def test_it_shows_the_event_log_read_only(owner):
     post_item("inbox_1_a", session_id="s1")
 
-    page = owner.get("/admin/conversations/liveevent/")
+    page = owner.get("/admin/live/liveevent/")
 
     assert page.status_code == 200
     assert "inbox.changed" in page.content.decode()
-    assert owner.get("/admin/conversations/liveevent/add/").status_code == 403
+    assert owner.get("/admin/live/liveevent/add/").status_code == 403
 
 
 def test_it_ignores_attempts_to_edit_an_item_by_hand(owner):

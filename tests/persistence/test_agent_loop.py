@@ -16,9 +16,9 @@ from django.db import connection
 from gloveapp.conversations import services
 from gloveapp.conversations.models import Message as MessageRow
 from gloveapp.conversations.models import Session
-from gloveapp.conversations.store import DjangoStore
 from gloveapp.core import CompactionConfig, Glove, ScriptedModel, tool
 from gloveapp.core.types import Message, ToolCall
+from gloveapp.ormstore.store import DjangoStore
 from inbox.models import InboxItem
 from inbox.services import resolve_inbox_item
 from tests.persistence.helpers import post_item, run_in_threads
@@ -172,7 +172,7 @@ def test_it_injects_each_item_exactly_once_into_two_concurrent_turns():
 
 
 def _resolved_at(item_id: str) -> str:
-    from gloveapp.conversations.convert import iso_or_none
+    from gloveapp.conversations.serialization import iso_or_none
 
     return iso_or_none(InboxItem.objects.get(pk=item_id).resolved_at)
 

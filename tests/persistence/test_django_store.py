@@ -10,12 +10,13 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from gloveapp.conversations import services
-from gloveapp.conversations.events import record_event
-from gloveapp.conversations.models import LiveEvent, Message, Session
-from gloveapp.conversations.store import DjangoStore
+from gloveapp.conversations.models import Message, Session
 from gloveapp.core.store import resolve_inbox_item
 from gloveapp.core.types import InboxItem, TokenUsage, ToolCall
 from gloveapp.core.types import Message as CoreMessage
+from gloveapp.live.eventlog import record_event
+from gloveapp.live.models import LiveEvent
+from gloveapp.ormstore.store import DjangoStore
 from inbox.models import InboxItem as InboxRow
 from inbox.services import inbox_items_consume_resolved
 from inbox.services import resolve_inbox_item as resolve_service

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from gloveapp.conversations.models import LiveEvent
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
+from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
 from inbox.services import (
     aresolve_inbox_item,

@@ -9,10 +9,11 @@ from __future__ import annotations
 import pytest
 
 from gloveapp.conversations import services
-from gloveapp.conversations.models import LiveEvent, Message, Task
+from gloveapp.conversations.models import Message, Task
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import Task as CoreTask
 from gloveapp.core.types import ToolCall
+from gloveapp.live.models import LiveEvent
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

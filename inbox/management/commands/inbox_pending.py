@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from gloveapp.conversations.convert import iso_or_none
+from gloveapp.conversations.serialization import iso_or_none
 from inbox.models import InboxItem
 
 

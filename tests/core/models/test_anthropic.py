@@ -9,9 +9,9 @@ import anthropic
 import pytest
 
 from gloveapp.core.abort import AbortController
-from gloveapp.core.models.anthropic import AnthropicModel
-from gloveapp.core.models.base import ToolSpec
-from gloveapp.core.models.errors import ModelProviderError
+from gloveapp.core.providers.anthropic import AnthropicModel
+from gloveapp.core.providers.base import ToolSpec
+from gloveapp.core.providers.errors import ModelProviderError
 from gloveapp.core.types import AbortError, Message, ToolCall, ToolResult, ToolResultData
 from tests.core.models.conftest import Recorder
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use

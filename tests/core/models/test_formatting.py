@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gloveapp.core.models.base import ToolSpec
-from gloveapp.core.models.formatting import (
+from gloveapp.core.providers.base import ToolSpec
+from gloveapp.core.providers.formatting import (
     anthropic_tools,
     format_anthropic_messages,
     format_openai_messages,

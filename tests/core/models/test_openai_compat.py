@@ -8,9 +8,9 @@ import openai
 import pytest
 
 from gloveapp.core.abort import AbortController
-from gloveapp.core.models.base import ToolSpec
-from gloveapp.core.models.errors import ModelProviderError
-from gloveapp.core.models.openai_compat import OpenAICompatModel
+from gloveapp.core.providers.base import ToolSpec
+from gloveapp.core.providers.errors import ModelProviderError
+from gloveapp.core.providers.openai_compat import OpenAICompatModel
 from gloveapp.core.types import AbortError, Message, ToolCall, ToolResult, ToolResultData
 from tests.core.models.conftest import Recorder
 from tests.fakes.openai_server import FakeOpenAI

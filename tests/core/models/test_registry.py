@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from gloveapp.core.models.anthropic import AnthropicModel
-from gloveapp.core.models.errors import ModelConfigurationError
-from gloveapp.core.models.openai_compat import OpenAICompatModel
-from gloveapp.core.models.registry import (
+from gloveapp.core.providers.anthropic import AnthropicModel
+from gloveapp.core.providers.errors import ModelConfigurationError
+from gloveapp.core.providers.openai_compat import OpenAICompatModel
+from gloveapp.core.providers.registry import (
     OLLAMA_BASE_URL,
     OPENROUTER_BASE_URL,
     available_providers,
@@ -143,7 +143,7 @@ def test_missing_model_name(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_scripted_model() -> None:
-    from gloveapp.core.models.scripted import ScriptedModel
+    from gloveapp.core.providers.scripted import ScriptedModel
 
     model = get_model("scripted")
     assert isinstance(model, ScriptedModel)

@@ -1,0 +1,175 @@
+"""Which agents exist and which model they talk to, from settings.
+
+    GLOVE_AGENTS = {"coffee": "gloveapp.demo.coffee.build_agent"}   # name -> factory
+    GLOVE_MODEL = "anthropic:claude-sonnet-4-5"   # or "openai:gpt-4o-mini"; "" = offline demo
+
+A factory takes no arguments and returns an `AgentSpec` (or a mapping with the same keys):
+the tools and the system prompt of one kind of conversation. A session names its agent in
+`Session.agent_name`; an empty name means `GLOVE_DEFAULT_AGENT`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from gloveapp.core.providers.base import ModelAdapter
+from gloveapp.core.providers.registry import get_model, register_model_provider
+from gloveapp.core.tools import Tool
+
+DEMO_PROVIDER = "demo"
+# The offline demo model (a dotted path: the demo app sits above this registry).
+DEMO_MODEL_CLASS = "gloveapp.demo.demo_model.DemoModel"
+DEFAULT_COMPACTION_INSTRUCTIONS = (
+    "Summarize the conversation. Preserve key context, decisions, and state."
+)
+DEMO_MODEL_LABEL = "Offline demo model (rule-based, not an AI)"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """One configured agent: what it is called, what it is told and what it can do."""
+
+    name: str
+    title: str
+    system_prompt: str
+    tools: list[Tool] = field(default_factory=list)
+    compaction_instructions: str = DEFAULT_COMPACTION_INSTRUCTIONS
+
+    def tool(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+
+def agent_names() -> list[str]:
+    return list(_agents_setting())
+
+
+def default_agent_name() -> str:
+    return getattr(settings, "GLOVE_DEFAULT_AGENT", "") or next(iter(_agents_setting()), "")
+
+
+def get_agent_spec(name: str | None = None) -> AgentSpec:
+    """The agent `name` (empty: the default), built by its configured factory.
+
+    Raises ImproperlyConfigured, naming the setting, for an unknown name or a factory that
+    cannot be imported or does not return an agent.
+    """
+    agents = _agents_setting()
+    name = name or default_agent_name()
+    if name not in agents:
+        known = ", ".join(sorted(agents)) or "none"
+        raise ImproperlyConfigured(
+            f"Unknown agent {name!r}: GLOVE_AGENTS defines {known}. Add it to GLOVE_AGENTS or "
+            "set GLOVE_DEFAULT_AGENT to one of them."
+        )
+    factory = load_factory(name, agents[name])
+    try:
+        produced = factory()
+    except Exception as error:
+        raise ImproperlyConfigured(
+            f"GLOVE_AGENTS[{name!r}] factory {agents[name]!r} failed: {error}"
+        ) from error
+    return _as_spec(name, agents[name], produced)
+
+
+def load_factory(name: str, path: Any) -> Any:
+    if not isinstance(path, str) or "." not in path:
+        raise ImproperlyConfigured(
+            f"GLOVE_AGENTS[{name!r}] must be a dotted path to a factory, got {path!r}."
+        )
+    try:
+        factory = import_string(path)
+    except ImportError as error:
+        raise ImproperlyConfigured(
+            f"GLOVE_AGENTS[{name!r}] = {path!r} cannot be imported: {error}"
+        ) from error
+    if not callable(factory):
+        raise ImproperlyConfigured(f"GLOVE_AGENTS[{name!r}] = {path!r} is not callable.")
+    return factory
+
+
+def _as_spec(name: str, path: str, produced: Any) -> AgentSpec:
+    if isinstance(produced, Mapping):
+        try:
+            produced = AgentSpec(
+                name=name,
+                title=produced.get("title", name),
+                system_prompt=produced["system_prompt"],
+                tools=list(produced.get("tools", [])),
+                compaction_instructions=produced.get(
+                    "compaction_instructions", DEFAULT_COMPACTION_INSTRUCTIONS
+                ),
+            )
+        except KeyError as error:
+            raise ImproperlyConfigured(
+                f"GLOVE_AGENTS[{name!r}] factory {path!r} returned no {error.args[0]!r}."
+            ) from None
+    if not isinstance(produced, AgentSpec):
+        raise ImproperlyConfigured(
+            f"GLOVE_AGENTS[{name!r}] factory {path!r} must return an AgentSpec or a mapping, "
+            f"got {type(produced).__name__}."
+        )
+    if not all(isinstance(t, Tool) for t in produced.tools):
+        raise ImproperlyConfigured(
+            f"GLOVE_AGENTS[{name!r}] factory {path!r} returned tools that are not Tool objects "
+            "(decorate them with gloveapp.core.tools.tool)."
+        )
+    # The settings key is the agent's name, whatever the factory called it.
+    return produced if produced.name == name else replace(produced, name=name)
+
+
+def _agents_setting() -> dict[str, Any]:
+    agents = getattr(settings, "GLOVE_AGENTS", None) or {}
+    if not isinstance(agents, Mapping):
+        raise ImproperlyConfigured("GLOVE_AGENTS must be a dict of name -> dotted factory path.")
+    return dict(agents)
+
+
+# -- the model ---------------------------------------------------------------------------------
+def register_demo_model() -> None:
+    """Make `get_model("demo")` build the offline demo model (idempotent)."""
+    # A dotted path, not an import: the registry sits below the demo app it can load.
+    demo_model = import_string(DEMO_MODEL_CLASS)
+    register_model_provider(DEMO_PROVIDER, lambda model="", **kwargs: demo_model(), replace=True)
+
+
+def model_spec() -> str:
+    """`GLOVE_MODEL`, or the offline demo model when it is empty."""
+    return (getattr(settings, "GLOVE_MODEL", "") or "").strip() or DEMO_PROVIDER
+
+
+# Providers reached over HTTP: building one costs an SDK client (TLS context, connection
+# pool) that is worth keeping between turns.
+NETWORK_PROVIDERS = frozenset({"anthropic", "openai", "openrouter", "ollama"})
+_shared_adapters: dict[tuple[str, str], ModelAdapter] = {}
+
+
+def configured_model(agent: str | None = None) -> ModelAdapter:
+    """The adapter for one turn.
+
+    Adapters keep the system prompt as state, so by default each call builds a fresh one.
+    With `agent`, a network adapter is shared by that agent's turns: they all set the same
+    system prompt, and its SDK client and connections are reused instead of rebuilt per turn.
+    """
+    register_demo_model()
+    spec = model_spec()
+    if agent is None or spec.partition(":")[0].strip().lower() not in NETWORK_PROVIDERS:
+        return get_model(spec)
+    key = (spec, agent)
+    adapter = _shared_adapters.get(key)
+    if adapter is None:
+        adapter = _shared_adapters[key] = get_model(spec)
+    return adapter
+
+
+def model_label() -> str:
+    """How the pages name the model the agents talk to."""
+    spec = model_spec()
+    if spec.partition(":")[0].strip().lower() == DEMO_PROVIDER:
+        return DEMO_MODEL_LABEL
+    return spec

@@ -1,0 +1,69 @@
+"""The REST edge's shared pieces: the JSON-only base view, 404/409 answers, refused input.
+
+Who may touch which session is `gloveapp.conversations.access` (re-exported here): a REST
+caller sees only the sessions it owns.
+
+Another user's session answers exactly like one that does not exist (404), so ids do not
+leak; and a GET never creates a session (Glove's coffee routes did, spec Decision 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.views import APIView
+
+from gloveapp.api.parsers import SafeJSONParser
+from gloveapp.conversations.access import owned_session, owned_session_exists
+from gloveapp.conversations.services import DuplicateSession
+from gloveapp.core.store import StoreError
+
+__all__ = ["owned_session", "owned_session_exists"]  # the one access rule, for the views
+
+
+class ApiView(APIView):
+    """The remote store speaks JSON only, like Glove's routes (no form or multipart bodies)."""
+
+    parser_classes = [SafeJSONParser]
+
+
+class Conflict(APIException):
+    """409: the request is well formed but contradicts the stored state."""
+
+    status_code = 409
+    default_detail = "Conflict."
+    default_code = "conflict"
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        # A dict detail passes through gloveapp.api.errors untouched, so clients (the
+        # RemoteStore) can rebuild the runtime exception from `code` and the extra fields.
+        super().__init__({"error": message, **extra})
+
+
+class NotFound(APIException):
+    status_code = 404
+    default_detail = "Not found."
+    default_code = "not_found"
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__({"error": message, **extra})
+
+
+@contextmanager
+def refused_input_as_400() -> Iterator[None]:
+    """Services raise ValueError for input they refuse (before writing anything).
+
+    The serializers already check shape, so this is the backstop that keeps a rule only a
+    service knows (a column width, a NUL deep in JSON) a 400 instead of a 500. The named
+    refusals (duplicates, transitions) are ValueErrors too; they pass through to the view,
+    which answers them with a 404 or 409.
+    """
+    try:
+        yield
+    except (StoreError, DuplicateSession):
+        raise
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None

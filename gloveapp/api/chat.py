@@ -1,0 +1,224 @@
+"""`POST /api/chat`: the server-side model proxy glove-next's `createChatHandler` provides.
+
+A glove-react app keeps its agent loop in the browser and calls this for each model turn:
+request `{systemPrompt, messages, tools}`, answer a `text/event-stream` of `text_delta`,
+`tool_use` and one final `done` frame (contract §8.3). Errors inside the stream become a
+`done` whose text is `Error: {message}` with zero tokens, as in Glove; bad input is a 400
+before any streaming starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import APIException
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.throttling import ScopedRateThrottle
+
+from gloveapp.agents.config import configured_model
+from gloveapp.api.access import ApiView
+from gloveapp.api.fields import (
+    ErrorSerializer,
+    JsonValueField,
+    MessageSerializer,
+    TextField,
+    to_core_message,
+)
+from gloveapp.core.providers.base import ModelAdapter, ToolSpec
+from gloveapp.core.providers.errors import ModelConfigurationError
+from gloveapp.core.types import Message, ModelResult
+
+logger = logging.getLogger(__name__)
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets a client that asks for `text/event-stream` through; errors still go out as JSON."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context=None):
+        return b"" if data is None else json.dumps(data).encode()
+
+
+class ModelUnavailable(APIException):
+    status_code = 503
+    default_code = "model_unavailable"
+
+
+def configured_chat_model() -> ModelAdapter:
+    """A fresh adapter per request (adapters hold the system prompt as state).
+
+    The same choice as the pages' agents: `settings.GLOVE_MODEL`, or the offline demo
+    model when it is empty, so the endpoint works with no API key. A misconfigured model
+    is the server's problem but not a crash: a 503 that says what is wrong.
+    """
+    try:
+        return configured_model()
+    except ModelConfigurationError as exc:
+        raise ModelUnavailable(f"The chat model is not available: {exc}") from None
+
+
+def _frame(payload: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+
+
+def _done_frame(result: ModelResult) -> dict[str, Any]:
+    reply = result.messages[-1] if result.messages else Message(sender="agent", text="")
+    message: dict[str, Any] = {"sender": "agent", "text": reply.text}
+    if reply.tool_calls:
+        message["tool_calls"] = [call.to_dict() for call in reply.tool_calls]
+    if reply.reasoning_content is not None:
+        message["reasoning_content"] = reply.reasoning_content
+    frame: dict[str, Any] = {
+        "type": "done",
+        "message": message,
+        "tokens_in": result.tokens_in,
+        "tokens_out": result.tokens_out,
+    }
+    if result.cache_read_input_tokens is not None:
+        frame["cache_read_input_tokens"] = result.cache_read_input_tokens
+    return frame
+
+
+async def stream_model_turn(
+    model: ModelAdapter, messages: list[Message], tools: list[ToolSpec]
+) -> AsyncIterator[bytes]:
+    """Run one prompt and relay its events as SSE frames, ending with exactly one `done`."""
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    streamed_text = False
+    announced_tools: set[str] = set()
+
+    async def notify(event_type: str, payload: dict[str, Any]) -> None:
+        if event_type == "text_delta":
+            await queue.put({"type": "text_delta", "text": payload.get("text", "")})
+        elif event_type == "tool_use":
+            await queue.put(
+                {
+                    "type": "tool_use",
+                    "id": payload.get("id"),
+                    "name": payload.get("name"),
+                    "input": payload.get("input"),
+                }
+            )
+
+    async def run() -> ModelResult:
+        try:
+            return await model.prompt(messages, tools or None, notify)
+        finally:
+            await queue.put(None)
+
+    task = asyncio.ensure_future(run())
+    try:
+        while (event := await queue.get()) is not None:
+            if event["type"] == "text_delta":
+                streamed_text = True
+            else:
+                announced_tools.add(str(event["id"]))
+            yield _frame(event)
+        try:
+            result = await task
+        except Exception as exc:  # the model failed mid-turn: Glove reports it in `done`
+            logger.warning("chat model call failed: %s", exc)
+            yield _frame(
+                {
+                    "type": "done",
+                    "message": {"sender": "agent", "text": f"Error: {exc}"},
+                    "tokens_in": 0,
+                    "tokens_out": 0,
+                }
+            )
+            return
+        # Non-streaming adapters only report the final message; replay it as deltas so a
+        # streaming UI sees the same frames whichever model is configured.
+        reply = result.messages[-1] if result.messages else None
+        if reply is not None:
+            if reply.text and not streamed_text:
+                yield _frame({"type": "text_delta", "text": reply.text})
+            for call in reply.tool_calls or []:
+                if str(call.id) not in announced_tools:
+                    yield _frame(
+                        {
+                            "type": "tool_use",
+                            "id": call.id,
+                            "name": call.tool_name,
+                            "input": call.input_args,
+                        }
+                    )
+        yield _frame(_done_frame(result))
+    finally:
+        # The client went away mid-stream: stop paying for tokens nobody reads.
+        if not task.done():
+            task.cancel()
+
+
+class ChatApi(ApiView):
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "chat"
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ChatInput"  # nested serializers all share the name "Input"
+
+        class ToolSerializer(serializers.Serializer):
+            class Meta:
+                ref_name = "ChatTool"
+
+            name = serializers.RegexField(r"^[A-Za-z0-9_-]{1,128}$")
+            description = TextField(required=False, allow_blank=True, default="")
+            parameters = JsonValueField(required=False, allow_null=True, default=None)
+
+            def validate_parameters(self, value: Any) -> Any:
+                if value is not None and not isinstance(value, dict):
+                    raise serializers.ValidationError("must be a JSON schema object")
+                return value
+
+        systemPrompt = TextField(required=False, allow_blank=True, default="")
+        messages = MessageSerializer(many=True, allow_empty=True)
+        tools = ToolSerializer(many=True, required=False, default=list)
+
+    @extend_schema(
+        operation_id="chat",
+        request=InputSerializer,
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="`data: {json}` frames: text_delta, tool_use, then one done.",
+            ),
+            400: ErrorSerializer,
+            503: ErrorSerializer,
+        },
+    )
+    def post(self, request: Request) -> StreamingHttpResponse:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        messages = [to_core_message(m) for m in data["messages"]]
+        tools = [
+            ToolSpec(
+                name=t["name"],
+                description=t["description"],
+                input_schema=t["parameters"] or {"type": "object", "properties": {}},
+            )
+            for t in data["tools"]
+        ]
+        model = configured_chat_model()
+        model.set_system_prompt(data["systemPrompt"])
+        response = StreamingHttpResponse(
+            stream_model_turn(model, messages, tools), content_type="text/event-stream"
+        )
+        response["Cache-Control"] = "no-cache"
+        # Proxies such as nginx would otherwise buffer the whole stream.
+        response["X-Accel-Buffering"] = "no"
+        return response

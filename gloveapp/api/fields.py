@@ -1,0 +1,215 @@
+"""Serializers for Glove's wire types, shared by the REST remote store's views.
+
+They only validate shape: field names are glove-core's (`tool_calls`, `input_args`,
+`activeForm`, ...), so a glove-react client's JSON passes unchanged. Turning the validated
+data into runtime objects is `to_core_*` below; no business rules live here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rest_framework import serializers
+
+from gloveapp.core import input_rules
+from gloveapp.core.types import (
+    INBOX_STATUSES,
+    TASK_STATUSES,
+    TOOL_STATUSES,
+    InboxItem,
+    Message,
+    Task,
+    parse_iso,
+)
+
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+
+def _reject_unstorable(value: Any) -> None:
+    # The input rules' NUL / lone-surrogate check, as a 400 naming the field (not a 500 from
+    # the driver or an event the channel layer cannot send).
+    path, problem = input_rules.first_unstorable(value)
+    if problem:
+        raise serializers.ValidationError(f"{path or 'value'} must not contain {problem}")
+
+
+class JsonValueField(serializers.JSONField):
+    """Any JSON value PostgreSQL's jsonb can hold."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        _reject_unstorable(value)
+        return value
+
+
+class TextField(serializers.CharField):
+    """Free text kept exactly as sent (DRF trims by default; Glove does not)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+
+class IsoTimestampField(serializers.CharField):
+    """An ISO 8601 timestamp kept as the string Glove sent (it is printed into prompts)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 64)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        text = super().to_internal_value(data)
+        try:
+            moment = parse_iso(text)
+        except (ValueError, OverflowError) as exc:
+            raise serializers.ValidationError("must be an ISO 8601 timestamp") from exc
+        if not 1 <= moment.year <= 9998:
+            raise serializers.ValidationError("must be an ISO 8601 timestamp")
+        return text
+
+
+def status_field(choices: tuple[str, ...], **kwargs: Any) -> serializers.ChoiceField:
+    """A status choice whose error reads like the runtime's own ValueError."""
+    message = f'status must be one of {", ".join(choices)}, got "{{input}}"'
+    return serializers.ChoiceField(
+        choices=list(choices), error_messages={"invalid_choice": message}, **kwargs
+    )
+
+
+class SourceSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["base64", "url"])
+    media_type = serializers.CharField(max_length=200)
+    data = TextField(required=False)
+    url = TextField(required=False)
+
+
+class ContentPartSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["text", "image", "video", "document"])
+    text = TextField(required=False, allow_blank=True)
+    source = SourceSerializer(required=False)
+
+
+class ToolCallSerializer(serializers.Serializer):
+    id = serializers.CharField(required=False, max_length=200)
+    tool_name = serializers.CharField(max_length=200)
+    input_args = JsonValueField(required=False, allow_null=True)
+
+
+class ToolResultDataSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=list(TOOL_STATUSES))
+    data = JsonValueField(required=False, allow_null=True)
+    message = TextField(required=False, allow_null=True, allow_blank=True)
+    renderData = JsonValueField(required=False, allow_null=True)
+    summary = TextField(required=False, allow_null=True, allow_blank=True)
+
+
+class ToolResultSerializer(serializers.Serializer):
+    tool_name = serializers.CharField(max_length=200)
+    call_id = serializers.CharField(required=False, allow_null=True, max_length=200)
+    result = ToolResultDataSerializer()
+    duration_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+
+
+class MessageSerializer(serializers.Serializer):
+    """glove-core's `Message` (§1.1 of the contract)."""
+
+    sender = serializers.ChoiceField(choices=["user", "agent"])
+    id = serializers.CharField(required=False, allow_null=True, max_length=200)
+    text = TextField(required=False, allow_blank=True, default="")
+    content = ContentPartSerializer(many=True, required=False, allow_null=True)
+    tool_calls = ToolCallSerializer(many=True, required=False, allow_null=True)
+    tool_results = ToolResultSerializer(many=True, required=False, allow_null=True)
+    is_compaction = serializers.BooleanField(required=False, default=False)
+    is_skill_injection = serializers.BooleanField(required=False, default=False)
+    framework_context = serializers.CharField(required=False, allow_null=True, max_length=50)
+    reasoning_content = TextField(required=False, allow_null=True, allow_blank=True)
+
+
+class TaskSerializer(serializers.Serializer):
+    """glove-core's `Task`: `{id, content, activeForm, status}`."""
+
+    id = serializers.CharField(max_length=200)
+    content = TextField()
+    activeForm = TextField(required=False, allow_blank=True, default="")
+    status = status_field(TASK_STATUSES, default="pending")
+
+
+class InboxItemSerializer(serializers.Serializer):
+    """glove-core's `InboxItem` (snake_case on the wire, as Glove sends it)."""
+
+    id = serializers.CharField(max_length=128)
+    tag = serializers.CharField(max_length=200)
+    request = TextField()
+    response = TextField(required=False, allow_null=True, allow_blank=True, default=None)
+    status = status_field(INBOX_STATUSES, default="pending")
+    blocking = serializers.BooleanField(required=False, default=False)
+    created_at = IsoTimestampField(required=False)
+    resolved_at = IsoTimestampField(required=False, allow_null=True, default=None)
+
+
+class RejectUnknownKeys(serializers.Serializer):
+    """A partial update: unknown keys are an error, not silently dropped.
+
+    The wording is the runtime stores' (`unknown inbox update field(s): tag`), so the
+    `RemoteStore` raises the same message a `MemoryStore` would.
+    """
+
+    kind = "update"
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                message = f"unknown {self.kind} update field(s): {', '.join(unknown)}"
+                raise serializers.ValidationError({unknown[0]: [message]})
+        return super().to_internal_value(data)
+
+
+class TaskUpdatesSerializer(RejectUnknownKeys):
+    kind = "task"
+    status = status_field(TASK_STATUSES, required=False)
+    content = TextField(required=False)
+    activeForm = TextField(required=False, allow_blank=True)
+
+
+class InboxUpdatesSerializer(RejectUnknownKeys):
+    kind = "inbox"
+    status = status_field(INBOX_STATUSES, required=False)
+    response = TextField(required=False, allow_null=True, allow_blank=True)
+    resolved_at = IsoTimestampField(required=False, allow_null=True)
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The one error shape (gloveapp/api/errors.py)."""
+
+    error = serializers.CharField()
+    field = serializers.CharField(required=False, allow_null=True)
+
+
+class OkSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+
+
+def to_core_message(data: dict[str, Any]) -> Message:
+    return Message.from_dict(_without_none(data))
+
+
+def to_core_task(data: dict[str, Any]) -> Task:
+    return Task.from_dict(data)
+
+
+def to_core_inbox_item(data: dict[str, Any]) -> InboxItem:
+    return InboxItem.from_dict(data)
+
+
+def task_updates_to_core(data: dict[str, Any]) -> dict[str, Any]:
+    """Glove's `activeForm` becomes the runtime's `active_form`."""
+    updates = dict(data)
+    if "activeForm" in updates:
+        updates["active_form"] = updates.pop("activeForm")
+    return updates
+
+
+def _without_none(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if value is not None}

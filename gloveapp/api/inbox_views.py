@@ -1,0 +1,195 @@
+"""The remote store's inbox routes, in the paths of Glove's coffee example (contract §8.3).
+
+Stricter than Glove: a duplicate id is 409 (not a 500), an unknown item is 404 (not a
+silent no-op), and updates follow the guarded transitions (spec Decision 5), so a consumed
+item can never be resurrected over HTTP.
+
+Resolution is not the session owner's: a non-staff caller may only add pending, unanswered
+items and mark a resolved item consumed (what its own agent loop does). Resolving, adding
+an answered item, or writing a response / resolved_at is 403 for them; staff (a service
+account, glove-mesh) keep the full guarded transitions. Customers' answers come from
+staff: `POST /api/inbox/resolve`, the admin, or a signed webhook.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gloveapp.api.access import (
+    ApiView,
+    Conflict,
+    NotFound,
+    owned_session_exists,
+    refused_input_as_400,
+)
+from gloveapp.api.fields import (
+    ErrorSerializer,
+    InboxItemSerializer,
+    InboxUpdatesSerializer,
+    OkSerializer,
+    to_core_inbox_item,
+)
+from gloveapp.core.store import DuplicateInboxItem, InboxItemNotFound, InboxTransitionError
+from inbox import selectors
+from inbox import services as inbox_services
+from inbox.services import RESOLUTION_ELSEWHERE, InboxUpdateRefused
+
+NOT_FOUND = {404: ErrorSerializer}
+FORBIDDEN = {403: ErrorSerializer}
+
+
+class Forbidden(APIException):
+    status_code = 403
+    default_detail = "Forbidden."
+    default_code = "forbidden"
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__({"error": message, "code": "inbox_resolution_forbidden", **extra})
+
+
+def _is_staff(request: Request) -> bool:
+    return bool(getattr(request.user, "is_staff", False))
+
+
+def _check_owner_may_add(data: dict[str, Any]) -> None:
+    """A non-staff caller adds only what its agent posts: pending and unanswered."""
+    if data.get("status", "pending") != "pending":
+        field, what = "item.status", f"status {data['status']!r}"
+    elif data.get("response") is not None:
+        field, what = "item.response", "a response"
+    elif data.get("resolved_at") is not None:
+        field, what = "item.resolved_at", "a resolved_at"
+    else:
+        return
+    raise Forbidden(
+        f"refused: adding an item with {what}; a session's owner may only add pending items "
+        f"without response or resolved_at ({RESOLUTION_ELSEWHERE})",
+        field=field,
+    )
+
+
+def _wire(items: list) -> list[dict]:
+    return [item.to_dict() for item in items]
+
+
+class InboxApi(ApiView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "InboxAddInput"  # nested serializers all share the name "Input"
+
+        item = InboxItemSerializer()
+
+    @extend_schema(
+        operation_id="session_inbox_list",
+        responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
+    )
+    def get(self, request: Request, session_id: str) -> Response:
+        owned_session_exists(request.user, session_id)
+        return Response(_wire(selectors.read_inbox_items(session_id)))
+
+    @extend_schema(
+        operation_id="session_inbox_add",
+        request=InputSerializer,
+        responses={
+            201: OkSerializer,
+            400: ErrorSerializer,
+            409: ErrorSerializer,
+            **FORBIDDEN,
+            **NOT_FOUND,
+        },
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        owned_session_exists(request.user, session_id)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        if not _is_staff(request):
+            _check_owner_may_add(serializer.validated_data["item"])
+        try:
+            with refused_input_as_400():
+                item = to_core_inbox_item(serializer.validated_data["item"])
+                inbox_services.inbox_item_add(session_id=session_id, item=item)
+        except DuplicateInboxItem as exc:
+            raise Conflict(str(exc), code="duplicate_inbox_item", field="item.id") from None
+        return Response({"ok": True}, status=status.HTTP_201_CREATED)
+
+
+class InboxUpdateApi(ApiView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "InboxUpdateInput"  # nested serializers all share the name "Input"
+
+        itemId = serializers.CharField(max_length=128)
+        updates = InboxUpdatesSerializer()
+
+    @extend_schema(
+        operation_id="session_inbox_update",
+        request=InputSerializer,
+        responses={
+            200: OkSerializer,
+            400: ErrorSerializer,
+            409: ErrorSerializer,
+            **FORBIDDEN,
+            **NOT_FOUND,
+        },
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        owned_session_exists(request.user, session_id)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        item_id = serializer.validated_data["itemId"]
+        try:
+            with refused_input_as_400():
+                inbox_services.inbox_item_update(
+                    session_id=session_id,
+                    item_id=item_id,
+                    updates=dict(serializer.validated_data["updates"]),
+                    # A resolution through the REST store is the caller's, not an agent's.
+                    resolved_by="api",
+                    user=request.user,
+                    may_resolve=_is_staff(request),
+                )
+        except InboxUpdateRefused as exc:
+            raise Forbidden(str(exc), item_id=item_id) from None
+        except InboxItemNotFound as exc:
+            raise NotFound(str(exc), code="inbox_item_not_found", item_id=item_id) from None
+        except InboxTransitionError as exc:
+            raise Conflict(
+                str(exc),
+                code="inbox_transition",
+                item_id=item_id,
+                current_status=exc.current_status,
+                requested_status=exc.requested_status,
+            ) from None
+        return Response({"ok": True})
+
+
+class InboxResolvedApi(ApiView):
+    @extend_schema(
+        operation_id="session_inbox_resolved",
+        responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
+    )
+    def get(self, request: Request, session_id: str) -> Response:
+        owned_session_exists(request.user, session_id)
+        items = selectors.read_inbox_items(session_id, "resolved")
+        return Response(_wire(items))
+
+
+class InboxConsumeApi(ApiView):
+    @extend_schema(
+        operation_id="session_inbox_consume",
+        request=None,
+        description=(
+            "Return every resolved item and mark it consumed, in one step: two agents "
+            "polling one session never both receive an item (spec Decision 3)."
+        ),
+        responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        owned_session_exists(request.user, session_id)
+        return Response(_wire(inbox_services.inbox_items_consume_resolved(session_id=session_id)))

@@ -1,0 +1,112 @@
+"""`/api/sessions` and `/api/sessions/<id>`: a caller's conversations."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gloveapp.api.access import ApiView, Conflict, owned_session, refused_input_as_400
+from gloveapp.api.fields import SESSION_ID_RE, ErrorSerializer, OkSerializer
+from gloveapp.conversations import services
+from gloveapp.conversations.models import Session
+
+
+class SessionOutputSerializer(serializers.Serializer):
+    sessionId = serializers.CharField(source="id")
+    title = serializers.CharField()
+    # The coffee example calls the title `name`; both are sent so its UI works unchanged.
+    name = serializers.CharField(source="title")
+    agentName = serializers.CharField(source="agent_name")
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+    tokenCount = serializers.IntegerField(source="token_count")
+    turnCount = serializers.IntegerField(source="turn_count")
+
+
+class SessionListApi(ApiView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "SessionCreateInput"  # nested serializers all share the name "Input"
+
+        sessionId = serializers.RegexField(
+            SESSION_ID_RE,
+            required=False,
+            error_messages={"invalid": "may only hold letters, digits and _ . : - (1-128)"},
+        )
+        title = serializers.CharField(required=False, allow_blank=True, max_length=200)
+        name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+        agentName = serializers.CharField(required=False, allow_blank=True, max_length=100)
+
+    @extend_schema(
+        operation_id="sessions_list", responses={200: SessionOutputSerializer(many=True)}
+    )
+    def get(self, request: Request) -> Response:
+        sessions = Session.objects.filter(owner=request.user).order_by("-created_at", "-pk")
+        return Response(SessionOutputSerializer(sessions, many=True).data)
+
+    @extend_schema(
+        operation_id="sessions_create",
+        request=InputSerializer,
+        responses={201: SessionOutputSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            with refused_input_as_400():
+                session = services.session_create(
+                    owner=request.user,
+                    session_id=data.get("sessionId"),
+                    title=data.get("title", data.get("name", "")),
+                    agent_name=data.get("agentName", ""),
+                )
+        except services.DuplicateSession:
+            raise Conflict(
+                f'A session with id "{data.get("sessionId")}" already exists.',
+                code="duplicate_session",
+                field="sessionId",
+            ) from None
+        return Response(SessionOutputSerializer(session).data, status=status.HTTP_201_CREATED)
+
+
+class SessionDetailApi(ApiView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "SessionUpdateInput"  # nested serializers all share the name "Input"
+
+        title = serializers.CharField(required=False, allow_blank=True, max_length=200)
+        name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+        def validate(self, attrs: dict) -> dict:
+            if "title" not in attrs and "name" not in attrs:
+                raise serializers.ValidationError({"title": ["This field is required."]})
+            return attrs
+
+    @extend_schema(
+        operation_id="sessions_retrieve",
+        responses={200: SessionOutputSerializer, 404: ErrorSerializer},
+    )
+    def get(self, request: Request, session_id: str) -> Response:
+        return Response(SessionOutputSerializer(owned_session(request.user, session_id)).data)
+
+    @extend_schema(
+        operation_id="sessions_update",
+        request=InputSerializer,
+        responses={200: OkSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
+    )
+    def patch(self, request: Request, session_id: str) -> Response:
+        session = owned_session(request.user, session_id)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        with refused_input_as_400():
+            services.session_update(session=session, title=data.get("title", data.get("name", "")))
+        return Response({"ok": True})
+
+    @extend_schema(operation_id="sessions_destroy", responses={204: None, 404: ErrorSerializer})
+    def delete(self, request: Request, session_id: str) -> Response:
+        services.session_delete(session=owned_session(request.user, session_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

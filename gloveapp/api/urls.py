@@ -1,0 +1,67 @@
+"""The REST remote store (DRF), mounted at /api/: one route per `RemoteStoreActions` method.
+
+Paths follow Glove's coffee example where it names them (contract §8.3), so a glove-react
+`createRemoteStore` wired to those paths works against this server unchanged.
+"""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from gloveapp.api import chat, inbox_views, sessions, store_views
+
+urlpatterns = [
+    path("sessions", sessions.SessionListApi.as_view(), name="api-sessions"),
+    path("sessions/<str:session_id>", sessions.SessionDetailApi.as_view(), name="api-session"),
+    path(
+        "sessions/<str:session_id>/messages",
+        store_views.MessagesApi.as_view(),
+        name="api-session-messages",
+    ),
+    path(
+        "sessions/<str:session_id>/tokens",
+        store_views.TokensApi.as_view(),
+        name="api-session-tokens",
+    ),
+    path(
+        "sessions/<str:session_id>/turns", store_views.TurnsApi.as_view(), name="api-session-turns"
+    ),
+    path(
+        "sessions/<str:session_id>/reset-counters",
+        store_views.ResetCountersApi.as_view(),
+        name="api-session-reset-counters",
+    ),
+    path(
+        "sessions/<str:session_id>/tasks", store_views.TasksApi.as_view(), name="api-session-tasks"
+    ),
+    # `path:` because Glove task ids are free text and may hold a slash.
+    path(
+        "sessions/<str:session_id>/tasks/<path:task_id>",
+        store_views.TaskUpdateApi.as_view(),
+        name="api-session-task",
+    ),
+    path(
+        "sessions/<str:session_id>/permissions",
+        store_views.PermissionsApi.as_view(),
+        name="api-session-permissions",
+    ),
+    path(
+        "sessions/<str:session_id>/inbox", inbox_views.InboxApi.as_view(), name="api-session-inbox"
+    ),
+    path(
+        "sessions/<str:session_id>/inbox/update",
+        inbox_views.InboxUpdateApi.as_view(),
+        name="api-session-inbox-update",
+    ),
+    path(
+        "sessions/<str:session_id>/inbox/resolved",
+        inbox_views.InboxResolvedApi.as_view(),
+        name="api-session-inbox-resolved",
+    ),
+    path(
+        "sessions/<str:session_id>/inbox/consume",
+        inbox_views.InboxConsumeApi.as_view(),
+        name="api-session-inbox-consume",
+    ),
+    path("chat", chat.ChatApi.as_view(), name="api-chat"),
+]

@@ -1,0 +1,72 @@
+"""Who may see, and who may speak in, a session: the one home of these rules.
+
+Every edge asks here (the REST API, the pages, the chat websocket):
+- the owner may see a session and speak in it;
+- staff may see (read along), but not speak for a user;
+- anyone else learns nothing more than "no such session" (the same 404 / close code as for
+  an id that does not exist), so ids do not leak.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.http import Http404
+
+from gloveapp.conversations.models import Session
+from gloveapp.core import input_rules
+
+Verdict = Literal["allowed", "forbidden", "missing"]
+
+
+def _unusable_id(session_id: str) -> bool:
+    return not input_rules.could_name_a_row(session_id, max_length=input_rules.MAX_ID)
+
+
+def may_see(user: Any, session: Session) -> bool:
+    return may_speak(user, session) or bool(user.is_staff)
+
+
+def may_speak(user: Any, session: Session) -> bool:
+    return session.owner_id is not None and session.owner_id == user.pk
+
+
+def viewable_session(user: Any, session_id: str) -> Session:
+    """The session if `user` may see it; otherwise the same 404 as for no session."""
+    if _unusable_id(session_id):
+        raise Http404("Session not found.")
+    try:
+        session = Session.objects.get(pk=session_id)
+    except Session.DoesNotExist:
+        raise Http404("Session not found.") from None
+    if not may_see(user, session):
+        raise Http404("Session not found.")
+    return session
+
+
+def owned_session(user: Any, session_id: str) -> Session:
+    """The session if `user` may speak in it (its owner); otherwise the same 404."""
+    if _unusable_id(session_id):
+        raise Http404("Session not found.")
+    try:
+        return Session.objects.get(pk=session_id, owner=user)
+    except Session.DoesNotExist:
+        raise Http404("Session not found.") from None
+
+
+def owned_session_exists(user: Any, session_id: str) -> None:
+    """`owned_session` when the caller needs only the check (one cheap query)."""
+    if _unusable_id(session_id) or not Session.objects.filter(pk=session_id, owner=user).exists():
+        raise Http404("Session not found.")
+
+
+def session_watch_verdict(*, user: Any, session_id: str) -> Verdict:
+    """May `user` watch the session's live stream? Same rule as `viewable_session`."""
+    if _unusable_id(session_id):
+        return "missing"
+    owners = list(Session.objects.filter(id=session_id).values_list("owner_id", flat=True))
+    if not owners:
+        return "missing"
+    if user.is_staff or (owners[0] is not None and owners[0] == user.pk):
+        return "allowed"
+    return "forbidden"

@@ -1,0 +1,140 @@
+"""Rows <-> runtime objects for messages and tasks (serialization only).
+
+Storage is JSON only: content, tool calls and tool results are stored as Glove's wire dicts
+(never pickled), and every timestamp leaves here as ISO 8601 UTC with milliseconds and `Z`.
+The `*_fields` functions validate with the input rules (`gloveapp.core.input_rules`) before
+any write, so a refused message changes nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from gloveapp.core.input_rules import (
+    MAX_FRAMEWORK_CONTEXT,
+    MAX_MSG_ID,
+    MAX_TASK_ID,
+    check_json,
+    check_text,
+)
+from gloveapp.core.types import TASK_STATUSES, iso_format
+from gloveapp.core.types import Message as CoreMessage
+from gloveapp.core.types import Task as CoreTask
+
+if TYPE_CHECKING:
+    from gloveapp.conversations.models import Message, Task
+
+
+def iso_or_none(moment: datetime | None) -> str | None:
+    return iso_format(moment) if moment is not None else None
+
+
+# -- messages -----------------------------------------------------------------------------
+
+# The columns a message is rebuilt from; `message_from_values` takes them in this order.
+MESSAGE_VALUES = (
+    "sender",
+    "msg_id",
+    "text",
+    "content",
+    "tool_calls",
+    "tool_results",
+    "is_compaction",
+    "is_skill_injection",
+    "framework_context",
+    "reasoning_content",
+)
+
+
+def message_fields(message: CoreMessage, index: int = 0) -> dict[str, Any]:
+    """The column values of one runtime message, validated. Raises ValueError."""
+    where = f"messages[{index}]"
+    if not isinstance(message, CoreMessage):
+        raise ValueError(f"{where} must be a Message, got {type(message).__name__}")
+    if message.sender not in ("user", "agent"):
+        raise ValueError(f"{where}.sender must be 'user' or 'agent', got {message.sender!r}")
+    wire = message.to_dict()
+    if message.id is not None:
+        check_text(message.id, f"{where}.id", max_length=MAX_MSG_ID)
+    if message.framework_context is not None:
+        check_text(
+            message.framework_context,
+            f"{where}.framework_context",
+            max_length=MAX_FRAMEWORK_CONTEXT,
+        )
+    if message.reasoning_content is not None:
+        check_text(message.reasoning_content, f"{where}.reasoning_content")
+    return {
+        "sender": message.sender,
+        "msg_id": message.id,
+        "text": check_text(message.text, f"{where}.text"),
+        "content": check_json(wire.get("content"), f"{where}.content"),
+        "tool_calls": check_json(wire.get("tool_calls"), f"{where}.tool_calls"),
+        "tool_results": check_json(wire.get("tool_results"), f"{where}.tool_results"),
+        "is_compaction": bool(message.is_compaction),
+        "is_skill_injection": bool(message.is_skill_injection),
+        "framework_context": message.framework_context,
+        "reasoning_content": message.reasoning_content,
+    }
+
+
+def message_from_values(values: tuple[Any, ...]) -> CoreMessage:
+    """Rebuild a runtime message from a `values_list(*MESSAGE_VALUES)` row (no model instance)."""
+    (
+        sender,
+        msg_id,
+        text,
+        content,
+        tool_calls,
+        tool_results,
+        is_compaction,
+        is_skill_injection,
+        framework_context,
+        reasoning_content,
+    ) = values
+    wire: dict[str, Any] = {"sender": sender, "text": text}
+    if msg_id is not None:
+        wire["id"] = msg_id
+    if content is not None:
+        wire["content"] = content
+    if tool_calls:
+        wire["tool_calls"] = tool_calls
+    if tool_results:
+        wire["tool_results"] = tool_results
+    wire["is_compaction"] = is_compaction
+    wire["is_skill_injection"] = is_skill_injection
+    if framework_context is not None:
+        wire["framework_context"] = framework_context
+    if reasoning_content is not None:
+        wire["reasoning_content"] = reasoning_content
+    return CoreMessage.from_dict(wire)
+
+
+def message_to_core(row: Message) -> CoreMessage:
+    return message_from_values(tuple(getattr(row, name) for name in MESSAGE_VALUES))
+
+
+# -- tasks --------------------------------------------------------------------------------
+
+
+def task_fields(task: CoreTask, index: int = 0) -> dict[str, Any]:
+    where = f"tasks[{index}]"
+    if not isinstance(task, CoreTask):
+        raise ValueError(f"{where} must be a Task, got {type(task).__name__}")
+    if task.status not in TASK_STATUSES:
+        raise ValueError(
+            f"{where}.status must be one of {', '.join(TASK_STATUSES)}, got {task.status!r}"
+        )
+    return {
+        "task_id": check_text(task.id, f"{where}.id", allow_empty=False, max_length=MAX_TASK_ID),
+        "content": check_text(task.content, f"{where}.content"),
+        "active_form": check_text(task.active_form, f"{where}.activeForm"),
+        "status": task.status,
+    }
+
+
+def task_to_core(row: Task) -> CoreTask:
+    return CoreTask(
+        id=row.task_id, content=row.content, active_form=row.active_form, status=row.status
+    )

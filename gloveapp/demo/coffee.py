@@ -1,0 +1,159 @@
+"""Brew, the seed's coffee-shop agent: a catalogue, a cart, an out-of-stock Yirgacheffe with a
+restock watch through the inbox, and a checkout that asks for confirmation in the page.
+
+Each tool names its colocated renderers beside its logic (Glove's `render`/`renderResult`):
+`result_template` draws a finished call from its `render_data`, so a reloaded page shows past
+results as they first appeared; `checkout` also has a `slot_template`, the Confirm/Cancel
+prompt it pushes while it waits. Paying with the saved card `requires_permission`, so the
+permission prompt (allow once / always / deny) shows in the demo; paying at pickup does not.
+
+The tools are thin: state lives in the database (`shop.py`), keyed by the conversation's
+session id (`ctx.store.identifier`), so it survives reloads, restarts and other processes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from asgiref.sync import sync_to_async
+
+from gloveapp.agents.config import AgentSpec
+from gloveapp.core.tools import ToolContext, tool
+from gloveapp.core.types import ToolResultData
+from gloveapp.demo import shop
+
+TEMPLATES = "tools/coffee"
+CONFIRM_ANSWERS = frozenset({"confirm", "confirmed", "yes", "true", "ok"})
+
+SYSTEM_PROMPT = """\
+You are Brew, the friendly assistant of a small specialty coffee shop. You help customers
+browse the coffees, check stock, fill their cart and check out.
+
+## Tools
+- get_catalogue lists every coffee with its price and stock; check_stock looks at one.
+- add_to_cart and view_cart manage the customer's cart. Never add a coffee that is out of stock.
+- checkout shows the customer the order to confirm; it places the order only if they confirm.
+  Paying with the saved card asks the customer's permission first; "pickup" pays in the shop.
+
+## Async Notifications
+- Some requests can't be fulfilled immediately (out of stock, pending approval, etc.)
+- Use glove_post_to_inbox to track these for the customer
+- Use a descriptive tag (e.g. "restock_watch", "approval_pending")
+- Describe what the customer wants in natural language in the request field
+- Set blocking=false unless the customer literally cannot proceed without the result
+- When an inbox item is resolved, you'll see the response — inform the customer
+
+For example, when a coffee is out of stock, offer to watch for it; if the customer agrees,
+call glove_post_to_inbox with tag "restock_watch" and a request such as
+"Notify when Yirgacheffe is back in stock".
+
+Keep answers short and warm. Prices are in US dollars.
+"""
+
+COMPACTION_INSTRUCTIONS = (
+    "Summarize the conversation. Preserve the customer's cart, orders placed, coffees they "
+    "asked about and any restock watches."
+)
+
+
+def _session_id(ctx: ToolContext) -> str:
+    return str(ctx.store.identifier)
+
+
+def _refusal(error: shop.ShopError) -> ToolResultData:
+    data: dict[str, Any] = {"reason": type(error).__name__}
+    if isinstance(error, shop.OutOfStock):
+        data = {"reason": "out_of_stock", "coffee": error.coffee.name, "bags": error.coffee.stock}
+    return ToolResultData(status="error", message=str(error), data=data, render_data=data)
+
+
+@tool(result_template=f"{TEMPLATES}/catalogue_result.html")
+async def get_catalogue() -> ToolResultData:
+    """List every coffee Brew sells, with its origin, tasting notes, price and stock."""
+    coffees = [shop.coffee_data(c) for c in await sync_to_async(shop.coffee_list)()]
+    return ToolResultData.success({"coffees": coffees}, render_data={"coffees": coffees})
+
+
+@tool(result_template=f"{TEMPLATES}/stock_result.html")
+async def check_stock(coffee: str) -> ToolResultData:
+    """Check whether one coffee is in stock and how many bags are left.
+
+    `coffee` is its name, e.g. "Ethiopia Yirgacheffe" or "Kenya AA"."""
+    try:
+        found = await sync_to_async(shop.coffee_find)(coffee)
+    except shop.ShopError as error:
+        return _refusal(error)
+    data = shop.coffee_data(found)
+    return ToolResultData.success(data, render_data=data)
+
+
+@tool(result_template=f"{TEMPLATES}/cart_result.html")
+async def add_to_cart(ctx: ToolContext, coffee: str, quantity: int = 1) -> ToolResultData:
+    """Add bags of a coffee to the customer's cart. Fails when the coffee is out of stock."""
+    try:
+        data = await sync_to_async(shop.cart_add)(
+            session_id=_session_id(ctx), coffee_name=coffee, quantity=quantity
+        )
+    except shop.ShopError as error:
+        return _refusal(error)
+    return ToolResultData.success(data, render_data=data["cart"] | {"added": data["added"]})
+
+
+@tool(result_template=f"{TEMPLATES}/cart_result.html")
+async def view_cart(ctx: ToolContext) -> ToolResultData:
+    """Show what is in the customer's cart and its total."""
+    cart = await sync_to_async(shop.cart_summary)(session_id=_session_id(ctx))
+    return ToolResultData.success(cart, render_data=cart)
+
+
+def _pays_with_saved_card(tool_input: Any) -> bool:
+    payment = tool_input.get("payment", "saved_card") if isinstance(tool_input, dict) else None
+    return payment in (None, "saved_card")
+
+
+def is_confirmation(answer: Any) -> bool:
+    """What the Confirm button (or an API client) may send back for "yes"."""
+    if isinstance(answer, dict):
+        answer = answer.get("confirmed", answer.get("value"))
+    if isinstance(answer, bool):
+        return answer
+    return isinstance(answer, str) and answer.strip().lower() in CONFIRM_ANSWERS
+
+
+@tool(
+    requires_permission=_pays_with_saved_card,
+    display_strategy="hide-on-complete",
+    slot_template=f"{TEMPLATES}/checkout_slot.html",
+    result_template=f"{TEMPLATES}/checkout_result.html",
+)
+async def checkout(
+    ctx: ToolContext, payment: Literal["saved_card", "pickup"] = "saved_card"
+) -> ToolResultData:
+    """Check out the customer's cart. Shows them the order with Confirm / Cancel buttons and
+    places it only when they confirm. `payment`: "saved_card" (charges the card on file,
+    asks the customer's permission) or "pickup" (pay in the shop)."""
+    session_id = _session_id(ctx)
+    cart = await sync_to_async(shop.cart_summary)(session_id=session_id)
+    if not cart["lines"]:
+        return _refusal(shop.EmptyCart())
+    answer = await ctx.display.push_and_wait(input={**cart, "payment": payment})
+    if not is_confirmation(answer):
+        data = {"status": "cancelled", "total_cents": cart["total_cents"], "total": cart["total"]}
+        return ToolResultData.success(data, render_data=data)
+    try:
+        order = await sync_to_async(shop.order_place)(session_id=session_id, payment=payment)
+    except shop.ShopError as error:
+        return _refusal(error)
+    data = shop.order_data(order)
+    return ToolResultData.success(data, render_data=data)
+
+
+def build_agent() -> AgentSpec:
+    """The factory `GLOVE_AGENTS["coffee"]` names."""
+    return AgentSpec(
+        name="coffee",
+        title="Brew coffee shop",
+        system_prompt=SYSTEM_PROMPT,
+        tools=[get_catalogue, check_stock, add_to_cart, view_cart, checkout],
+        compaction_instructions=COMPACTION_INSTRUCTIONS,
+    )

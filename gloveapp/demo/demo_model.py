@@ -1,0 +1,359 @@
+"""The offline demo model: a rule-based stand-in that drives the coffee shop's tools.
+
+With no model configured (`GLOVE_MODEL` empty) the project still shows the whole Glove flow
+offline: the catalogue, a stock check, the restock watch through the inbox, the cart and a
+checkout with its confirmation and permission prompts. This model reads the latest user
+message (or the latest tool results) and picks a reply by a handful of keyword rules. It says
+so in its first reply: it is not an AI and must never pass for one.
+
+Django-free (like `gloveapp.core`): it implements the `ModelAdapter` protocol and knows the
+coffee names from `gloveapp.demo.catalogue`.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from gloveapp.core.abort import AbortSignal
+from gloveapp.core.providers.base import Notify, ToolSpec
+from gloveapp.core.types import Message, ModelResult, ToolCall, ToolResult
+from gloveapp.demo.catalogue import CatalogueEntry, find_entry
+
+DISCLOSURE = (
+    "(I'm the offline demo model: a rule-based stand-in, not an AI. I follow simple keyword "
+    "rules to drive the coffee shop's tools. Set GLOVE_MODEL and an API key for a real model.)"
+)
+CAPABILITIES = (
+    'I can show the menu, check stock (try "do you have Yirgacheffe?"), add coffee to your '
+    'cart ("add 2 Kenya AA"), show your cart, watch for a restock, and check out '
+    '("checkout", or "checkout, pay at pickup").'
+)
+WATCH_OFFER = "Shall I watch for {name} and tell you when it is back in stock?"
+ADD_OFFER = "Shall I add a bag of {name} to your cart?"
+RESTOCK_TAG = "restock_watch"
+
+_BANNER_LINE = re.compile(
+    r'^- \[(?P<tag>[^\]]+)\] Request: "(?P<request>.*)" -> Response: "(?P<response>.*)" '
+    r"\(resolved [^)]*\)$"
+)
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "a couple of": 2}
+_YES = re.compile(r"^\s*(yes|yeah|yep|yup|sure|please|ok|okay|y|go ahead|do it)\b")
+_NO = re.compile(r"^\s*(no|nope|nah|not now)\b")
+_CHECKOUT = re.compile(r"\b(check ?out|place (the |my )?order|pay now|buy now)\b")
+_PICKUP = re.compile(r"\b(pick ?up|in store|in-store|cash)\b")
+_WATCH = re.compile(r"\b(watch|notify|let me know|tell me when|restock)\b")
+_ADD = re.compile(r"\b(add|buy|take|want|order|get me|i'?ll have)\b")
+_CART = re.compile(r"\b(cart|basket|bag so far)\b")
+_MENU = re.compile(
+    r"\b(menu|catalogu?e|coffees|beans|sell|offer|prices?|options|what do you have)\b"
+)
+
+Intent = tuple[str, dict[str, Any], str]  # (tool name, input, text shown with the call)
+
+
+def money(cents: int) -> str:
+    return f"${cents / 100:.2f}"
+
+
+class DemoModel:
+    """A `ModelAdapter` that answers by rules. Honest about it, deterministic, free."""
+
+    name = "demo"
+
+    def __init__(
+        self, *, find_product: Callable[[str], CatalogueEntry | None] = find_entry
+    ) -> None:
+        self.system_prompt = ""
+        self._find = find_product
+
+    def set_system_prompt(self, text: str) -> None:
+        self.system_prompt = text
+
+    async def prompt(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None,
+        notify: Notify,
+        abort: AbortSignal | None = None,
+    ) -> ModelResult:
+        if messages and messages[-1].is_compaction_request:
+            reply = Message(sender="agent", text=self._summary(messages))
+        else:
+            reply = self._reply(messages, {tool.name for tool in tools or []})
+            if reply.text and not _has_spoken(messages):
+                reply.text = f"{DISCLOSURE}\n\n{reply.text}"
+        # Streamed like a real adapter, so pages show the same live typing.
+        for chunk in _chunks(reply.text):
+            await notify("text_delta", {"text": chunk})
+        for call in reply.tool_calls or []:
+            await notify(
+                "tool_use", {"id": call.id, "name": call.tool_name, "input": call.input_args}
+            )
+        stop_reason = "tool_use" if reply.tool_calls else "end_turn"
+        tokens_in = sum(len(message.text) for message in messages) // 4 + 1
+        tokens_out = len(reply.text) // 4 + 1
+        payload: dict[str, Any] = {"text": reply.text, "stop_reason": stop_reason}
+        if reply.tool_calls:
+            payload["tool_calls"] = [call.to_dict() for call in reply.tool_calls]
+        payload.update(tokens_in=tokens_in, tokens_out=tokens_out)
+        await notify("model_response_complete", payload)
+        return ModelResult(
+            messages=[reply], tokens_in=tokens_in, tokens_out=tokens_out, stop_reason=stop_reason
+        )
+
+    # -- choosing a reply -------------------------------------------------------------------
+    def _reply(self, messages: list[Message], tools: set[str]) -> Message:
+        context = _without_trailing_reminders(messages)
+        if not context:
+            return _say(CAPABILITIES)
+        last = context[-1]
+        if last.sender == "user" and last.tool_results:
+            return _say(self._describe_results(last.tool_results, context))
+        ask = _current_ask(context)
+        news = [line for message in ask for line in _resolved_lines(message)]
+        if news:
+            return _say(self._relay(news))
+        text = last.text.strip()
+        intent = self._intent(text.lower(), _last_agent_text(context))
+        if isinstance(intent, str):
+            return _say(intent)
+        tool_name, tool_input, preface = intent
+        if tool_name not in tools:
+            return _say(f"I would use the {tool_name} tool for that, but this agent has none.")
+        call = ToolCall(tool_name=tool_name, input_args=tool_input, id=_call_id())
+        return Message(sender="agent", text=preface, tool_calls=[call])
+
+    def _intent(self, text: str, previous: str) -> Intent | str:
+        product = self._find(text)
+        # The coffee of the agent's last offer ("Shall I add a bag of Kenya AA ..."), if any.
+        offer = previous[previous.rfind("Shall I") :] if "Shall I" in previous else ""
+        offered = self._find(offer) if offer else None
+        if not text:
+            return CAPABILITIES
+        if _CHECKOUT.search(text):
+            payment = "pickup" if _PICKUP.search(text) else "saved_card"
+            return ("checkout", {"payment": payment}, "Let me get your order ready.")
+        if _WATCH.search(text) or (_YES.search(text) and "Shall I watch" in previous):
+            watched = product or offered
+            if watched is None:
+                return "Which coffee should I watch for?"
+            return (
+                "glove_post_to_inbox",
+                {
+                    "tag": RESTOCK_TAG,
+                    "request": f"Notify when {_short(watched)} is back in stock",
+                    "blocking": False,
+                },
+                f"I'll set up a restock watch for {watched.name}.",
+            )
+        if _YES.search(text) and "Shall I add" in previous and offered is not None:
+            return (
+                "add_to_cart",
+                {"coffee": offered.name, "quantity": 1},
+                f"Adding {offered.name} to your cart.",
+            )
+        if _NO.search(text):
+            return "No problem. " + CAPABILITIES
+        if product is not None and _ADD.search(text):
+            quantity = _quantity(text)
+            return (
+                "add_to_cart",
+                {"coffee": product.name, "quantity": quantity},
+                f"Adding {quantity} x {product.name} to your cart.",
+            )
+        if _CART.search(text):
+            return ("view_cart", {}, "Here's your cart.")
+        if product is not None:
+            return ("check_stock", {"coffee": product.name}, f"Let me check {product.name}.")
+        if _MENU.search(text):
+            return ("get_catalogue", {}, "Here's what we're pouring.")
+        return "Hello! " + CAPABILITIES
+
+    def _relay(self, news: list[dict[str, str]]) -> str:
+        lines = []
+        for item in news:
+            lines.append(f"Good news from the inbox: {item['response']}")
+            product = self._find(item["request"]) or self._find(item["response"])
+            if item["tag"] == RESTOCK_TAG and product is not None:
+                lines.append(ADD_OFFER.format(name=product.name))
+        return "\n".join(lines)
+
+    # -- describing tool results ------------------------------------------------------------
+    def _describe_results(self, results: list[ToolResult], context: list[Message]) -> str:
+        calls = {
+            call.id: call
+            for message in context
+            if message.sender == "agent"
+            for call in message.tool_calls or []
+        }
+        lines = []
+        for result in results:
+            call = calls.get(result.call_id)
+            lines.append(self._describe(result, call.input_args if call else None))
+        return "\n".join(lines)
+
+    def _describe(self, result: ToolResult, tool_input: Any) -> str:
+        name, outcome = result.tool_name, result.result
+        data = outcome.data if isinstance(outcome.data, dict) else {}
+        if outcome.status == "error":
+            message = outcome.message or "it failed"
+            if message.startswith("Permission denied"):
+                return "You didn't allow that, so I haven't done it. Nothing was charged."
+            if data.get("reason") == "out_of_stock":
+                return f"Sorry, {message} " + WATCH_OFFER.format(name=data.get("coffee", "it"))
+            return f"That didn't work: {message}"
+        if outcome.status == "aborted":
+            return "That was stopped before it finished."
+        describe = _DESCRIBERS.get(name)
+        if describe is None:
+            return f"Done ({name})."
+        return describe(data, tool_input if isinstance(tool_input, dict) else {})
+
+    def _summary(self, messages: list[Message]) -> str:
+        asked = [m.text for m in messages if m.sender == "user" and not m.tool_results and m.text][
+            -5:
+        ]
+        return "Summary by the offline demo model. The customer recently said: " + "; ".join(asked)
+
+
+# -- describers, one per coffee tool ---------------------------------------------------------
+def _describe_catalogue(data: dict[str, Any], tool_input: dict[str, Any]) -> str:
+    coffees = data.get("coffees", [])
+    out = [c["name"] for c in coffees if not c.get("in_stock")]
+    text = f"That's our menu: {len(coffees)} coffees."
+    if out:
+        text += f" Out of stock right now: {', '.join(out)}."
+    return text + ' Ask about any of them, or say "add Kenya AA".'
+
+
+def _describe_stock(data: dict[str, Any], tool_input: dict[str, Any]) -> str:
+    name = data.get("name", "That coffee")
+    if data.get("in_stock"):
+        return (
+            f"{name} is in stock: {data.get('bags')} bags at {money(data.get('price_cents', 0))}. "
+            + ADD_OFFER.format(name=name)
+        )
+    return f"{name} is out of stock right now. " + WATCH_OFFER.format(name=name)
+
+
+def _describe_cart_line(data: dict[str, Any], tool_input: dict[str, Any]) -> str:
+    added = data.get("added", {})
+    cart = data.get("cart", {})
+    return (
+        f"Added {added.get('quantity', 1)} x {added.get('name', 'it')}. Your cart comes to "
+        f'{money(cart.get("total_cents", 0))}. Say "checkout" when you\'re ready.'
+    )
+
+
+def _describe_cart(data: dict[str, Any], tool_input: dict[str, Any]) -> str:
+    lines = data.get("lines", [])
+    if not lines:
+        return "Your cart is empty."
+    items = ", ".join(f"{line['quantity']} x {line['name']}" for line in lines)
+    return f"Your cart: {items}, {money(data.get('total_cents', 0))} in all."
+
+
+def _describe_watch(data: dict[str, Any], tool_input: dict[str, Any]) -> str:
+    request = tool_input.get("request", "your request")
+    return (
+        f"Done: I'm watching for you (\"{request}\"). It is listed under Watching; I'll tell "
+        "you as soon as it's resolved."
+    )
+
+
+def _describe_checkout(data: dict[str, Any], tool_input: dict[str, Any]) -> str:
+    if data.get("status") == "placed":
+        how = (
+            "paid with your saved card"
+            if data.get("payment") == "saved_card"
+            else ("to pay at pickup")
+        )
+        return (
+            f"Order #{data.get('order_number')} is placed: "
+            f"{money(data.get('total_cents', 0))}, {how}. Thank you!"
+        )
+    return "No problem, I haven't placed the order. Your cart is still there."
+
+
+_DESCRIBERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
+    "get_catalogue": _describe_catalogue,
+    "check_stock": _describe_stock,
+    "add_to_cart": _describe_cart_line,
+    "view_cart": _describe_cart,
+    "glove_post_to_inbox": _describe_watch,
+    "checkout": _describe_checkout,
+}
+
+
+# -- reading the conversation ----------------------------------------------------------------
+def _say(text: str) -> Message:
+    return Message(sender="agent", text=text)
+
+
+def _call_id() -> str:
+    return f"toolu_demo_{uuid.uuid4().hex[:16]}"
+
+
+def _short(entry: CatalogueEntry) -> str:
+    # "Notify when Yirgacheffe is back in stock", the seed's wording.
+    return entry.aliases[0].capitalize() if entry.sku == "yirgacheffe" else entry.name
+
+
+def _has_spoken(messages: list[Message]) -> bool:
+    return any(m.sender == "agent" and m.text.strip() for m in messages)
+
+
+def _is_reminder(message: Message) -> bool:
+    return message.framework_context is not None and "still pending" in message.text[:200]
+
+
+def _without_trailing_reminders(messages: list[Message]) -> list[Message]:
+    # The blocking reminder rides at the very end of every prompt; the question is before it.
+    trimmed = list(messages)
+    while trimmed and _is_reminder(trimmed[-1]):
+        trimmed.pop()
+    return trimmed
+
+
+def _current_ask(messages: list[Message]) -> list[Message]:
+    """The user messages since the agent last spoke: the inbox banner and the new message."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].sender == "agent":
+            return messages[index + 1 :]
+    return list(messages)
+
+
+def _last_agent_text(messages: list[Message]) -> str:
+    return next((m.text for m in reversed(messages) if m.sender == "agent" and m.text), "")
+
+
+def _resolved_lines(message: Message) -> list[dict[str, str]]:
+    if message.sender != "user" or not message.text.startswith("[Inbox:"):
+        return []
+    first, *rest = message.text.split("\n")
+    if "resolved]" not in first:
+        return []
+    found = []
+    for line in rest:
+        match = _BANNER_LINE.match(line)
+        if match:
+            found.append(match.groupdict())
+    return found
+
+
+def _quantity(text: str) -> int:
+    number = re.search(r"\b(\d{1,2})\b", text)
+    if number:
+        return max(1, int(number.group(1)))
+    for word, value in _NUMBER_WORDS.items():
+        if re.search(rf"\b{word}\b", text):
+            return value
+    return 1
+
+
+def _chunks(text: str, size: int = 6) -> list[str]:
+    words = re.findall(r"\S+\s*", text)
+    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]

@@ -1,0 +1,76 @@
+"""Set up the demo: a customer, a staff member, the shop's shelf and a first conversation.
+
+`make run` calls this through `manage.py setup_demo` on every start, so it is idempotent:
+existing users keep their passwords unless a password is given in the environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from gloveapp.agents.config import get_agent_spec
+from gloveapp.conversations.models import Session
+from gloveapp.conversations.services import session_create
+from gloveapp.demo.shop import catalogue_ensure
+
+DEMO_USERNAME = "demo"
+STAFF_USERNAME = "staff"
+# Development defaults, printed by the command; set DEMO_PASSWORD / STAFF_PASSWORD elsewhere.
+DEFAULT_DEMO_PASSWORD = "demo-coffee"
+DEFAULT_STAFF_PASSWORD = "staff-coffee"
+
+
+@dataclass(frozen=True, slots=True)
+class DemoAccount:
+    username: str
+    password: str | None  # None: the account existed and kept its password
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DemoSetup:
+    demo: DemoAccount
+    staff: DemoAccount
+    session_id: str
+    session_created: bool
+
+
+def _account(username: str, password: str | None, default: str, *, staff: bool) -> DemoAccount:
+    User = get_user_model()
+    user, created = User.objects.get_or_create(username=username)
+    if created or password:
+        user.set_password(password or default)
+    if staff:
+        user.is_staff = True
+        user.is_superuser = True
+    user.save()
+    if created or password:
+        shown: str | None = password or default
+    else:
+        # An account that still has the development default: say so, every start.
+        shown = default if user.check_password(default) else None
+    return DemoAccount(username=username, password=shown, created=created)
+
+
+def demo_setup(*, demo_password: str | None = None, staff_password: str | None = None) -> DemoSetup:
+    agent_name = settings.GLOVE_DEFAULT_AGENT
+    spec = get_agent_spec(agent_name)  # fails early, and clearly, on a misconfigured agent
+    with transaction.atomic():
+        demo = _account(DEMO_USERNAME, demo_password, DEFAULT_DEMO_PASSWORD, staff=False)
+        staff = _account(STAFF_USERNAME, staff_password, DEFAULT_STAFF_PASSWORD, staff=True)
+        catalogue_ensure()
+        session = (
+            Session.objects.filter(owner__username=DEMO_USERNAME).order_by("created_at").first()
+        )
+        session_created = session is None
+        if session is None:
+            session = session_create(
+                owner=get_user_model().objects.get(username=DEMO_USERNAME),
+                agent_name=spec.name,
+                title=spec.title,
+            )
+    return DemoSetup(demo=demo, staff=staff, session_id=session.pk, session_created=session_created)

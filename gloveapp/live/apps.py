@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class LiveConfig(AppConfig):
+    name = "gloveapp.live"
+    label = "live"
+    verbose_name = "Live events"

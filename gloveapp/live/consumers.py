@@ -1,0 +1,160 @@
+"""The generic stream websocket consumer (any stream: a session, a workspace inbox, a mesh agent).
+
+A subclass (e.g. the chat page's `SessionConsumer` in `gloveapp.pages.consumers`) names the
+stream and decides who may watch it. On connect it checks who is asking, joins the stream's group (transient events) and
+registers with this process's relay (stored events), replays the stored events after the
+client's cursor, then forwards live ones. Every frame is JSON
+`{"id": int | null, "type": str, "payload": dict}`; `id` is null for transient events and
+for `resync`, which tells the client to reload its state instead of catching up.
+
+Close codes in the 44xx range are final (a client should not reconnect):
+4401 not logged in, 4403 not allowed to watch, 4404 no such stream. A socket is
+authorised only when it connects, so when its stream ends (a `final_events` frame) it is
+then closed with 4404: nothing recorded later on that stream reaches it.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from gloveapp.live.groups import stream_group
+from gloveapp.live.relay import ensure_relay_started
+from gloveapp.live.replay import replay_after
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+
+
+class StreamConsumer(AsyncJsonWebsocketConsumer):
+    """Relays one event stream to one socket. Subclasses say which stream, and who may watch.
+
+    `authorise` is the access hook; `final_events` names the stored events after which the
+    stream is gone for good (the socket gets that frame, then is closed with 4404).
+    """
+
+    final_events: frozenset[str] = frozenset()
+
+    async def authorise(self, user) -> tuple[str | None, int | None]:
+        """Return (stream, None) to accept, or (None, close code) to refuse."""
+        raise NotImplementedError
+
+    _ended = False
+    _relay = None
+    _stream: str | None = None
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self._refuse(CLOSE_UNAUTHENTICATED)
+            return
+        stream, refusal = await self.authorise(user)
+        if stream is None:
+            await self._refuse(refusal)
+            return
+
+        # The relay must know where it starts, and this consumer must be registered with
+        # it, before the replay is read: then every event is in the replay or arrives live
+        # (or both, deduplicated below), never neither. Accepting only now means a client
+        # without a cursor gets everything that commits after its socket opened. Stored
+        # events the relay hands over meanwhile are held until the replay has gone out.
+        self._relay = await ensure_relay_started()
+        self._stream = stream
+        self._held: list[dict] | None = []
+        self.groups = [stream_group(stream)]
+        for group in self.groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        self._relay.watch(stream, self)
+        try:
+            await self._accept_and_replay(stream)
+        except BaseException:
+            self._unwatch()  # a consumer that failed here gets no disconnect
+            raise
+
+    async def _accept_and_replay(self, stream: str) -> None:
+        await self.accept()
+        replay = await database_sync_to_async(replay_after)(stream, self._last_event_id())
+        self._replayed = {frame["id"] for frame in replay.frames}
+        for frame in replay.frames:
+            await self.send_json(frame)
+            if frame["type"] in self.final_events:
+                await self._end()
+                return
+        if replay.resync is not None:
+            await self.send_json(replay.resync)
+        # Events held during the replay, in the relay's (id) order; more may be held while
+        # these sends await, so drain until empty before going live.
+        while self._held:
+            await self._send_stored(self._held.pop(0))
+            if self._ended:
+                return
+        self._held = None
+
+    async def deliver_stored(self, frame: dict) -> None:
+        """A stored event from this process's relay (called on the relay's task)."""
+        if self._ended:
+            return
+        if self._held is not None:
+            self._held.append(frame)
+            return
+        await self._send_stored(frame)
+
+    async def _send_stored(self, frame: dict) -> None:
+        # The relay may hand over a replayed event even after the held ones are out: it
+        # reads rows in batches and delivers them one by one, so a row read before this
+        # socket's replay can reach it after.
+        if frame["id"] in self._replayed:
+            self._replayed.discard(frame["id"])  # the relay delivers each id only once
+            return
+        await self.send_json(frame)
+        if frame["type"] in self.final_events:
+            await self._end()
+
+    def _unwatch(self) -> None:
+        if self._relay is not None:
+            self._relay.unwatch(self._stream, self)
+
+    async def _end(self) -> None:
+        """The stream is gone: stop relaying and close for good."""
+        self._ended = True
+        self._unwatch()
+        for group in self.groups:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        await self.close(code=CLOSE_NOT_FOUND)
+
+    async def _refuse(self, code: int) -> None:
+        # Accept before closing: a browser reads the close code only of an accepted socket,
+        # while a refused handshake looks like a network error that it would keep retrying.
+        await self.accept()
+        await self.close(code=code)
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
+        """Clients only listen; what they send is ignored (not even parsed)."""
+
+    async def disconnect(self, code) -> None:
+        self._unwatch()
+
+    async def dispatch(self, message: dict) -> None:
+        # Channels runs `close_old_connections` in the shared sync thread before every
+        # handler: one thread hop per socket per event, which profiling showed to be a
+        # large share of fan-out. The transient handler never touches the database.
+        if message["type"] == "live.transient":
+            await self.live_transient(message)
+            return
+        await super().dispatch(message)
+
+    async def live_transient(self, message: dict) -> None:
+        if self._ended:
+            return
+        await self.send_json({"id": None, "type": message["event"], "payload": message["payload"]})
+
+    def _last_event_id(self) -> int | None:
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        raw = (query.get("last_event_id") or [""])[0]
+        try:
+            return max(0, int(raw))
+        except ValueError:
+            return None

@@ -1,0 +1,63 @@
+"""The event log's write side, the transactional outbox: a change and the live event announcing it are one commit.
+
+Services call `record_event` inside their own `transaction.atomic()`; the relay (another
+module) reads new `LiveEvent` rows and hands them to its process's sockets. Because the row
+commits or rolls back with the change, a page never hears of a change that did not happen,
+and a change made by any process (a management command, a webhook worker) still reaches it.
+
+Event types and their payloads (the relay and the pages rely on these shapes):
+- "message.appended"  {"seq": int, "message": <Message wire dict>}
+- "tasks.replaced"    {"tasks": [<Task wire dict>, ...]}
+- "inbox.changed"     {"item": <InboxItem wire dict>, "resolved_by": str | None}
+- "session.updated"   {"session": {"id", "title", "agent_name", "token_count", "turn_count"}}
+- "session.deleted"   {"id": str}
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+
+from gloveapp.live.models import LiveEvent
+from gloveapp.live.outbox import before_event_insert
+
+# PostgreSQL delivers a NOTIFY at commit (and drops it on rollback), so a relay that LISTENs
+# on this channel wakes as soon as an event is durable, without Redis and without polling.
+LIVE_EVENTS_CHANNEL = "glove_live_events"
+
+
+def record_event(*, stream: str, type: str, payload: dict[str, Any]) -> LiveEvent:
+    """Write one event row; must run inside the transaction that makes the change."""
+    return record_events(stream=stream, events=[(type, payload)])[0]
+
+
+def record_events(*, stream: str, events: list[tuple[str, dict[str, Any]]]) -> list[LiveEvent]:
+    """Several events of one stream in one insert (a batch of appended messages)."""
+    if not connection.in_atomic_block:
+        raise RuntimeError(
+            "record_event() must be called inside the change's transaction.atomic() block, "
+            "so the event commits or rolls back with it."
+        )
+    before_event_insert(stream)  # per-stream commit order on PostgreSQL; wake relays on commit
+    rows = LiveEvent.objects.bulk_create(
+        [LiveEvent(stream=stream, type=type, payload=payload) for type, payload in events]
+    )
+    if rows and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [LIVE_EVENTS_CHANNEL, stream])
+    return rows
+
+
+def live_events_prune(*, older_than: timedelta) -> int:
+    """Delete events older than `older_than`; returns how many.
+
+    Pages rendered before the cut that reconnect get a `resync` (reload your state) instead
+    of a replay, so pruning never makes a client silently miss a change.
+    """
+    if older_than <= timedelta(0):
+        raise ValueError("older_than must be positive")
+    deleted, _ = LiveEvent.objects.filter(created_at__lt=timezone.now() - older_than).delete()
+    return deleted

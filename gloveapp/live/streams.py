@@ -1,0 +1,23 @@
+"""Stream names: every audience of the event log is one string.
+
+- `session:<session id>`  a conversation (its chat page, its owner's sockets)
+- `workspace:<workspace id>`  a workspace inbox
+- `mesh:<agent id>`  one agent of the mesh
+
+The live app only stores and relays streams; which user may watch one is the feature's
+business (a `StreamConsumer` subclass's `authorise`).
+"""
+
+from __future__ import annotations
+
+
+def session_stream(session_id: str) -> str:
+    return f"session:{session_id}"
+
+
+def workspace_stream(workspace_id: str) -> str:
+    return f"workspace:{workspace_id}"
+
+
+def mesh_stream(agent_id: str) -> str:
+    return f"mesh:{agent_id}"

@@ -1,0 +1,30 @@
+"""The chat page's websocket: `/ws/sessions/<session_id>/?last_event_id=<cursor>`.
+
+The generic `StreamConsumer` (gloveapp.live) does the relaying; this edge says which stream
+(`session:<id>`) and who may watch it (`gloveapp.conversations.access`). Close codes: 4401
+not logged in, 4403 not the owner (nor staff), 4404 no such session; when the session is
+deleted the socket gets the `session.deleted` frame and is then closed with 4404.
+"""
+
+from __future__ import annotations
+
+from channels.db import database_sync_to_async
+
+from gloveapp.conversations.access import session_watch_verdict
+from gloveapp.live.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, StreamConsumer
+from gloveapp.live.streams import session_stream
+
+_VERDICT_CLOSE_CODES = {"forbidden": CLOSE_FORBIDDEN, "missing": CLOSE_NOT_FOUND}
+
+
+class SessionConsumer(StreamConsumer):
+    final_events = frozenset({"session.deleted"})
+
+    async def authorise(self, user) -> tuple[str | None, int | None]:
+        session_id = self.scope["url_route"]["kwargs"]["session_id"]
+        verdict = await database_sync_to_async(session_watch_verdict)(
+            user=user, session_id=session_id
+        )
+        if verdict != "allowed":
+            return None, _VERDICT_CLOSE_CODES[verdict]
+        return session_stream(session_id), None

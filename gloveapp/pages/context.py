@@ -1,0 +1,193 @@
+"""What the chat pages show, read from the database: plain functions the views call.
+
+The history is shown whole (compaction never deletes messages; the model sees only what
+follows the last marker, people see everything, with a divider at each marker). Tool results
+ride on user messages in Glove; here they are folded back under the agent message that called
+the tool and drawn with the tool's colocated `result_template`, from `render_data`, so a page
+reloaded later shows a past result exactly as it first appeared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+from gloveapp.agents.config import get_agent_spec
+from gloveapp.conversations.access import may_speak
+from gloveapp.conversations.models import Message, Session, Task
+from gloveapp.live.replay import current_cursor
+from gloveapp.turns import runner
+from inbox.models import InboxItem
+
+GENERIC_RESULT_TEMPLATE = "tools/generic_result.html"
+# The partials a page can ask for by their element id (htmx sends it as HX-Target).
+PARTIALS = ("messages", "tasks", "inbox", "slots")
+
+
+@dataclass(slots=True)
+class ToolEntry:
+    """One tool call in the history, with its result once the result message exists."""
+
+    tool_name: str
+    call_id: str | None
+    input: Any
+    result_template: str
+    status: str | None = None  # None while the tool has not answered yet
+    data: Any = None
+    message: str | None = None
+    render_data: Any = None
+
+    @property
+    def template(self) -> str:
+        # A colocated renderer draws from render_data (refusals included); a result without
+        # it (a thrown error, an aborted call) or a call still running is shown generically.
+        if self.status is None or self.render_data is None:
+            return GENERIC_RESULT_TEMPLATE
+        return self.result_template
+
+
+@dataclass(slots=True)
+class Entry:
+    """One row of the timeline: a bubble, a framework note, or a compaction divider."""
+
+    kind: str  # "user" | "agent" | "framework" | "compaction"
+    seq: int
+    text: str = ""
+    framework_context: str | None = None
+    tools: list[ToolEntry] = field(default_factory=list)
+
+
+def sessions_for(user: Any) -> list[Session]:
+    return list(Session.objects.filter(owner=user).order_by("-created_at", "-pk"))
+
+
+def _tool_templates(agent_name: str) -> dict[str, str]:
+    """Tool name -> its colocated result template, for the session's agent."""
+    try:
+        spec = get_agent_spec(agent_name)
+    except ImproperlyConfigured:
+        # An agent since removed from GLOVE_AGENTS: its history still reads, generically.
+        return {}
+    return {tool.name: tool.result_template for tool in spec.tools if tool.result_template}
+
+
+def history(session: Session) -> list[Message]:
+    return list(Message.objects.filter(session=session).order_by("seq"))
+
+
+def timeline(session: Session, messages: list[Message]) -> list[Entry]:
+    templates = _tool_templates(session.agent_name)
+    entries: list[Entry] = []
+    # Results arrive in a later message than their calls; they find their call by id.
+    open_calls: dict[str, ToolEntry] = {}
+    for message in messages:
+        if message.is_compaction:
+            entries.append(Entry(kind="compaction", seq=message.seq, text=message.text))
+            continue
+        if message.tool_results:
+            for raw in message.tool_results:
+                _attach_result(raw, open_calls, entries, templates, message.seq)
+            continue
+        if message.framework_context or message.is_skill_injection:
+            entries.append(
+                Entry(
+                    kind="framework",
+                    seq=message.seq,
+                    text=message.text,
+                    framework_context=message.framework_context or "skill",
+                )
+            )
+            continue
+        entry = Entry(kind=message.sender, seq=message.seq, text=message.text)
+        for raw in message.tool_calls or []:
+            tool_name = raw.get("tool_name", "")
+            tool = ToolEntry(
+                tool_name=tool_name,
+                call_id=raw.get("id"),
+                input=raw.get("input_args"),
+                result_template=templates.get(tool_name, GENERIC_RESULT_TEMPLATE),
+            )
+            entry.tools.append(tool)
+            open_calls[raw.get("id") or f"name:{tool_name}"] = tool
+        entries.append(entry)
+    return entries
+
+
+def _attach_result(
+    raw: dict[str, Any],
+    open_calls: dict[str, ToolEntry],
+    entries: list[Entry],
+    templates: dict[str, str],
+    seq: int,
+) -> None:
+    tool_name = raw.get("tool_name", "")
+    result = raw.get("result") or {}
+    tool = open_calls.pop(raw.get("call_id") or f"name:{tool_name}", None)
+    if tool is None:
+        # A result without a visible call (its call came before a lost message): show it alone.
+        tool = ToolEntry(
+            tool_name=tool_name,
+            call_id=raw.get("call_id"),
+            input=None,
+            result_template=templates.get(tool_name, GENERIC_RESULT_TEMPLATE),
+        )
+        entries.append(Entry(kind="agent", seq=seq, tools=[tool]))
+    tool.status = result.get("status")
+    tool.data = result.get("data")
+    tool.message = result.get("message")
+    tool.render_data = result.get("renderData", result.get("render_data"))
+
+
+def pending_text(entries: list[Entry], text: str) -> str:
+    """`text` unless the newest user message already is it (the turn stored it first)."""
+    newest_user = next((entry for entry in reversed(entries) if entry.kind == "user"), None)
+    return "" if newest_user is not None and newest_user.text == text else text
+
+
+def task_list(session: Session) -> list[Task]:
+    return list(Task.objects.filter(session=session).order_by("position"))
+
+
+def inbox_groups(session: Session) -> dict[str, list[InboxItem]]:
+    """The sidebar: "Watching" (pending), "Resolved" (waiting for the agent) and delivered."""
+    groups: dict[str, list[InboxItem]] = {"watching": [], "resolved": [], "delivered": []}
+    for item in InboxItem.objects.filter(session=session).order_by("created_at", "id"):
+        if item.status == InboxItem.Status.PENDING:
+            groups["watching"].append(item)
+        elif item.status == InboxItem.Status.RESOLVED:
+            groups["resolved"].append(item)
+        else:
+            groups["delivered"].append(item)
+    return groups
+
+
+def slot_views(session: Session) -> list[runner.SlotView]:
+    return runner.visible_slots(session.pk)
+
+
+def is_busy(session: Session) -> bool:
+    return bool(runner.is_busy(session.pk))
+
+
+def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
+    """Everything the chat page renders."""
+    # Read the event id first: an event that lands while the page is being read is then
+    # replayed by the socket (a refresh too many), never lost (a refresh too few).
+    # The log's newest id, not this stream's: after `prune_live_events` a quiet session has
+    # no events left, and a cursor of 0 would read as "expired" and reload the page forever.
+    last_event_id = current_cursor()
+    messages = history(session)
+    return {
+        "session": session,
+        "can_speak": may_speak(user, session),
+        "last_event_id": last_event_id,
+        "entries": timeline(session, messages),
+        # The history's version: live.js never swaps in a partial older than the one shown.
+        "last_seq": messages[-1].seq if messages else 0,
+        "tasks": task_list(session),
+        "inbox": inbox_groups(session),
+        "slots": slot_views(session),
+        "busy": is_busy(session),
+    }

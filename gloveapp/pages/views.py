@@ -1,0 +1,160 @@
+"""The HTMX chat pages.
+
+Each view checks who asks, calls one runner or service function and renders: the whole page,
+or, when htmx asks (`request.htmx`), only the partial it targets. Every form also works as a
+plain HTML form (a 303 back to the page), so the pages read and post without JavaScript.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
+
+from gloveapp.conversations import access
+from gloveapp.conversations.models import Session
+from gloveapp.conversations.services import session_create
+from gloveapp.core import input_rules
+from gloveapp.pages import context as pages
+from gloveapp.turns import runner
+
+CHAT_TEMPLATE = "conversations/chat.html"
+MAX_MESSAGE_CHARS = 20_000
+
+
+def _chat_url(session_id: str) -> str:
+    return reverse("chat", args=[session_id])
+
+
+def _see_other(url: str) -> HttpResponseRedirect:
+    response = HttpResponseRedirect(url)
+    response.status_code = 303
+    return response
+
+
+@login_required
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "conversations/session_list.html",
+        {"sessions": pages.sessions_for(request.user)},
+    )
+
+
+@login_required
+@require_POST
+def session_new(request: HttpRequest) -> HttpResponse:
+    session = session_create(owner=request.user, agent_name=settings.GLOVE_DEFAULT_AGENT)
+    if request.htmx:
+        return HttpResponseClientRedirect(_chat_url(session.pk))
+    return _see_other(_chat_url(session.pk))
+
+
+@login_required
+@require_GET
+# One URL answers with the page or a partial: caches (and the back button) must tell them apart.
+@vary_on_headers("HX-Request", "HX-Target")
+def chat(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = access.viewable_session(request.user, session_id)
+    context = pages.chat_context(session, user=request.user)
+    target = request.htmx.target if request.htmx else None
+    template = f"{CHAT_TEMPLATE}#{target}" if target in pages.PARTIALS else CHAT_TEMPLATE
+    return render(request, template, context)
+
+
+def _messages_partial(request: HttpRequest, session: Session, sent: str) -> HttpResponse:
+    context = pages.chat_context(session, user=request.user)
+    # The turn stores the message when it starts (it may be queued behind another turn);
+    # until then the page shows it as sent, and the next refresh shows the stored copy.
+    context["pending_text"] = pages.pending_text(context["entries"], sent)
+    return render(request, f"{CHAT_TEMPLATE}#messages", context)
+
+
+def _composer_error(request: HttpRequest, session: Session, error: str) -> HttpResponse:
+    context = pages.chat_context(session, user=request.user)
+    context["composer_error"] = error
+    response = render(request, f"{CHAT_TEMPLATE}#composer", context, status=422)
+    return reswap(retarget(response, "#composer"), "outerHTML")
+
+
+def _slots_partial(request: HttpRequest, session: Session) -> HttpResponse:
+    return render(request, f"{CHAT_TEMPLATE}#slots", pages.chat_context(session, user=request.user))
+
+
+# The two views that start or resume a turn are async: the runner's worker is a task on the
+# server's event loop, and it must not inherit a request thread's executor (which a sync
+# view's async_to_sync would hand it, and which dies with the request).
+@login_required
+@require_POST
+async def message_create(request: HttpRequest, session_id: str) -> HttpResponse:
+    user = await request.auser()
+    session = await sync_to_async(access.owned_session)(user, session_id)
+    text = request.POST.get("text", "").strip()
+    error = message_error(text)
+    status = 400
+    if error is None:
+        try:
+            await runner.submit_message(session_id=session.pk, text=text)
+        except runner.QueueFull as exc:
+            error, status = str(exc), 429
+    if error is not None:
+        if request.htmx:
+            return await sync_to_async(_composer_error)(request, session, error)
+        return HttpResponse(error, status=status, content_type="text/plain")
+    if request.htmx:
+        return await sync_to_async(_messages_partial)(request, session, text)
+    return _see_other(_chat_url(session.pk))
+
+
+def message_error(text: str) -> str | None:
+    """Why a composed message cannot be sent, or None."""
+    if not text:
+        return "Write a message first."
+    if len(text) > MAX_MESSAGE_CHARS:
+        return "That message is too long."
+    if input_rules.contains_nul(text):
+        return "The message contains a NUL character, which cannot be stored."
+    return None
+
+
+def slot_value(form: dict[str, str]) -> Any:
+    """The value a slot form answers with.
+
+    `json` carries any JSON value; a lone `value` is a string (permission prompts post
+    once/always/deny); otherwise the fields become an object, with "true"/"false" as booleans
+    so a `<button name="confirmed" value="true">` answers `{"confirmed": true}`.
+    """
+    fields = {key: value for key, value in form.items() if key != "csrfmiddlewaretoken"}
+    if "json" in fields:
+        return json.loads(fields["json"])
+    if set(fields) == {"value"}:
+        return fields["value"]
+    booleans = {"true": True, "false": False}
+    return {key: booleans.get(value, value) for key, value in fields.items()}
+
+
+@login_required
+@require_POST
+async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> HttpResponse:
+    user = await request.auser()
+    session = await sync_to_async(access.owned_session)(user, session_id)
+    try:
+        value = slot_value(request.POST.dict())
+    except (json.JSONDecodeError, RecursionError):
+        return HttpResponse("The answer is not valid JSON.", status=400, content_type="text/plain")
+    if not await runner.answer_slot(session_id=session.pk, slot_id=slot_id, value=value):
+        # Already answered (another tab, a double click) or gone with a finished turn.
+        raise Http404("That prompt is no longer waiting for an answer.")
+    if request.htmx:
+        return await sync_to_async(_slots_partial)(request, session)
+    return _see_other(_chat_url(session.pk))

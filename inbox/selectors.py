@@ -1,0 +1,14 @@
+"""Read-side queries of a session's inbox, returning runtime (wire-format) inbox items."""
+
+from __future__ import annotations
+
+from gloveapp.core.types import InboxItem as CoreInboxItem
+from inbox.models import InboxItem
+from inbox.serialization import inbox_item_to_core
+
+
+def read_inbox_items(session_id: str, status: str | None = None) -> list[CoreInboxItem]:
+    rows = InboxItem.objects.filter(session_id=session_id)
+    if status is not None:
+        rows = rows.filter(status=status)
+    return [inbox_item_to_core(row) for row in rows.order_by("created_at", "pk")]

@@ -1,0 +1,79 @@
+"""The layering is checked, not just written down: `lint-imports` (run by `make lint`) fails
+when a module imports upwards, and passes on the tree as it is."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of the packages and the contracts, to break on purpose."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "static", "templates")
+    for package in ("gloveapp", "inbox", "mesh"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess:
+    # The copy comes first on the path, ahead of the project's own (editable) install.
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def add_import(tree: Path, module: str, line: str) -> None:
+    path = tree / module
+    path.write_text(path.read_text() + f"\n{line}\n")
+
+
+def test_it_keeps_every_contract_on_the_real_tree(tree):
+    result = lint_imports(tree)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+def test_it_fails_when_the_runtime_imports_django(tree):
+    add_import(tree, "gloveapp/core/types.py", "import django.db  # noqa")
+
+    result = lint_imports(tree)
+
+    assert result.returncode != 0
+    assert "import no Django" in result.stdout
+    assert "BROKEN" in result.stdout
+
+
+def test_it_fails_when_the_inbox_imports_an_edge(tree):
+    add_import(tree, "inbox/services.py", "import gloveapp.api.access  # noqa")
+
+    result = lint_imports(tree)
+
+    assert result.returncode != 0
+    assert "No app imports an edge" in result.stdout
+    assert "BROKEN" in result.stdout
+
+
+def test_it_fails_on_a_new_cycle_between_apps(tree):
+    # conversations sits below inbox: importing it back would be a cycle.
+    add_import(tree, "gloveapp/conversations/services.py", "import inbox.models  # noqa")
+
+    result = lint_imports(tree)
+
+    assert result.returncode != 0
+    assert "Layers" in result.stdout
