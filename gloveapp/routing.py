@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gloveapp.pages.routing import (
-    websocket_urlpatterns as conversations_websocket_urlpatterns,
+    websocket_urlpatterns as pages_websocket_urlpatterns,
 )
 
-websocket_urlpatterns: list = [*conversations_websocket_urlpatterns]
+websocket_urlpatterns: list = [*pages_websocket_urlpatterns]

@@ -30,8 +30,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    # The inbox's own routes (resolve webhook, workspace inbox) come before the generic API.
-    path("", include("inbox.urls")),
     path("api/", include("gloveapp.api.urls")),
     path("", include("gloveapp.pages.urls")),
 ]

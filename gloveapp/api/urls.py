@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from django.urls import path
 
-from gloveapp.api import chat, inbox_views, sessions, store_views
+from gloveapp.api import chat, inbox_resolve, inbox_views, sessions, store_views
 
 urlpatterns = [
+    path("inbox/resolve", inbox_resolve.InboxResolveApi.as_view(), name="inbox-resolve"),
     path("sessions", sessions.SessionListApi.as_view(), name="api-sessions"),
     path("sessions/<str:session_id>", sessions.SessionDetailApi.as_view(), name="api-session"),
     path(

@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# The inbox tag of a restock watch: the demo model posts it, the shop resolves it on restock.
+RESTOCK_TAG = "restock_watch"
+
 
 @dataclass(frozen=True, slots=True)
 class CatalogueEntry:

@@ -20,7 +20,7 @@ from typing import Any
 from gloveapp.core.abort import AbortSignal
 from gloveapp.core.providers.base import Notify, ToolSpec
 from gloveapp.core.types import Message, ModelResult, ToolCall, ToolResult
-from gloveapp.demo.catalogue import CatalogueEntry, find_entry
+from gloveapp.demo.catalogue import RESTOCK_TAG, CatalogueEntry, find_entry
 
 DISCLOSURE = (
     "(I'm the offline demo model: a rule-based stand-in, not an AI. I follow simple keyword "
@@ -33,7 +33,6 @@ CAPABILITIES = (
 )
 WATCH_OFFER = "Shall I watch for {name} and tell you when it is back in stock?"
 ADD_OFFER = "Shall I add a bag of {name} to your cart?"
-RESTOCK_TAG = "restock_watch"
 
 _BANNER_LINE = re.compile(
     r'^- \[(?P<tag>[^\]]+)\] Request: "(?P<request>.*)" -> Response: "(?P<response>.*)" '

@@ -10,12 +10,10 @@ from django.db import transaction
 from django.db.models import F
 
 from gloveapp.core.store import InboxTransitionError
-from gloveapp.demo.catalogue import CATALOGUE, find_entry
+from gloveapp.demo.catalogue import CATALOGUE, RESTOCK_TAG, find_entry
 from gloveapp.demo.models import CartLine, Coffee, Order
 from inbox.models import InboxItem
 from inbox.services import resolve_inbox_item
-
-RESTOCK_TAG = "restock_watch"
 
 
 class ShopError(Exception):

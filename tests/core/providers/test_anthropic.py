@@ -13,7 +13,7 @@ from gloveapp.core.providers.anthropic import AnthropicModel
 from gloveapp.core.providers.base import ToolSpec
 from gloveapp.core.providers.errors import ModelProviderError
 from gloveapp.core.types import AbortError, Message, ToolCall, ToolResult, ToolResultData
-from tests.core.models.conftest import Recorder
+from tests.core.providers.conftest import Recorder
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
 
 STOCK = ToolSpec(

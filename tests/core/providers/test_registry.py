@@ -19,7 +19,7 @@ from gloveapp.core.providers.registry import (
     unregister_model_provider,
 )
 from gloveapp.core.types import Message
-from tests.core.models.conftest import Recorder
+from tests.core.providers.conftest import Recorder
 from tests.fakes.openai_server import FakeOpenAI
 
 ENV_VARS = (

@@ -12,7 +12,7 @@ from gloveapp.core.providers.base import ToolSpec
 from gloveapp.core.providers.errors import ModelProviderError
 from gloveapp.core.providers.openai_compat import OpenAICompatModel
 from gloveapp.core.types import AbortError, Message, ToolCall, ToolResult, ToolResultData
-from tests.core.models.conftest import Recorder
+from tests.core.providers.conftest import Recorder
 from tests.fakes.openai_server import FakeOpenAI
 
 STOCK = ToolSpec(
