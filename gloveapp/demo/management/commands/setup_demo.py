@@ -7,7 +7,7 @@ import os
 from django.core.management.base import BaseCommand
 
 from gloveapp.agents.config import model_label
-from gloveapp.demo.setup import DemoAccount, demo_setup
+from gloveapp.demo.bootstrap import DemoAccount, demo_setup
 
 
 class Command(BaseCommand):
