@@ -7,7 +7,6 @@ data into runtime objects is `to_core_*` below; no business rules live here.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rest_framework import serializers
@@ -22,8 +21,6 @@ from gloveapp.core.types import (
     Task,
     parse_iso,
 )
-
-SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 
 def _reject_unstorable(value: Any) -> None:

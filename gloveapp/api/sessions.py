@@ -8,9 +8,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gloveapp.api.access import ApiView, Conflict, owned_session, refused_input_as_400
-from gloveapp.api.fields import SESSION_ID_RE, ErrorSerializer, OkSerializer
+from gloveapp.api.fields import ErrorSerializer, OkSerializer
 from gloveapp.conversations import services
 from gloveapp.conversations.models import Session
+from gloveapp.core.input_rules import SESSION_ID_RE
 
 
 class SessionOutputSerializer(serializers.Serializer):

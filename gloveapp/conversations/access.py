@@ -64,9 +64,7 @@ def session_watch_verdict(*, user: Any, session_id: str) -> Verdict:
     """May `user` watch the session's live stream? Same rule as `viewable_session`."""
     if _unusable_id(session_id):
         return "missing"
-    owners = list(Session.objects.filter(id=session_id).values_list("owner_id", flat=True))
-    if not owners:
+    session = Session.objects.filter(id=session_id).only("owner_id").first()
+    if session is None:
         return "missing"
-    if user.is_staff or (owners[0] is not None and owners[0] == user.pk):
-        return "allowed"
-    return "forbidden"
+    return "allowed" if may_see(user, session) else "forbidden"

@@ -10,6 +10,7 @@ depth and size bounds. Functions raise ValueError naming the field; edges turn t
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +23,10 @@ MAX_TAG = 200
 MAX_TASK_ID = 200
 MAX_FRAMEWORK_CONTEXT = 50
 
+
+# The ids a client may choose for a new session (`POST /api/sessions`): URL-safe, and no
+# wider than the column (`MAX_ID`). Sessions the server makes get a uuid.
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 # The bound on one model call's token counts (a store's `add_tokens_consumed`): large enough
 # for any real call, small enough that the 64-bit counters never overflow.

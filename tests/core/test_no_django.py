@@ -18,9 +18,10 @@ def test_it_imports_without_django_installed_or_configured():
         "        if name == 'django' or name.startswith('django.') or name.startswith('rest_framework'):\n"
         "            raise ImportError('django is blocked in this test')\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import pkgutil, importlib, gloveapp.core\n"
-        "for mod in pkgutil.walk_packages(gloveapp.core.__path__, 'gloveapp.core.'):\n"
-        "    importlib.import_module(mod.name)\n"
+        "import pkgutil, importlib, gloveapp.core, gloveapp.remote\n"
+        "for package in (gloveapp.core, gloveapp.remote):\n"
+        "    for mod in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
+        "        importlib.import_module(mod.name)\n"
         "print('ok')\n"
     )
     result = subprocess.run(
