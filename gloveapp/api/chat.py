@@ -80,6 +80,10 @@ def _done_frame(result: ModelResult) -> dict[str, Any]:
         message["tool_calls"] = [call.to_dict() for call in reply.tool_calls]
     if reply.reasoning_content is not None:
         message["reasoning_content"] = reply.reasoning_content
+    # Provider state an adapter attached (e.g. `provider_options`) must reach the client,
+    # which stores it and sends it back on the next turn.
+    for key, value in reply.extra.items():
+        message.setdefault(key, value)
     frame: dict[str, Any] = {
         "type": "done",
         "message": message,

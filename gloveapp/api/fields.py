@@ -12,6 +12,7 @@ from typing import Any
 from rest_framework import serializers
 
 from gloveapp.core import input_rules
+from gloveapp.core.input_rules import ExtraFieldError, check_extra_fields
 from gloveapp.core.types import (
     INBOX_STATUSES,
     TASK_STATUSES,
@@ -40,7 +41,17 @@ class JsonValueField(serializers.JSONField):
         return value
 
 
-class TextField(serializers.CharField):
+class StrictCharField(serializers.CharField):
+    """A string field that refuses numbers and booleans (DRF's CharField turns 5 into "5";
+    glove-core's types, and zod, say string)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class TextField(StrictCharField):
     """Free text kept exactly as sent (DRF trims by default; Glove does not)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -74,26 +85,50 @@ def status_field(choices: tuple[str, ...], **kwargs: Any) -> serializers.ChoiceF
     )
 
 
-class SourceSerializer(serializers.Serializer):
+class KeepsUnknownKeys(serializers.Serializer):
+    """A Glove object whose unknown keys are kept verbatim instead of dropped.
+
+    Known fields are validated as usual (a bad type is a 400 naming it); the rest must be
+    storable JSON within the bounds of `gloveapp.core.input_rules`, and pass through
+    unchanged so the store can return them (glove-core 4.1.0's `provider_options`, ...).
+    """
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        extra = {key: item for key, item in data.items() if key not in self.fields}
+        if extra:
+            for key, item in extra.items():
+                path, problem = input_rules.first_unstorable(item, key)
+                if problem:
+                    raise serializers.ValidationError({key: [f"{path} must not contain {problem}"]})
+            try:
+                check_extra_fields(extra, "")
+            except ExtraFieldError as exc:
+                raise serializers.ValidationError({exc.key: [str(exc)]}) from None
+            value.update(extra)
+        return value
+
+
+class SourceSerializer(KeepsUnknownKeys):
     type = serializers.ChoiceField(choices=["base64", "url"])
-    media_type = serializers.CharField(max_length=200)
+    media_type = StrictCharField(max_length=200)
     data = TextField(required=False)
     url = TextField(required=False)
 
 
-class ContentPartSerializer(serializers.Serializer):
+class ContentPartSerializer(KeepsUnknownKeys):
     type = serializers.ChoiceField(choices=["text", "image", "video", "document"])
     text = TextField(required=False, allow_blank=True)
     source = SourceSerializer(required=False)
 
 
-class ToolCallSerializer(serializers.Serializer):
-    id = serializers.CharField(required=False, max_length=200)
-    tool_name = serializers.CharField(max_length=200)
+class ToolCallSerializer(KeepsUnknownKeys):
+    id = StrictCharField(required=False, max_length=200)
+    tool_name = StrictCharField(max_length=200)
     input_args = JsonValueField(required=False, allow_null=True)
 
 
-class ToolResultDataSerializer(serializers.Serializer):
+class ToolResultDataSerializer(KeepsUnknownKeys):
     status = serializers.ChoiceField(choices=list(TOOL_STATUSES))
     data = JsonValueField(required=False, allow_null=True)
     message = TextField(required=False, allow_null=True, allow_blank=True)
@@ -101,25 +136,25 @@ class ToolResultDataSerializer(serializers.Serializer):
     summary = TextField(required=False, allow_null=True, allow_blank=True)
 
 
-class ToolResultSerializer(serializers.Serializer):
-    tool_name = serializers.CharField(max_length=200)
-    call_id = serializers.CharField(required=False, allow_null=True, max_length=200)
+class ToolResultSerializer(KeepsUnknownKeys):
+    tool_name = StrictCharField(max_length=200)
+    call_id = StrictCharField(required=False, allow_null=True, max_length=200)
     result = ToolResultDataSerializer()
     duration_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
 
 
-class MessageSerializer(serializers.Serializer):
+class MessageSerializer(KeepsUnknownKeys):
     """glove-core's `Message` (§1.1 of the contract)."""
 
     sender = serializers.ChoiceField(choices=["user", "agent"])
-    id = serializers.CharField(required=False, allow_null=True, max_length=200)
+    id = StrictCharField(required=False, allow_null=True, max_length=200)
     text = TextField(required=False, allow_blank=True, default="")
     content = ContentPartSerializer(many=True, required=False, allow_null=True)
     tool_calls = ToolCallSerializer(many=True, required=False, allow_null=True)
     tool_results = ToolResultSerializer(many=True, required=False, allow_null=True)
     is_compaction = serializers.BooleanField(required=False, default=False)
     is_skill_injection = serializers.BooleanField(required=False, default=False)
-    framework_context = serializers.CharField(required=False, allow_null=True, max_length=50)
+    framework_context = StrictCharField(required=False, allow_null=True, max_length=50)
     reasoning_content = TextField(required=False, allow_null=True, allow_blank=True)
 
 
@@ -189,7 +224,10 @@ class OkSerializer(serializers.Serializer):
 
 
 def to_core_message(data: dict[str, Any]) -> Message:
-    return Message.from_dict(_without_none(data))
+    # Only known fields sent as null are dropped; an unknown `null` is kept verbatim.
+    return Message.from_dict(
+        {k: v for k, v in data.items() if v is not None or k not in Message.KNOWN}
+    )
 
 
 def to_core_task(data: dict[str, Any]) -> Task:
@@ -206,7 +244,3 @@ def task_updates_to_core(data: dict[str, Any]) -> dict[str, Any]:
     if "activeForm" in updates:
         updates["active_form"] = updates.pop("activeForm")
     return updates
-
-
-def _without_none(data: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in data.items() if value is not None}

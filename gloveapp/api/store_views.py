@@ -88,10 +88,22 @@ class MessagesApi(ApiView):
         return Response({"ok": True})
 
 
+class TokenConsumptionSerializer(serializers.Serializer):
+    """Glove's `TokenConsumptionCounter`: the session's totals, never reset."""
+
+    tokens_in = serializers.IntegerField()
+    tokens_out = serializers.IntegerField()
+    cache_creation_input_tokens = serializers.IntegerField()
+    cache_read_input_tokens = serializers.IntegerField()
+
+
 class TokensOutputSerializer(serializers.Serializer):
     token_count = serializers.IntegerField(help_text="The running sum compaction reads.")
     tokens_in_total = serializers.IntegerField(help_text="All input tokens, never reset.")
     tokens_out_total = serializers.IntegerField(help_text="All output tokens, never reset.")
+    consumption = TokenConsumptionSerializer(
+        help_text="All tokens by kind, cache writes and reads included, never reset."
+    )
 
 
 class TokensApi(ApiView):
@@ -122,6 +134,12 @@ class TokensApi(ApiView):
                 "token_count": session.token_count,
                 "tokens_in_total": session.tokens_in_total,
                 "tokens_out_total": session.tokens_out_total,
+                "consumption": {
+                    "tokens_in": session.tokens_in_total,
+                    "tokens_out": session.tokens_out_total,
+                    "cache_creation_input_tokens": session.cache_creation_input_tokens_total,
+                    "cache_read_input_tokens": session.cache_read_input_tokens_total,
+                },
             }
         )
 

@@ -25,6 +25,8 @@ class Session(models.Model):
     # Cumulative consumption, never reset by compaction (statistics for people).
     tokens_in_total = models.BigIntegerField(default=0)
     tokens_out_total = models.BigIntegerField(default=0)
+    cache_creation_input_tokens_total = models.BigIntegerField(default=0)
+    cache_read_input_tokens_total = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -53,6 +55,9 @@ class Message(models.Model):
     is_skill_injection = models.BooleanField(default=False)
     framework_context = models.CharField(max_length=50, null=True, blank=True)
     reasoning_content = models.TextField(null=True, blank=True)
+    # The message's fields the runtime does not interpret (Glove's `provider_options`,
+    # `pre_modified_text`, future ones), returned verbatim.
+    extra = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

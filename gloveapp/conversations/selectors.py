@@ -10,7 +10,7 @@ from __future__ import annotations
 from gloveapp.conversations import serialization
 from gloveapp.conversations.models import Message, Permission, Session, Task
 from gloveapp.core.types import Message as CoreMessage
-from gloveapp.core.types import PermissionStatus
+from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
 
 
@@ -36,6 +36,26 @@ def read_messages(session_id: str, *, since_compaction: bool) -> list[CoreMessag
 def read_counter(session_id: str, field: str) -> int:
     value = Session.objects.filter(pk=session_id).values_list(field, flat=True).first()
     return value or 0
+
+
+def read_token_consumption(session_id: str) -> TokenUsage:
+    """The session's totals as Glove's `TokenConsumptionCounter` (never reset by compaction)."""
+    row = (
+        Session.objects.filter(pk=session_id)
+        .values(
+            "tokens_in_total",
+            "tokens_out_total",
+            "cache_creation_input_tokens_total",
+            "cache_read_input_tokens_total",
+        )
+        .first()
+    ) or {}
+    return TokenUsage(
+        tokens_in=row.get("tokens_in_total", 0),
+        tokens_out=row.get("tokens_out_total", 0),
+        cache_creation_input_tokens=row.get("cache_creation_input_tokens_total", 0),
+        cache_read_input_tokens=row.get("cache_read_input_tokens_total", 0),
+    )
 
 
 def read_tasks(session_id: str) -> list[CoreTask]:

@@ -15,6 +15,7 @@ from gloveapp.core.input_rules import (
     MAX_FRAMEWORK_CONTEXT,
     MAX_MSG_ID,
     MAX_TASK_ID,
+    check_extra_fields,
     check_json,
     check_text,
 )
@@ -44,7 +45,22 @@ MESSAGE_VALUES = (
     "is_skill_injection",
     "framework_context",
     "reasoning_content",
+    "extra",
 )
+
+
+def _check_extras(message: CoreMessage, where: str) -> None:
+    """The bounds on unknown fields, at every level that keeps them."""
+    check_extra_fields(message.extra, where)
+    for i, part in enumerate(message.content or []):
+        check_extra_fields(part.extra, f"{where}.content[{i}]")
+        if part.source is not None:
+            check_extra_fields(part.source.extra, f"{where}.content[{i}].source")
+    for i, call in enumerate(message.tool_calls or []):
+        check_extra_fields(call.extra, f"{where}.tool_calls[{i}]")
+    for i, result in enumerate(message.tool_results or []):
+        check_extra_fields(result.extra, f"{where}.tool_results[{i}]")
+        check_extra_fields(result.result.extra, f"{where}.tool_results[{i}].result")
 
 
 def message_fields(message: CoreMessage, index: int = 0) -> dict[str, Any]:
@@ -65,6 +81,7 @@ def message_fields(message: CoreMessage, index: int = 0) -> dict[str, Any]:
         )
     if message.reasoning_content is not None:
         check_text(message.reasoning_content, f"{where}.reasoning_content")
+    _check_extras(message, where)
     return {
         "sender": message.sender,
         "msg_id": message.id,
@@ -76,6 +93,7 @@ def message_fields(message: CoreMessage, index: int = 0) -> dict[str, Any]:
         "is_skill_injection": bool(message.is_skill_injection),
         "framework_context": message.framework_context,
         "reasoning_content": message.reasoning_content,
+        "extra": check_json(message.extra, where) or None,
     }
 
 
@@ -92,8 +110,11 @@ def message_from_values(values: tuple[Any, ...]) -> CoreMessage:
         is_skill_injection,
         framework_context,
         reasoning_content,
+        extra,
     ) = values
-    wire: dict[str, Any] = {"sender": sender, "text": text}
+    # Unknown fields first: the columns are what the runtime interprets and always win.
+    wire: dict[str, Any] = dict(extra or {})
+    wire.update(sender=sender, text=text)
     if msg_id is not None:
         wire["id"] = msg_id
     if content is not None:

@@ -205,15 +205,24 @@ def tokens_add(*, session_id: str, usage: TokenUsage) -> Session:
         raise ValueError("usage must be a TokenUsage")
     tokens_in = _check_tokens(usage.tokens_in, "tokens_in")
     tokens_out = _check_tokens(usage.tokens_out, "tokens_out")
-    _check_tokens(usage.cache_creation_input_tokens, "cache_creation_input_tokens")
-    _check_tokens(usage.cache_read_input_tokens, "cache_read_input_tokens")
+    cache_creation = _check_tokens(usage.cache_creation_input_tokens, "cache_creation_input_tokens")
+    cache_read = _check_tokens(usage.cache_read_input_tokens, "cache_read_input_tokens")
     with transaction.atomic():
         session = lock_session(session_id)
         session.token_count += tokens_in + tokens_out
         session.tokens_in_total += tokens_in
         session.tokens_out_total += tokens_out
+        session.cache_creation_input_tokens_total += cache_creation or 0
+        session.cache_read_input_tokens_total += cache_read or 0
         session.save(
-            update_fields=["token_count", "tokens_in_total", "tokens_out_total", "updated_at"]
+            update_fields=[
+                "token_count",
+                "tokens_in_total",
+                "tokens_out_total",
+                "cache_creation_input_tokens_total",
+                "cache_read_input_tokens_total",
+                "updated_at",
+            ]
         )
         _announce_session(session)
     return session

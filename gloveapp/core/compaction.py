@@ -101,7 +101,9 @@ class Compactor:
             {
                 "current_token_consumption": result.tokens_out,
                 "summary_message": summary_message.to_dict(),
-                "consumption": {"tokens_in": result.tokens_in, "tokens_out": result.tokens_out},
+                # The summary call's usage, cache counts included when the provider
+                # reported them (Glove's TokenConsumptionCounter leaves absent ones out).
+                "consumption": result.usage.to_dict(),
             },
         )
         return summary_message

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -138,3 +139,64 @@ def check_unique_task_ids(task_ids: list[str], field: str = "tasks") -> None:
         if task_id in seen:
             raise ValueError(f'{field}: the id "{task_id}" appears twice')
         seen.add(task_id)
+
+
+# -- message fields the runtime does not interpret ----------------------------------------
+# Stores keep every unknown key of Glove's message JSON verbatim (`Message.extra` and the
+# `extra` of tool calls, tool results and content parts). Verbatim is not unbounded: one
+# object's extra fields are capped in size and nesting depth, so an unknown key can never be
+# the way to store what a known field would refuse.
+
+# Generous for provider state (signed reasoning blobs run to tens of kB), small enough that
+# a message cannot smuggle megabytes past the known fields' checks.
+MAX_EXTRA_BYTES = 256 * 1024
+MAX_EXTRA_DEPTH = 32
+MAX_EXTRA_KEY_LENGTH = 200
+
+
+class ExtraFieldError(ValueError):
+    """An extra field out of bounds; `key` names it (relative to the object holding it)."""
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def check_extra_fields(extra: Mapping[str, Any], where: str) -> None:
+    """Refuse (ExtraFieldError naming the field) extras that are not plain, bounded JSON."""
+    total = 0
+    for key, value in extra.items():
+        path = f"{where}.{key}" if where else str(key)
+        if not isinstance(key, str) or not key or len(key) > MAX_EXTRA_KEY_LENGTH:
+            raise ExtraFieldError(
+                f"{path}: field names must be 1 to {MAX_EXTRA_KEY_LENGTH} characters", str(key)
+            )
+        if _depth(value) > MAX_EXTRA_DEPTH:
+            raise ExtraFieldError(f"{path} is nested deeper than {MAX_EXTRA_DEPTH} levels", key)
+        try:
+            encoded = json.dumps(value, allow_nan=False, ensure_ascii=False).encode()
+        except (TypeError, ValueError, UnicodeEncodeError) as exc:
+            raise ExtraFieldError(f"{path} is not storable as JSON: {exc}", key) from None
+        total += len(encoded)
+        if total > MAX_EXTRA_BYTES:
+            raise ExtraFieldError(
+                f"{path}: unknown fields may take at most {MAX_EXTRA_BYTES} bytes per object",
+                key,
+            )
+
+
+def _depth(value: Any) -> int:
+    # Iterative, so a hostile document cannot exhaust the stack here either.
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            deepest = max(deepest, depth)
+            if depth <= MAX_EXTRA_DEPTH:
+                stack.extend((item, depth + 1) for item in node.values())
+        elif isinstance(node, list | tuple):
+            deepest = max(deepest, depth)
+            if depth <= MAX_EXTRA_DEPTH:
+                stack.extend((item, depth + 1) for item in node)
+    return deepest

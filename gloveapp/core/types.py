@@ -139,16 +139,44 @@ def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if value is not None}
 
 
+def _unknown_keys(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """The keys of a wire dict the runtime does not interpret, kept verbatim.
+
+    Glove's JSON grows (4.1.0 added `provider_options`, `pre_modified_text`, `content[].name`,
+    `generateSummaryArgs`); a store that dropped what it does not know would break the
+    clients that wrote it, e.g. providers that need their `provider_options` echoed back.
+    """
+    return {key: value for key, value in data.items() if key not in known}
+
+
+def _with_extra(data: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    # Known fields win: an extra can never shadow what the runtime wrote.
+    for key, value in extra.items():
+        data.setdefault(key, value)
+    return data
+
+
 @dataclass(slots=True)
 class ContentSource:
     type: Literal["base64", "url"]
     media_type: str
     data: str | None = None
     url: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    KNOWN = frozenset({"type", "media_type", "data", "url"})
 
     def to_dict(self) -> dict[str, Any]:
-        return _drop_none(
-            {"type": self.type, "media_type": self.media_type, "data": self.data, "url": self.url}
+        return _with_extra(
+            _drop_none(
+                {
+                    "type": self.type,
+                    "media_type": self.media_type,
+                    "data": self.data,
+                    "url": self.url,
+                }
+            ),
+            self.extra,
         )
 
     @classmethod
@@ -158,6 +186,7 @@ class ContentSource:
             media_type=data["media_type"],
             data=data.get("data"),
             url=data.get("url"),
+            extra=_unknown_keys(data, cls.KNOWN),
         )
 
 
@@ -168,14 +197,20 @@ class ContentPart:
     type: Literal["text", "image", "video", "document"]
     text: str | None = None
     source: ContentSource | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    KNOWN = frozenset({"type", "text", "source"})
 
     def to_dict(self) -> dict[str, Any]:
-        return _drop_none(
-            {
-                "type": self.type,
-                "text": self.text,
-                "source": self.source.to_dict() if self.source else None,
-            }
+        return _with_extra(
+            _drop_none(
+                {
+                    "type": self.type,
+                    "text": self.text,
+                    "source": self.source.to_dict() if self.source else None,
+                }
+            ),
+            self.extra,
         )
 
     @classmethod
@@ -185,6 +220,7 @@ class ContentPart:
             type=data["type"],
             text=data.get("text"),
             source=ContentSource.from_dict(source) if source else None,
+            extra=_unknown_keys(data, cls.KNOWN),
         )
 
 
@@ -193,6 +229,10 @@ class ToolCall:
     tool_name: str
     input_args: Any = None
     id: str | None = None
+    # e.g. glove-core 4.1.0's `provider_options`, which its adapters echo back next turn.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    KNOWN = frozenset({"tool_name", "input_args", "id"})
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -200,12 +240,15 @@ class ToolCall:
             data["id"] = self.id
         data["tool_name"] = self.tool_name
         data["input_args"] = self.input_args
-        return data
+        return _with_extra(data, self.extra)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
         return cls(
-            tool_name=data["tool_name"], input_args=data.get("input_args"), id=data.get("id")
+            tool_name=data["tool_name"],
+            input_args=data.get("input_args"),
+            id=data.get("id"),
+            extra=_unknown_keys(data, cls.KNOWN),
         )
 
 
@@ -218,6 +261,10 @@ class ToolResultData:
     message: str | None = None
     render_data: Any = None
     summary: str | None = None
+    # e.g. glove-core's `generateSummaryArgs`.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    KNOWN = frozenset({"status", "data", "message", "renderData", "render_data", "summary"})
 
     @classmethod
     def success(cls, data: Any = None, *, render_data: Any = None) -> ToolResultData:
@@ -235,7 +282,7 @@ class ToolResultData:
             data["renderData"] = self.render_data
         if self.summary is not None:
             data["summary"] = self.summary
-        return data
+        return _with_extra(data, self.extra)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResultData:
@@ -245,6 +292,7 @@ class ToolResultData:
             message=data.get("message"),
             render_data=data.get("renderData", data.get("render_data")),
             summary=data.get("summary"),
+            extra=_unknown_keys(data, cls.KNOWN),
         )
 
 
@@ -254,6 +302,9 @@ class ToolResult:
     result: ToolResultData
     call_id: str | None = None
     duration_ms: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    KNOWN = frozenset({"tool_name", "result", "call_id", "duration_ms"})
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"tool_name": self.tool_name}
@@ -262,7 +313,7 @@ class ToolResult:
         data["result"] = self.result.to_dict()
         if self.duration_ms is not None:
             data["duration_ms"] = self.duration_ms
-        return data
+        return _with_extra(data, self.extra)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:
@@ -271,6 +322,7 @@ class ToolResult:
             result=ToolResultData.from_dict(data["result"]),
             call_id=data.get("call_id"),
             duration_ms=data.get("duration_ms"),
+            extra=_unknown_keys(data, cls.KNOWN),
         )
 
 
@@ -293,6 +345,25 @@ class Message:
     framework_context: str | None = None
     reasoning_content: str | None = None
     id: str | None = None
+    # Every field of Glove's message JSON the runtime does not interpret (glove-core 4.1.0's
+    # `provider_options`, `pre_modified_text`, and whatever comes next), kept verbatim.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    KNOWN = frozenset(
+        {
+            "sender",
+            "id",
+            "text",
+            "content",
+            "tool_calls",
+            "tool_results",
+            "is_compaction",
+            "is_compaction_request",
+            "is_skill_injection",
+            "framework_context",
+            "reasoning_content",
+        }
+    )
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"sender": self.sender}
@@ -315,7 +386,7 @@ class Message:
             data["framework_context"] = self.framework_context
         if self.reasoning_content is not None:
             data["reasoning_content"] = self.reasoning_content
-        return data
+        return _with_extra(data, self.extra)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
@@ -340,6 +411,7 @@ class Message:
             framework_context=data.get("framework_context"),
             reasoning_content=data.get("reasoning_content"),
             id=data.get("id"),
+            extra=_unknown_keys(data, cls.KNOWN),
         )
 
 

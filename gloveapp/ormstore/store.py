@@ -24,6 +24,7 @@ from gloveapp.conversations.selectors import (
     read_messages,
     read_permission,
     read_tasks,
+    read_token_consumption,
 )
 from gloveapp.core import input_rules
 from gloveapp.core.store import permission_key
@@ -83,6 +84,9 @@ class DjangoStore:
 
     async def add_tokens(self, usage: TokenUsage) -> None:
         await _run(services.tokens_add)(session_id=self.identifier, usage=usage)
+
+    async def get_token_consumption(self) -> TokenUsage:
+        return await _run(read_token_consumption)(self.identifier)
 
     async def get_turn_count(self) -> int:
         return await _run(read_counter)(self.identifier, "turn_count")

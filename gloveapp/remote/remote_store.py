@@ -129,6 +129,10 @@ class RemoteStore:
     async def add_tokens(self, usage: TokenUsage) -> None:
         await self._call("POST", "/tokens", json=usage.to_dict())
 
+    async def get_token_consumption(self) -> TokenUsage:
+        consumption = (await self._call("GET", "/tokens"))["consumption"]
+        return TokenUsage(**consumption)
+
     async def get_turn_count(self) -> int:
         return int((await self._call("GET", "/turns"))["turn_count"])
 

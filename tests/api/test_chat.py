@@ -151,6 +151,31 @@ def test_it_relays_text_and_tool_calls_as_glove_frames(owner_client, scripted_ch
 
 @pytest.mark.django_db
 @pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume")
+def test_it_passes_message_fields_it_does_not_interpret_both_ways(
+    owner_client, scripted_chat_model
+):
+    script, built = scripted_chat_model
+    state = {"openrouter": {"reasoning_details": [{"type": "reasoning.encrypted", "data": "x"}]}}
+    script.append(Message(sender="agent", text="Hi.", extra={"provider_options": state}))
+    earlier = {
+        "sender": "agent",
+        "text": "Before.",
+        "provider_options": {"anthropic": {"signature": "s"}},
+        "tool_calls": [
+            {"id": "c1", "tool_name": "t", "input_args": {}, "provider_options": {"g": {}}}
+        ],
+    }
+    body = {**CHAT_BODY, "messages": [CHAT_BODY["messages"][0], earlier]}
+
+    done = chat(owner_client, body)[-1]
+
+    assert done["message"]["provider_options"] == state
+    # What the client sent reached the model adapter unchanged.
+    assert built[0].calls[0].messages[1].to_dict() == earlier
+
+
+@pytest.mark.django_db
+@pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume")
 def test_it_reports_a_failed_model_call_in_the_done_frame(owner_client, scripted_chat_model):
     # An empty script: the model fails once streaming has started, as a provider error would.
     frames = chat(owner_client, CHAT_BODY)

@@ -99,8 +99,39 @@ def test_it_adds_tokens_and_counts_turns(owner_client, session_id):
     owner_client.post(url(session_id, "turns"))
 
     tokens = owner_client.get(url(session_id, "tokens")).json()
-    assert tokens == {"token_count": 126, "tokens_in_total": 105, "tokens_out_total": 21}
+    assert tokens == {
+        "token_count": 126,
+        "tokens_in_total": 105,
+        "tokens_out_total": 21,
+        "consumption": {
+            "tokens_in": 105,
+            "tokens_out": 21,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    }
     assert owner_client.get(url(session_id, "turns")).json() == {"turn_count": 2}
+
+
+def test_it_returns_the_cache_token_totals_it_was_given(owner_client, session_id):
+    for cache_write, cache_read in ((300, 0), (0, 280), (12, 270)):
+        owner_client.post(
+            url(session_id, "tokens"),
+            {
+                "tokens_in": 10,
+                "tokens_out": 2,
+                "cache_creation_input_tokens": cache_write,
+                "cache_read_input_tokens": cache_read,
+            },
+            format="json",
+        )
+    consumption = owner_client.get(url(session_id, "tokens")).json()["consumption"]
+    assert consumption == {
+        "tokens_in": 30,
+        "tokens_out": 6,
+        "cache_creation_input_tokens": 312,
+        "cache_read_input_tokens": 550,
+    }
 
 
 def test_it_resets_counters_but_keeps_messages_and_totals(owner_client, session_id):

@@ -62,6 +62,31 @@ async def test_it_compacts_after_tool_results_once_the_limit_is_reached():
     assert end["consumption"] == {"tokens_in": 500, "tokens_out": 40}
 
 
+async def test_it_reports_the_summary_calls_cache_tokens_in_compaction_end():
+    events = []
+    summary_turn = ScriptedTurn(
+        "Summary.",
+        tokens_in=500,
+        tokens_out=40,
+        cache_creation_input_tokens=120,
+        cache_read_input_tokens=300,
+    )
+    glove, _, _ = make_glove(
+        [turn("Hello!", 1000), "Fine."],
+        limit=1000,
+        compaction_script=[summary_turn],
+        events=events,
+    )
+    await glove.process_request("Hi")
+    end = next(payload for kind, payload in events if kind == "compaction_end")
+    assert end["consumption"] == {
+        "tokens_in": 500,
+        "tokens_out": 40,
+        "cache_creation_input_tokens": 120,
+        "cache_read_input_tokens": 300,
+    }
+
+
 async def test_it_says_when_no_summary_was_generated_and_omits_an_empty_inbox_block():
     glove, _, store = make_glove(
         [turn(calls(("check_stock", {"product": "AA"})), 1000), "ok"],

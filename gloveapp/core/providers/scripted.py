@@ -32,6 +32,9 @@ class ScriptedTurn:
     reply: str | Message
     tokens_in: int | None = None
     tokens_out: int | None = None
+    # Prompt-cache counts, reported only when given (as providers do).
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
 
 
 TurnFactory = Callable[[list[Message]], str | Message | ScriptedTurn | Awaitable[Any]]
@@ -131,7 +134,12 @@ class ScriptedModel:
         payload.update(stop_reason=stop_reason, tokens_in=tokens_in, tokens_out=tokens_out)
         await notify("model_response", payload)
         return ModelResult(
-            messages=[reply], tokens_in=tokens_in, tokens_out=tokens_out, stop_reason=stop_reason
+            messages=[reply],
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cache_creation_input_tokens=turn.cache_creation_input_tokens,
+            cache_read_input_tokens=turn.cache_read_input_tokens,
+            stop_reason=stop_reason,
         )
 
     async def _materialise(self, turn: Turn, messages: list[Message]) -> ScriptedTurn:
