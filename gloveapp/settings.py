@@ -158,7 +158,7 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "gloveapp.api.auth.SameOriginJsonSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
@@ -193,6 +193,8 @@ GLOVE_AGENTS = {
 }
 GLOVE_DEFAULT_AGENT = os.environ.get("GLOVE_DEFAULT_AGENT", "coffee")
 # Shared secret for signed webhooks resolving inbox items (HMAC-SHA256 over the body).
+# How long a signed chat URL (`POST /api/sessions/<id>/chat-url`) stays valid.
+GLOVE_CHAT_URL_TTL_SECONDS = int(os.environ.get("GLOVE_CHAT_URL_TTL_SECONDS", "900"))
 GLOVE_WEBHOOK_SECRET = os.environ.get("GLOVE_WEBHOOK_SECRET", "")
 GLOVE_WEBHOOK_MAX_SKEW_SECONDS = int(os.environ.get("GLOVE_WEBHOOK_MAX_SKEW_SECONDS", "300"))
 # Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`

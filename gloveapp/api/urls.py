@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from gloveapp.api import chat, inbox_resolve, inbox_views, sessions, store_views
+from gloveapp.api import chat, chat_url, inbox_resolve, inbox_views, sessions, store_views
 
 urlpatterns = [
     path("inbox/resolve", inbox_resolve.InboxResolveApi.as_view(), name="inbox-resolve"),
@@ -64,5 +64,11 @@ urlpatterns = [
         inbox_views.InboxConsumeApi.as_view(),
         name="api-session-inbox-consume",
     ),
+    path(
+        "sessions/<str:session_id>/chat-url",
+        chat_url.ChatUrlMintApi.as_view(),
+        name="api-session-chat-url",
+    ),
     path("chat", chat.ChatApi.as_view(), name="api-chat"),
+    path("chat/<str:token>", chat_url.SignedChatApi.as_view(), name="api-chat-signed"),
 ]

@@ -1,0 +1,168 @@
+"""Signed chat URLs: `/api/chat` for clients that can send neither a cookie nor a header.
+
+glove-react's `createEndpointModel` posts JSON to a fixed URL and offers no way to add an
+`Authorization` header or credentials. A server-side app (Node) or a page on another origin
+therefore asks, once, with its token or session:
+
+    POST /api/sessions/<id>/chat-url  ->  {"url": ".../api/chat/<signed>", "expiresAt": ...}
+
+and passes that URL as `useGlove({ endpoint })`. The URL is the credential: signed with
+SECRET_KEY, bound to the user and one of their sessions, and valid for
+GLOVE_CHAT_URL_TTL_SECONDS (15 minutes by default). It stops working when it expires, when a
+character of it changes, and when the session is deleted. Because it carries no cookie, the
+chat route under it answers CORS preflights from any origin (a leaked URL is as good as a
+leaked token for its short life, and no more).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core import signing
+from django.http import HttpResponse
+from django.urls import reverse
+from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gloveapp.api.access import ApiView, owned_session
+from gloveapp.api.chat import ChatApi
+from gloveapp.api.fields import ErrorSerializer
+from gloveapp.conversations.models import Session
+from gloveapp.core.types import iso_format
+
+SALT = "gloveapp.chat-url"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatUrlGrant:
+    """`request.auth` on a signed chat URL: which session it was minted for."""
+
+    session_id: str
+
+
+def chat_url_token(*, user_id: Any, session_id: str) -> str:
+    return signing.dumps({"u": user_id, "s": session_id}, salt=SALT)
+
+
+def chat_url_grant(token: str) -> tuple[Any, ChatUrlGrant]:
+    """The user and session a token was minted for; AuthenticationFailed if it is not valid."""
+    try:
+        payload = signing.loads(token, salt=SALT, max_age=settings.GLOVE_CHAT_URL_TTL_SECONDS)
+    except signing.SignatureExpired:
+        raise AuthenticationFailed("This chat URL has expired; ask for a new one.") from None
+    except signing.BadSignature:
+        raise AuthenticationFailed("This chat URL is not valid.") from None
+    user = get_user_model().objects.filter(pk=payload.get("u"), is_active=True).first()
+    session_id = payload.get("s")
+    if user is None or not Session.objects.filter(pk=session_id, owner=user).exists():
+        raise AuthenticationFailed("This chat URL is not valid.")
+    return user, ChatUrlGrant(session_id=session_id)
+
+
+class ChatUrlAuthentication(BaseAuthentication):
+    """Authenticates by the signed token in the URL path (and nothing else)."""
+
+    def authenticate(self, request: Request) -> tuple[Any, ChatUrlGrant] | None:
+        kwargs = (request.parser_context or {}).get("kwargs", {})
+        return chat_url_grant(kwargs.get("token", ""))
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'ChatUrl realm="api"'  # makes DRF answer 401, not 403
+
+
+class ChatUrlScheme(OpenApiAuthenticationExtension):
+    target_class = ChatUrlAuthentication
+    name = "chatUrl"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "None: the signed token in the path is the credential",
+        }
+
+
+class ChatUrlPermission(BasePermission):
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return request.method == "OPTIONS" or isinstance(request.auth, ChatUrlGrant)
+
+
+class ChatUrlOutputSerializer(serializers.Serializer):
+    url = serializers.CharField(help_text="Absolute URL to pass as glove-react's `endpoint`.")
+    path = serializers.CharField(help_text="The same URL without scheme and host.")
+    expiresAt = serializers.CharField()
+
+
+class ChatUrlMintApi(ApiView):
+    @extend_schema(
+        operation_id="session_chat_url",
+        request=None,
+        responses={200: ChatUrlOutputSerializer, 404: ErrorSerializer},
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        session = owned_session(request.user, session_id)
+        token = chat_url_token(user_id=request.user.pk, session_id=session.pk)
+        path = reverse("api-chat-signed", kwargs={"token": token})
+        expires = timezone.now() + timedelta(seconds=settings.GLOVE_CHAT_URL_TTL_SECONDS)
+        return Response(
+            {
+                "url": request.build_absolute_uri(path),
+                "path": path,
+                "expiresAt": iso_format(expires),
+            }
+        )
+
+
+CORS_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Content-Type, Accept",
+    "Access-Control-Max-Age": "600",
+}
+
+
+class SignedChatApi(ChatApi):
+    """`POST /api/chat/<signed>`: the chat endpoint, authenticated by its URL."""
+
+    authentication_classes = [ChatUrlAuthentication]
+    permission_classes = [ChatUrlPermission]
+
+    def get_throttles(self):
+        # A CORS preflight is not a model call.
+        return [] if self.request.method == "OPTIONS" else super().get_throttles()
+
+    def options(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
+        return HttpResponse(status=204)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        for name, value in CORS_HEADERS.items():
+            response[name] = value
+        return response
+
+    @extend_schema(
+        operation_id="chat_signed",
+        request=ChatApi.InputSerializer,
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(
+                OpenApiTypes.STR, description="The same frames as `POST /api/chat`."
+            ),
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            503: ErrorSerializer,
+        },
+    )
+    def post(self, request: Request, token: str) -> Any:  # type: ignore[override]
+        return super().post(request)
