@@ -128,6 +128,43 @@ def channel_layers_for(redis_url: str) -> dict:
 
 
 CHANNEL_LAYERS = channel_layers_for(REDIS_URL)
+
+
+def env_pairs(name: str) -> dict[str, str]:
+    """`a=x,b=y` -> {"a": "x", "b": "y"} (for secrets kept in the environment)."""
+    pairs = {}
+    for part in env_list(name, []):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"{name} must look like agent=secret,agent=secret")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> dict:
+    """The mesh transport (see mesh/layers.py): in-process unless MESH_TRANSPORT says otherwise."""
+    backends = {
+        "inprocess": ("mesh.transports.inprocess.InProcessMeshTransport", {}),
+        "redis": (
+            "mesh.transports.redis_pubsub.RedisMeshTransport",
+            {"url": redis_url or "redis://127.0.0.1:6379/0"},
+        ),
+    }
+    if transport not in backends:
+        raise ValueError(f"MESH_TRANSPORT must be one of {', '.join(backends)}, got {transport!r}")
+    backend, config = backends[transport]
+    if signing_keys:
+        config["signing_keys"] = signing_keys
+    return {"default": {"BACKEND": backend, "CONFIG": config}}
+
+
+# Agents on the mesh: MESH_TRANSPORT=inprocess|redis (MESH_REDIS_URL, else REDIS_URL);
+# MESH_SIGNING_KEYS=agent=secret,... turns on signed messages.
+MESH = mesh_for(
+    os.environ.get("MESH_TRANSPORT", "inprocess"),
+    os.environ.get("MESH_REDIS_URL") or REDIS_URL,
+    env_pairs("MESH_SIGNING_KEYS"),
+)
 # Live updates (gloveapp/live): each server process polls the event log this
 # often when no commit wakes it; remembers skipped ids (transactions still committing) this
 # long; and replays at most this many events to a reconnecting socket before telling it to

@@ -97,6 +97,15 @@ class Glove:
         self._tools.append(tool)
         return self
 
+    def unfold(self, name: str) -> bool:
+        """Remove the tool called `name` (for plug-ins that can be taken off, like the mesh)."""
+        for index, registered in enumerate(self._tools):
+            if registered.name == name:
+                # In place: the executor holds this same list.
+                del self._tools[index]
+                return True
+        return False
+
     def add_subscriber(self, subscriber: Subscriber) -> Glove:
         self._events.add(subscriber)
         return self
