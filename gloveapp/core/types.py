@@ -40,7 +40,8 @@ _BASE36 = string.digits + string.ascii_lowercase
 
 def now_iso() -> str:
     """The current UTC time as JS `toISOString()` prints it: `2026-05-25T18:22:14.123Z`."""
-    return iso_format(datetime.now(UTC))
+    # isoformat is several times faster than strftime, and "now" always has a 4-digit year.
+    return datetime.now(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def iso_format(moment: datetime) -> str:

@@ -13,21 +13,24 @@ four mesh tools. Where this differs from glove-mesh (Decision 7):
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 import weakref
 from typing import Any
 
 from gloveapp.core.store import InboxTransitionError, supports_inbox
-from gloveapp.core.types import InboxItem, epoch_ms, now_iso, random_base36
+from gloveapp.core.types import InboxItem, epoch_ms, now_iso
 from mesh.core.adapter import MeshAdapter, Unsubscribe
 from mesh.core.errors import MeshStoreUnsupportedError
 from mesh.core.tools import MESH_TOOL_NAMES, build_mesh_tools
-from mesh.core.types import AgentIdentity, IncomingMeshMessage, MeshMessage
+from mesh.core.types import AgentIdentity, IncomingMeshMessage, MeshMessage, random_suffix
 
 logger = logging.getLogger("mesh")
 
 WAITING_PREFIX = "mesh:waiting:"
 ACKNOWLEDGED = "acknowledged"
+NAME_CACHE_SECONDS = 2.0
 
 
 def from_tag(sender: str) -> str:
@@ -43,7 +46,7 @@ def waiting_tag(message_id: str) -> str:
 
 
 def new_mesh_item_id() -> str:
-    return f"inbox_{epoch_ms()}_{random_base36(8)}"
+    return f"inbox_{epoch_ms()}_{random_suffix(8)}"
 
 
 class MeshMount:
@@ -57,6 +60,10 @@ class MeshMount:
         # message id -> waiting item id; a cache of what the store holds, never the truth.
         self._waiting: dict[str, str] = {}
         self._unsubscribe: Unsubscribe | None = None
+        self._names: dict[str, tuple[float, str]] = {}
+        # Set whenever something lands in the inbox that the agent should look at (a message,
+        # a reply, a resolved wait); a peer runner waits on it to wake the agent.
+        self.arrivals = asyncio.Event()
         self.tools = build_mesh_tools(self)
 
     # -- waiting items ---------------------------------------------------------------------
@@ -106,10 +113,18 @@ class MeshMount:
             self.forget_waiting(message_id)
             return False
         self.forget_waiting(message_id)
+        self.arrivals.set()
         return True
 
     # -- inbound -------------------------------------------------------------------------------
     async def peer_name(self, agent_id: str) -> str:
+        # Names are only shown to the model, and every inbound message needs one: a name
+        # read from the registry is reused for a few seconds (one round trip per message
+        # would halve a networked transport's throughput).
+        now = time.monotonic()
+        known = self._names.get(agent_id)
+        if known is not None and now - known[0] < NAME_CACHE_SECONDS:
+            return known[1]
         try:
             peer = await self.adapter.get_agent(agent_id)
         except Exception:
@@ -117,7 +132,10 @@ class MeshMount:
                 '[glove-mesh] adapter.getAgent("%s") threw \u2014 falling back to id:', agent_id
             )
             return agent_id
-        return peer.name if peer is not None else agent_id
+        if peer is None:
+            return agent_id
+        self._names[agent_id] = (now, peer.name)
+        return peer.name
 
     async def handle(self, message: IncomingMeshMessage) -> None:
         try:
@@ -179,6 +197,7 @@ class MeshMount:
                 resolved_at=now_iso(),
             )
         )
+        self.arrivals.set()
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:

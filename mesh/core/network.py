@@ -11,6 +11,7 @@ checked exactly as on the other transports.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections import OrderedDict
 from typing import Any
@@ -98,10 +99,17 @@ class MeshNetwork:
     async def _fan_out(self, agent_id: str, wire: dict[str, Any]) -> None:
         if not self.guard.admit(wire, agent_id):
             return
-        for handler in list(self._handlers.get(agent_id, ())):
+        handlers = self._handlers.get(agent_id)
+        if not handlers:
+            return
+        parsed = IncomingMeshMessage.from_dict(wire)
+        # A message object per handler, made up front: one handler cannot change what the
+        # next one sees.
+        deliveries = [(handlers[0], parsed)]
+        deliveries += [(handler, copy.copy(parsed)) for handler in handlers[1:]]
+        for handler, incoming in deliveries:
             try:
-                # A fresh object per handler: one handler cannot change what the next sees.
-                await handler(IncomingMeshMessage.from_dict(wire))
+                await handler(incoming)
             except Exception:
                 logger.exception("[glove-mesh] in-memory handler threw:")
 

@@ -7,10 +7,11 @@ fields plus `kind` (and `ack_of`/`ack_note` on acks); absent optional fields are
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gloveapp.core.types import epoch_ms, now_iso, random_base36
+from gloveapp.core.types import epoch_ms, now_iso
 
 MeshKind = Literal["direct", "broadcast", "ack"]
 MESH_KINDS: tuple[str, ...] = ("direct", "broadcast", "ack")
@@ -137,13 +138,19 @@ class IncomingMeshMessage(MeshMessage):
         )
 
 
+def random_suffix(length: int = 8) -> str:
+    """Up to 8 random base-36 characters: hex digits are base-36 digits, and one urandom read
+    is cheap (secrets.choice per character cost more than the rest of a delivery)."""
+    return os.urandom(4).hex()[:length]
+
+
 def new_message_id(sender_id: str) -> str:
     """`msg_{senderId}_{epochMs}_{8 base-36 chars}`, glove-mesh's id shape."""
-    return f"msg_{sender_id}_{epoch_ms()}_{random_base36(8)}"
+    return f"msg_{sender_id}_{epoch_ms()}_{random_suffix(8)}"
 
 
 def new_ack_id() -> str:
-    return f"ack_{epoch_ms()}_{random_base36(6)}"
+    return f"ack_{epoch_ms()}_{random_suffix(6)}"
 
 
 def build_ack(

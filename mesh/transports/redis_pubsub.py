@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -42,6 +43,7 @@ logger = logging.getLogger("mesh")
 AGENTS_KEY = "mesh:agents"
 BROADCAST_CHANNEL = "mesh:broadcast"
 DEFAULT_SENDER_TTL = 3600
+RECEIVED_MEMORY = 4096
 
 
 def agent_channel(agent_id: str) -> str:
@@ -96,6 +98,9 @@ class RedisMeshAdapter:
         self.sender_ttl = sender_ttl
         self.reconnect_delay = reconnect_delay
         self._identity: AgentIdentity | None = None
+        # Senders of the messages this agent received (bounded): acknowledging one of them
+        # then needs no GET of `mesh:msg:<id>:sender` first.
+        self._received_from: OrderedDict[str, str] = OrderedDict()
         self._send_script = client.register_script(SEND_SCRIPT)
 
     # -- registry ------------------------------------------------------------------------------
@@ -145,7 +150,9 @@ class RedisMeshAdapter:
             await pipe.execute()
 
     async def acknowledge(self, message_id: str, note: str | None = None) -> None:
-        sender = await self.client.get(sender_key(message_id))
+        sender = self._received_from.get(message_id) or await self.client.get(
+            sender_key(message_id)
+        )
         if not sender:
             raise MeshUnknownMessageError(message_id)
         if not self.guard.may_message(self.agent_id, sender):
@@ -218,6 +225,10 @@ class RedisMeshAdapter:
             return
         if not self.guard.admit(wire, self.agent_id):
             return
+        if message.kind != "ack":
+            self._received_from[message.id] = message.from_
+            if len(self._received_from) > RECEIVED_MEMORY:
+                self._received_from.popitem(last=False)
         try:
             await handler(message)
         except Exception:
