@@ -20,33 +20,34 @@ import weakref
 from typing import Any
 
 from gloveapp.core.store import InboxTransitionError, supports_inbox
-from gloveapp.core.types import InboxItem, epoch_ms, now_iso
+from gloveapp.core.types import InboxItem, now_iso
 from mesh.core.adapter import MeshAdapter, Unsubscribe
 from mesh.core.errors import MeshStoreUnsupportedError
+from mesh.core.inbound import (
+    ack_response,
+    broadcast_tag,
+    from_tag,
+    inbound_item,
+    late_ack_item,
+    waiting_item,
+    waiting_tag,
+)
 from mesh.core.tools import MESH_TOOL_NAMES, build_mesh_tools
-from mesh.core.types import AgentIdentity, IncomingMeshMessage, MeshMessage, random_suffix
+from mesh.core.types import AgentIdentity, IncomingMeshMessage, MeshMessage
+
+__all__ = [
+    "MeshMount",
+    "broadcast_tag",
+    "from_tag",
+    "mesh_mount_of",
+    "mount_mesh",
+    "unmount_mesh",
+    "waiting_tag",
+]
 
 logger = logging.getLogger("mesh")
 
-WAITING_PREFIX = "mesh:waiting:"
-ACKNOWLEDGED = "acknowledged"
 NAME_CACHE_SECONDS = 2.0
-
-
-def from_tag(sender: str) -> str:
-    return f"mesh:from:{sender}"
-
-
-def broadcast_tag(sender: str) -> str:
-    return f"mesh:broadcast:from:{sender}"
-
-
-def waiting_tag(message_id: str) -> str:
-    return f"{WAITING_PREFIX}{message_id}"
-
-
-def new_mesh_item_id() -> str:
-    return f"inbox_{epoch_ms()}_{random_suffix(8)}"
 
 
 class MeshMount:
@@ -68,15 +69,7 @@ class MeshMount:
 
     # -- waiting items ---------------------------------------------------------------------
     async def add_waiting_item(self, message: MeshMessage, request: str) -> InboxItem:
-        item = InboxItem(
-            id=new_mesh_item_id(),
-            tag=waiting_tag(message.id),
-            request=request,
-            response=None,
-            status="pending",
-            blocking=True,
-            created_at=message.created_at,
-        )
+        item = waiting_item(message.id, request, message.created_at)
         await self.store.add_inbox_item(item)
         self._waiting[message.id] = item.id
         return item
@@ -149,71 +142,52 @@ class MeshMount:
     async def _on_ack(self, message: IncomingMeshMessage) -> None:
         if not message.ack_of:
             return
-        response = message.ack_note or ACKNOWLEDGED
-        outcome = await self.resolve_waiting(message.ack_of, response)
+        outcome = await self.resolve_waiting(message.ack_of, ack_response(message))
         if outcome is False:
             # The wait was already over (a second ack, later acks of a blocking broadcast):
             # surfaced as an ordinary inbox item, as glove-mesh's docs promise.
-            peer = await self.peer_name(message.from_)
-            await self._add_resolved(
-                tag=from_tag(message.from_),
-                request=(
-                    f'Acknowledgement from "{peer}" ({message.from_}) of message '
-                    f"{message.ack_of} [message id: {message.id}]"
-                ),
-                response=response,
-                created_at=message.created_at,
-            )
+            await self._add(late_ack_item(message, await self.peer_name(message.from_)))
 
     async def _on_message(self, message: IncomingMeshMessage) -> None:
-        peer = await self.peer_name(message.from_)
-        if message.kind == "broadcast":
-            tag = broadcast_tag(message.from_)
-            request = f'Broadcast from "{peer}" ({message.from_}) [message id: {message.id}]'
-        else:
-            tag = from_tag(message.from_)
-            request = f'Message from "{peer}" ({message.from_}) [message id: {message.id}]'
-        if message.in_reply_to:
-            request += f" (replying to {message.in_reply_to})"
-        await self._add_resolved(
-            tag=tag, request=request, response=message.content, created_at=message.created_at
-        )
+        await self._add(inbound_item(message, await self.peer_name(message.from_)))
         if message.kind == "direct" and message.in_reply_to:
             # Reply implies ack: the reply item is stored first, then the wait is resolved.
             await self.resolve_waiting(message.in_reply_to, message.content)
 
-    async def _add_resolved(
-        self, *, tag: str, request: str, response: str, created_at: str
-    ) -> None:
-        await self.store.add_inbox_item(
-            InboxItem(
-                id=new_mesh_item_id(),
-                tag=tag,
-                request=request,
-                response=response,
-                status="resolved",
-                blocking=False,
-                created_at=created_at,
-                resolved_at=now_iso(),
-            )
-        )
+    async def _add(self, item: InboxItem) -> None:
+        await self.store.add_inbox_item(item)
         self.arrivals.set()
+
+    async def _on_stored(self, message: IncomingMeshMessage) -> None:
+        # The transport already wrote the inbox (the database transport does it in the
+        # sender's transaction): only wake the agent, if there is something to read (an ack
+        # of a non-blocking send changes nothing).
+        if await self.store.get_resolved_inbox_items():
+            self.arrivals.set()
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
+        check_store = getattr(self.adapter, "check_store", None)
+        if callable(check_store):
+            check_store(self.store)
+        stored_by_transport = bool(getattr(self.adapter, "delivers_to_inbox", False))
+        handler = self._on_stored if stored_by_transport else self.handle
         # Subscribe before registering, so nothing sent to a freshly listed agent is missed.
-        self._unsubscribe = await self.adapter.subscribe(self.handle)
+        self._unsubscribe = await self.adapter.subscribe(handler)
+        if stored_by_transport and await self.store.get_resolved_inbox_items():
+            self.arrivals.set()  # delivered while this agent was away
         await self.adapter.register(self.identity)
         for tool in self.tools:
             self.agent.fold(tool)
 
-    async def stop(self) -> None:
+    async def stop(self, *, unregister: bool = True) -> None:
         for name in MESH_TOOL_NAMES:
             self.agent.unfold(name)
         if self._unsubscribe is not None:
             await self._unsubscribe()
             self._unsubscribe = None
-        await self.adapter.unregister()
+        if unregister:
+            await self.adapter.unregister()
 
 
 _mounts: weakref.WeakKeyDictionary[Any, MeshMount] = weakref.WeakKeyDictionary()
@@ -239,12 +213,16 @@ async def mount_mesh(agent: Any, *, adapter: MeshAdapter, identity: AgentIdentit
     return mount
 
 
-async def unmount_mesh(agent: Any) -> bool:
-    """Take `agent` off the mesh; returns False if it was not mounted."""
+async def unmount_mesh(agent: Any, *, unregister: bool = True) -> bool:
+    """Take `agent` off the mesh; returns False if it was not mounted.
+
+    With `unregister=False` the agent stays listed: on a durable transport (the database)
+    messages sent to it while it is away wait in its inbox until it comes back.
+    """
     mount = _mounts.pop(agent, None)
     if mount is None:
         return False
-    await mount.stop()
+    await mount.stop(unregister=unregister)
     return True
 
 

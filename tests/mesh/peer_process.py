@@ -1,8 +1,10 @@
 """Agent "b" in an OS process of its own, for the cross-process tests.
 
-    python -m tests.mesh.peer_process redis <url>
+    python -m tests.mesh.peer_process redis <redis url>
+    DATABASE_URL=<test database> python -m tests.mesh.peer_process database -
 
-It mounts b on the mesh, prints "ready", and on the first message that arrives runs one turn
+It mounts b on the mesh, prints "ready", and on the first message that arrives (or that
+arrived while it was not running) runs one turn
 with a scripted model: acknowledge the message, then reply to it. It prints "done <model calls>" and leaves when its stdin closes.
 """
 
@@ -40,24 +42,32 @@ def reply(prompt: list[Message]) -> Message:
     )
 
 
-def transport_for(kind: str, url: str):
+def transport_and_store(kind: str, url: str):
     if kind == "redis":
         from mesh.transports.redis_pubsub import RedisMeshTransport
 
-        return RedisMeshTransport(url=url)
+        return RedisMeshTransport(url=url), None
+    if kind == "database":
+        # `url` is the DATABASE_URL of the test database, already in the environment.
+        import django
+
+        django.setup()
+        from mesh.transports.database import DatabaseMeshTransport, mesh_store
+
+        return DatabaseMeshTransport(poll_interval=0.01), mesh_store("b")
     raise SystemExit(f"unknown transport {kind!r}")
 
 
 async def main(kind: str, url: str) -> None:
-    transport = transport_for(kind, url)
-    glove, model, _store = make_agent("b", [acknowledge, reply, "Done."])
+    transport, store = transport_and_store(kind, url)
+    glove, model, _store = make_agent("b", [acknowledge, reply, "Done."], store=store)
     mount = await mount_mesh(glove, adapter=transport.adapter("b"), identity=B)
     print("ready", flush=True)
     await serve_mesh_peer(mount, max_turns=1)
     print(f"done {len(model.calls)}", flush=True)
     # Stay on the mesh until the test says so (closes stdin): it still looks b up by name.
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-    await unmount_mesh(glove)
+    await unmount_mesh(glove, unregister=False)
     await transport.close()
 
 

@@ -6,7 +6,7 @@ import re
 
 from gloveapp.core import Message
 from tests.core.support import calls
-from tests.mesh.support import A, B, eventually, items, make_agent
+from tests.mesh.support import A, B, eventually, items
 
 
 def ack_what_the_inbox_says(note: str):
@@ -22,8 +22,8 @@ def ack_what_the_inbox_says(note: str):
 
 async def test_a_blocking_send_is_seen_acked_and_surfaced_through_both_agent_loops(mesh):
     send = calls(("glove_mesh_send_message", {"to": "b", "content": "hello B", "blocking": True}))
-    a, model_a, store_a = make_agent("a", [send, "Sent. Waiting for B.", "Acknowledged. Done."])
-    b, model_b, store_b = make_agent("b", [ack_what_the_inbox_says("ack from B"), "Done."])
+    a, model_a, store_a = mesh.agent("a", [send, "Sent. Waiting for B.", "Acknowledged. Done."])
+    b, model_b, store_b = mesh.agent("b", [ack_what_the_inbox_says("ack from B"), "Done."])
     await mesh.mount(a, A)
     await mesh.mount(b, B)
 
@@ -66,8 +66,8 @@ async def test_a_blocking_send_is_seen_acked_and_surfaced_through_both_agent_loo
 
 async def test_a_pending_wait_shows_the_blocking_reminder_on_the_next_ask(mesh):
     send = calls(("glove_mesh_send_message", {"to": "b", "content": "ping", "blocking": True}))
-    a, model_a, _ = make_agent("a", [send, "sent", "still waiting"])
-    b, _, _ = make_agent("b")
+    a, model_a, _ = mesh.agent("a", [send, "sent", "still waiting"])
+    b, _, _ = mesh.agent("b")
     await mesh.mount(a, A)
     await mesh.mount(b, B)
     await a.process_request("ping b and wait")

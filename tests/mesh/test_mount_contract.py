@@ -15,7 +15,6 @@ from tests.mesh.support import (
     call_tool,
     eventually,
     items,
-    make_agent,
     mesh_tool_names,
     quiet_period,
 )
@@ -29,8 +28,8 @@ MESH_TOOLS = [
 
 
 async def pair(mesh):
-    a, _, store_a = make_agent("a")
-    b, _, store_b = make_agent("b")
+    a, _, store_a = mesh.agent("a")
+    b, _, store_b = mesh.agent("b")
     await mesh.mount(a, A)
     await mesh.mount(b, B)
     return a, store_a, b, store_b
@@ -67,7 +66,7 @@ async def test_it_refuses_a_store_without_an_inbox(mesh):  # case 12
 
 
 async def test_mounting_folds_the_four_tools_and_registers_the_identity(mesh):  # case 13
-    a, _, _ = make_agent("a")
+    a, _, _ = mesh.agent("a")
     mount = await mesh.mount(a, A)
     assert mesh_tool_names(a) == MESH_TOOLS
     assert await mount.adapter.get_agent("a") == A
@@ -141,9 +140,9 @@ async def test_a_reply_implies_an_ack(mesh):  # case 17
 
 
 async def test_it_lists_other_agents_with_filters(mesh):  # case 18
-    a, _, _ = make_agent("a")
-    b, _, _ = make_agent("b")
-    c, _, _ = make_agent("c")
+    a, _, _ = mesh.agent("a")
+    b, _, _ = mesh.agent("b")
+    c, _, _ = mesh.agent("c")
     for glove, identity in ((a, A), (b, B), (c, C)):
         await mesh.mount(glove, identity)
     everyone = await call_tool(a, "glove_mesh_list_agents", {})
@@ -159,8 +158,8 @@ async def test_it_lists_other_agents_with_filters(mesh):  # case 18
 
 
 async def test_a_failed_blocking_send_rolls_back_its_waiting_item(mesh):  # case 19
-    a, _, store_a = make_agent("a")
-    b, _, _ = make_agent("b")
+    a, _, store_a = mesh.agent("a")
+    b, _, _ = mesh.agent("b")
     await mesh.mount(b, B)
 
     async def transport_down(_message):
@@ -208,7 +207,7 @@ async def test_a_second_ack_does_not_change_the_resolution_and_surfaces_as_an_it
 
 
 async def test_a_failing_registry_is_reported_by_list_agents(mesh):  # case 22
-    a, _, _ = make_agent("a")
+    a, _, _ = mesh.agent("a")
 
     async def registry_down():
         raise RuntimeError("registry down")
@@ -220,12 +219,12 @@ async def test_a_failing_registry_is_reported_by_list_agents(mesh):  # case 22
 
 
 async def test_a_store_that_cannot_record_the_wait_fails_the_blocking_send(mesh):  # case 23
-    class FullDisk(MemoryStore):
+    class FullDisk(type(mesh.store("a"))):
         async def add_inbox_item(self, item):
             raise OSError("disk full")
 
-    a, _, _ = make_agent("a", store=FullDisk("a"))
-    b, _, store_b = make_agent("b")
+    a, _, _ = mesh.agent("a", store=FullDisk(mesh.store("a").identifier))
+    b, _, store_b = mesh.agent("b")
     await mesh.mount(a, A)
     await mesh.mount(b, B)
     result = await call_tool(
@@ -242,7 +241,7 @@ async def test_a_store_that_cannot_record_the_wait_fails_the_blocking_send(mesh)
 
 async def test_a_blocking_broadcast_resolves_on_the_first_ack_and_later_acks_surface(mesh):
     a, store_a, b, _ = await pair(mesh)
-    c, _, _ = make_agent("c")
+    c, _, _ = mesh.agent("c")
     await mesh.mount(c, C)
     sent = await call_tool(a, "glove_mesh_broadcast", {"content": "anyone?", "blocking": True})
     msg_id = sent.data["message_id"]
@@ -265,7 +264,7 @@ async def test_an_ack_after_the_sender_restarted_still_resolves_its_wait(mesh):
     )
     msg_id = sent.data["message_id"]
     await unmount_mesh(a)
-    restarted, _, _ = make_agent("a", store=store_a)
+    restarted, _, _ = mesh.agent("a", store=mesh.store("a"))
     await mesh.mount(restarted, A)
     await call_tool(b, "glove_mesh_acknowledge", {"message_id": msg_id, "note": "late but fine"})
     [waiting] = await eventually(lambda: items(store_a, status="resolved"))

@@ -13,19 +13,18 @@ from tests.mesh.support import (
     call_tool,
     eventually,
     items,
-    make_agent,
     quiet_period,
 )
 
 KEYS = {"a": "secret-of-a", "b": "secret-of-b"}
 
 
-async def test_signed_messages_between_agents_with_keys_are_delivered(mesh):
-    transport = mesh.new_transport(signing_keys=KEYS)
-    a, _, store_a = make_agent("a")
-    b, _, store_b = make_agent("b")
-    await mesh.mount(a, A, adapter=transport.adapter("a"))
-    await mesh.mount(b, B, adapter=transport.adapter("b"))
+async def test_signed_messages_between_agents_with_keys_are_delivered(signing_mesh):
+    transport = signing_mesh.new_transport(signing_keys=KEYS)
+    a, _, store_a = signing_mesh.agent("a")
+    b, _, store_b = signing_mesh.agent("b")
+    await signing_mesh.mount(a, A, adapter=transport.adapter("a"))
+    await signing_mesh.mount(b, B, adapter=transport.adapter("b"))
     sent = await call_tool(
         a, "glove_mesh_send_message", {"to": "b", "content": "signed", "blocking": True}
     )
@@ -35,13 +34,13 @@ async def test_signed_messages_between_agents_with_keys_are_delivered(mesh):
     assert transport.guard.rejected == {}
 
 
-async def test_a_receiver_drops_and_counts_a_message_whose_signature_does_not_verify(mesh):
-    honest = mesh.new_transport(signing_keys=KEYS)
+async def test_a_receiver_drops_and_counts_a_message_whose_signature_does_not_verify(signing_mesh):
+    honest = signing_mesh.new_transport(signing_keys=KEYS)
     # The forger knows the network but signs as "a" with the wrong secret.
-    forger = mesh.new_transport(signing_keys={"a": "guessed", "b": "guessed"})
-    b, _, store_b = make_agent("b")
-    await mesh.mount(b, B, adapter=honest.adapter("b"))
-    if mesh.kind == "inprocess":
+    forger = signing_mesh.new_transport(signing_keys={"a": "guessed", "b": "guessed"})
+    b, _, store_b = signing_mesh.agent("b")
+    await signing_mesh.mount(b, B, adapter=honest.adapter("b"))
+    if signing_mesh.kind == "inprocess":
         # In one process the network is the transport: the forger must share it to be heard.
         forger.network = honest.network
         forger.network.guard = honest.guard
@@ -56,20 +55,24 @@ async def test_a_receiver_drops_and_counts_a_message_whose_signature_does_not_ve
     assert await items(store_b) == []
 
 
-async def test_a_receiver_drops_unsigned_messages_and_forged_senders(mesh):
-    honest = mesh.new_transport(signing_keys=KEYS)
-    open_transport = mesh.new_transport()
-    if mesh.kind == "inprocess":
+async def test_a_receiver_drops_unsigned_messages_and_forged_senders(signing_mesh):
+    honest = signing_mesh.new_transport(signing_keys=KEYS)
+    open_transport = signing_mesh.new_transport()
+    if signing_mesh.kind == "inprocess":
         open_transport.network = honest.network
     listener = Recorder()
     b = honest.adapter("b")
     await b.register(B)
-    await mesh.subscribe(b, listener)
-    unsigned = open_transport.adapter("a") if mesh.kind == "redis" else _unsigned(honest, "a")
+    await signing_mesh.subscribe(b, listener)
+    unsigned = (
+        open_transport.adapter("a") if signing_mesh.kind == "redis" else _unsigned(honest, "a")
+    )
     await unsigned.register(A)
     await unsigned.send(MeshMessage(id=new_message_id("a"), from_="a", to="b", content="x"))
     # "c" has no key at all: whatever it claims, it cannot be verified.
-    stranger = open_transport.adapter("c") if mesh.kind == "redis" else _unsigned(honest, "c")
+    stranger = (
+        open_transport.adapter("c") if signing_mesh.kind == "redis" else _unsigned(honest, "c")
+    )
     await stranger.register(C)
     await stranger.send(MeshMessage(id=new_message_id("c"), from_="c", to="b", content="y"))
     await eventually(
@@ -82,9 +85,9 @@ async def test_a_receiver_drops_unsigned_messages_and_forged_senders(mesh):
 
 async def test_access_rules_refuse_a_forbidden_send_and_allow_the_rest(mesh):
     transport = mesh.new_transport(access={"a": ["b"], "c": []})
-    a, _, _ = make_agent("a")
-    b, _, store_b = make_agent("b")
-    c, _, store_c = make_agent("c")
+    a, _, _ = mesh.agent("a")
+    b, _, store_b = mesh.agent("b")
+    c, _, store_c = mesh.agent("c")
     for glove, identity in ((a, A), (b, B), (c, C)):
         await mesh.mount(glove, identity, adapter=transport.adapter(identity.id))
     allowed = await call_tool(a, "glove_mesh_send_message", {"to": "b", "content": "ok"})
@@ -102,9 +105,9 @@ async def test_access_rules_refuse_a_forbidden_send_and_allow_the_rest(mesh):
 
 async def test_a_broadcast_reaches_only_the_agents_the_rules_allow(mesh):
     transport = mesh.new_transport(access={"a": ["b"]})
-    a, _, _ = make_agent("a")
-    b, _, store_b = make_agent("b")
-    c, _, store_c = make_agent("c")
+    a, _, _ = mesh.agent("a")
+    b, _, store_b = mesh.agent("b")
+    c, _, store_c = mesh.agent("c")
     for glove, identity in ((a, A), (b, B), (c, C)):
         await mesh.mount(glove, identity, adapter=transport.adapter(identity.id))
     await call_tool(a, "glove_mesh_broadcast", {"content": "just b"})
@@ -115,8 +118,8 @@ async def test_a_broadcast_reaches_only_the_agents_the_rules_allow(mesh):
 
 async def test_an_acknowledgement_follows_the_access_rules_too(mesh):
     transport = mesh.new_transport(access={"b": []})
-    a, _, _ = make_agent("a")
-    b, _, store_b = make_agent("b")
+    a, _, _ = mesh.agent("a")
+    b, _, store_b = mesh.agent("b")
     await mesh.mount(a, A, adapter=transport.adapter("a"))
     await mesh.mount(b, B, adapter=transport.adapter("b"))
     sent = await call_tool(

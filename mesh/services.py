@@ -1,0 +1,230 @@
+"""Every write of the database mesh transport, each one transaction (`mesh_<entity>_<action>`).
+
+Delivering a message inserts the recipient's resolved inbox item, its `MeshDelivery` row and
+a live event on the stream `mesh:<recipient>` in one transaction, so a message is either
+delivered completely or not at all, an offline recipient finds it in its inbox when it comes
+back, and the unique (message id, recipient) constraint delivers a retried send at most once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from gloveapp.conversations.events import record_event
+from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
+from gloveapp.core.types import InboxItem as CoreInboxItem
+from inbox.models import InboxItem
+from inbox.services import inbox_item_add, resolve_inbox_item
+from mesh.core.errors import MeshUnknownAgentError, MeshUnknownMessageError
+from mesh.core.inbound import ack_response, inbound_item, late_ack_item, waiting_tag
+from mesh.core.types import AgentIdentity, IncomingMeshMessage
+from mesh.models import MeshAgent, MeshDelivery, MeshSentMessage
+
+MESH_STREAM_PREFIX = "mesh:"
+
+
+def mesh_session_id(agent_id: str) -> str:
+    """The DjangoStore session that is agent <id>'s inbox on the database transport."""
+    return f"mesh:{agent_id}"
+
+
+def mesh_stream(agent_id: str) -> str:
+    return f"{MESH_STREAM_PREFIX}{agent_id}"
+
+
+# -- registry -------------------------------------------------------------------------------
+
+
+def mesh_agent_register(*, identity: AgentIdentity) -> MeshAgent:
+    agent, _ = MeshAgent.objects.update_or_create(
+        agent_id=identity.id,
+        defaults={
+            "name": identity.name,
+            "description": identity.description,
+            "capabilities": identity.capabilities,
+            "metadata": identity.metadata,
+        },
+    )
+    return agent
+
+
+def mesh_agent_unregister(*, agent_id: str) -> None:
+    MeshAgent.objects.filter(agent_id=agent_id).delete()
+
+
+def agent_identity(agent: MeshAgent) -> AgentIdentity:
+    return AgentIdentity(
+        id=agent.agent_id,
+        name=agent.name,
+        description=agent.description,
+        capabilities=agent.capabilities,
+        metadata=agent.metadata,
+    )
+
+
+def mesh_agents_list() -> list[AgentIdentity]:
+    return [agent_identity(agent) for agent in MeshAgent.objects.all()]
+
+
+def mesh_agent_get(agent_id: str) -> AgentIdentity | None:
+    agent = MeshAgent.objects.filter(agent_id=agent_id).first()
+    return agent_identity(agent) if agent is not None else None
+
+
+def _name_of(agent_id: str) -> str:
+    name = MeshAgent.objects.filter(agent_id=agent_id).values_list("name", flat=True).first()
+    return name or agent_id
+
+
+# -- delivery -------------------------------------------------------------------------------
+
+
+def _claim(
+    message: IncomingMeshMessage, recipient: str, wire: dict[str, Any]
+) -> MeshDelivery | None:
+    """The delivery row, or None if this message already reached this recipient."""
+    try:
+        with transaction.atomic():  # savepoint: the unique constraint is the arbiter
+            return MeshDelivery.objects.create(
+                message_id=message.id,
+                recipient=recipient,
+                sender=message.from_,
+                kind=message.kind,
+                body=wire,
+            )
+    except IntegrityError:
+        return None
+
+
+def _store(delivery: MeshDelivery, recipient: str, item: CoreInboxItem) -> None:
+    row = inbox_item_add(session_id=mesh_session_id(recipient), item=item, resolved_by="mesh")
+    delivery.inbox_item = row
+    delivery.save(update_fields=["inbox_item"])
+
+
+def _announce(delivery: MeshDelivery, wire: dict[str, Any]) -> None:
+    record_event(
+        stream=mesh_stream(delivery.recipient),
+        type="mesh.delivered",
+        payload={"delivery": delivery.pk, "message": wire},
+    )
+
+
+def _record_sender(message: IncomingMeshMessage) -> None:
+    MeshSentMessage.objects.bulk_create(
+        [MeshSentMessage(message_id=message.id, sender=message.from_, kind=message.kind)],
+        ignore_conflicts=True,
+    )
+
+
+def mesh_message_deliver(
+    *, message: IncomingMeshMessage, wire: dict[str, Any], recipients: list[str]
+) -> int:
+    """Deliver a direct message or broadcast to `recipients`; returns how many got it now
+    (the others had it already)."""
+    delivered = 0
+    with transaction.atomic():
+        _record_sender(message)
+        peer_name = _name_of(message.from_)
+        for recipient in recipients:
+            delivery = _claim(message, recipient, wire)
+            if delivery is None:
+                continue
+            _store(delivery, recipient, inbound_item(message, peer_name))
+            if message.kind == "direct" and message.in_reply_to:
+                # Reply implies ack, in the same transaction as the reply itself.
+                _resolve_wait(recipient, message.in_reply_to, message.content)
+            _announce(delivery, wire)
+            delivered += 1
+    return delivered
+
+
+def mesh_broadcast_send(
+    *,
+    message: IncomingMeshMessage,
+    wire: dict[str, Any],
+    may_receive: Callable[[str], bool],
+) -> int:
+    with transaction.atomic():
+        recipients = [
+            agent_id
+            for agent_id in MeshAgent.objects.values_list("agent_id", flat=True)
+            if agent_id != message.from_ and may_receive(agent_id)
+        ]
+        _record_sender(message)
+        return mesh_message_deliver(message=message, wire=wire, recipients=recipients)
+
+
+def mesh_direct_send(*, message: IncomingMeshMessage, wire: dict[str, Any]) -> int:
+    with transaction.atomic():
+        _record_sender(message)
+        if not message.to or not MeshAgent.objects.filter(agent_id=message.to).exists():
+            raise MeshUnknownAgentError(message.to or "(missing `to` field)")
+        return mesh_message_deliver(message=message, wire=wire, recipients=[message.to])
+
+
+def _resolve_wait(agent_id: str, message_id: str, response: str) -> bool | None:
+    """True: resolved now; False: it was already over; None: agent never waited on it."""
+    item_id = (
+        InboxItem.objects.filter(session_id=mesh_session_id(agent_id), tag=waiting_tag(message_id))
+        .values_list("id", flat=True)
+        .first()
+    )
+    if item_id is None:
+        return None
+    try:
+        resolve_inbox_item(item_id, response, resolved_by="mesh")
+    except InboxTransitionError:
+        return False
+    except InboxItemNotFound:
+        return None
+    return True
+
+
+def mesh_ack_deliver(*, ack: IncomingMeshMessage, wire: dict[str, Any]) -> None:
+    """Route an ack to the sender of `ack.ack_of`: resolve its wait, or surface it as an
+    ordinary item when the wait is already over (Decision 7); drop it for a message the
+    sender never waited on. Raises `MeshUnknownMessageError` for an unknown message id."""
+    with transaction.atomic():
+        original = MeshSentMessage.objects.filter(message_id=ack.ack_of).first()
+        if original is None:
+            raise MeshUnknownMessageError(ack.ack_of or "")
+        recipient = original.sender
+        ack.to = recipient
+        wire["to"] = recipient
+        delivery = _claim(ack, recipient, wire)
+        if delivery is None:
+            return
+        # No waiting item (a non-blocking send): the inbox is left alone, as in glove-mesh;
+        # the delivery row still routes the ack to the sender's handler.
+        outcome = _resolve_wait(recipient, ack.ack_of or "", ack_response(ack))
+        if outcome is False:
+            _store(delivery, recipient, late_ack_item(ack, _name_of(ack.from_)))
+        _announce(delivery, wire)
+
+
+def mesh_sender_of(message_id: str) -> str | None:
+    return (
+        MeshSentMessage.objects.filter(message_id=message_id)
+        .values_list("sender", flat=True)
+        .first()
+    )
+
+
+def mesh_deliveries_after(*, recipient: str, after: int, limit: int = 200) -> list[MeshDelivery]:
+    return list(
+        MeshDelivery.objects.filter(recipient=recipient, pk__gt=after).order_by("pk")[:limit]
+    )
+
+
+def mesh_delivery_cursor(*, recipient: str) -> int:
+    last = (
+        MeshDelivery.objects.filter(recipient=recipient)
+        .order_by("-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return last or 0

@@ -1,0 +1,165 @@
+"""The database transport: durable delivery through the ORM (any database Django runs on).
+
+Every agent's inbox is the DjangoStore session `mesh:<agent id>` (`mesh_store(agent_id)`).
+The sender's call writes the recipient's inbox item, a `MeshDelivery` row and a live event in
+one transaction (see `mesh.services`): the message is in the recipient's inbox whether or not
+the recipient is running, nothing is lost across restarts, and a message id reaches each
+recipient at most once. A running recipient notices new deliveries by polling its
+`MeshDelivery` rows (an indexed range read) every `poll_interval` seconds and is woken.
+
+Access rules apply as on the other transports. Signing does not: the delivery is written by
+the sender's process straight into the database, so whoever can write that database can
+write any inbox; a signature would prove nothing more. Secure the database instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from mesh import services
+from mesh.core.adapter import MeshHandler, Unsubscribe
+from mesh.core.errors import MeshAccessDeniedError, MeshUnknownAgentError, MeshUnknownMessageError
+from mesh.core.security import MeshGuard
+from mesh.core.types import AgentIdentity, IncomingMeshMessage, MeshMessage, build_ack
+
+logger = logging.getLogger("mesh")
+
+
+def _run(function: Any) -> Any:
+    return sync_to_async(function, thread_sensitive=True)
+
+
+def mesh_store(agent_id: str, **options: Any) -> Any:
+    """The store an agent on the database transport must use: its mesh inbox session."""
+    from gloveapp.conversations.store import DjangoStore
+
+    return DjangoStore(services.mesh_session_id(agent_id), resolved_by="mesh", **options)
+
+
+class DatabaseMeshAdapter:
+    # The transport writes the recipient's inbox itself; mount_mesh only wakes the agent.
+    delivers_to_inbox = True
+
+    def __init__(self, agent_id: str, *, guard: MeshGuard, poll_interval: float) -> None:
+        self.agent_id = agent_id
+        self.identifier = f"database-mesh-{agent_id}"
+        self.guard = guard
+        self.poll_interval = poll_interval
+
+    def check_store(self, store: Any) -> None:
+        expected = services.mesh_session_id(self.agent_id)
+        if getattr(store, "identifier", None) != expected:
+            raise ValueError(
+                f'On the database mesh transport, agent "{self.agent_id}" must use the store '
+                f'of session "{expected}" (mesh.transports.database.mesh_store).'
+            )
+
+    # -- registry ------------------------------------------------------------------------------
+    async def register(self, identity: AgentIdentity) -> None:
+        await _run(services.mesh_agent_register)(identity=identity)
+
+    async def unregister(self) -> None:
+        await _run(services.mesh_agent_unregister)(agent_id=self.agent_id)
+
+    async def list_agents(self) -> list[AgentIdentity]:
+        return await _run(services.mesh_agents_list)()
+
+    async def get_agent(self, agent_id: str) -> AgentIdentity | None:
+        return await _run(services.mesh_agent_get)(agent_id)
+
+    # -- outbound ------------------------------------------------------------------------------
+    async def send(self, message: MeshMessage) -> None:
+        message.from_ = self.agent_id
+        if message.to and not self.guard.may_message(self.agent_id, message.to):
+            raise MeshAccessDeniedError(self.agent_id, message.to)
+        incoming = IncomingMeshMessage.from_message(message, "direct")
+        await _run(services.mesh_direct_send)(message=incoming, wire=incoming.to_dict())
+
+    async def broadcast(self, message: MeshMessage) -> None:
+        message.from_ = self.agent_id
+        message.to = None
+        incoming = IncomingMeshMessage.from_message(message, "broadcast")
+        await _run(services.mesh_broadcast_send)(
+            message=incoming,
+            wire=incoming.to_dict(),
+            may_receive=lambda recipient: self.guard.may_message(self.agent_id, recipient),
+        )
+
+    async def acknowledge(self, message_id: str, note: str | None = None) -> None:
+        sender = await _run(services.mesh_sender_of)(message_id)
+        if sender is None:
+            raise MeshUnknownMessageError(message_id)
+        if not self.guard.may_message(self.agent_id, sender):
+            raise MeshAccessDeniedError(self.agent_id, sender)
+        ack = build_ack(original_sender=sender, ack_of=message_id, sender=self.agent_id, note=note)
+        await _run(services.mesh_ack_deliver)(ack=ack, wire=ack.to_dict())
+
+    # -- inbound -------------------------------------------------------------------------------
+    async def subscribe(self, handler: MeshHandler) -> Unsubscribe:
+        # Deliveries before now are already in the inbox; from here on, each one wakes us.
+        cursor = await _run(services.mesh_delivery_cursor)(recipient=self.agent_id)
+        task = asyncio.create_task(self._poll(cursor, handler), name=f"mesh-db-{self.agent_id}")
+
+        async def unsubscribe() -> None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+        return unsubscribe
+
+    async def _poll(self, cursor: int, handler: MeshHandler) -> None:
+        while True:
+            try:
+                deliveries = await _run(services.mesh_deliveries_after)(
+                    recipient=self.agent_id, after=cursor
+                )
+            except Exception:
+                logger.exception("[mesh-db] %s could not read its deliveries:", self.agent_id)
+                deliveries = []
+            for delivery in deliveries:
+                cursor = delivery.pk
+                try:
+                    await handler(IncomingMeshMessage.from_dict(delivery.body))
+                except Exception:
+                    logger.exception("[mesh-db] handler:")
+            if not deliveries:
+                await asyncio.sleep(self.poll_interval)
+
+
+class DatabaseMeshTransport:
+    def __init__(
+        self,
+        *,
+        poll_interval: float = 0.05,
+        access: Mapping[str, Iterable[str]] | None = None,
+        signing_keys: Mapping[str, str] | None = None,
+    ) -> None:
+        if signing_keys:
+            raise ValueError(
+                "signing_keys does not apply to the database transport (the sender writes the "
+                "recipient's inbox itself); secure the database instead"
+            )
+        if not isinstance(poll_interval, int | float) or poll_interval <= 0:
+            raise ValueError("poll_interval must be a positive number of seconds")
+        self.poll_interval = float(poll_interval)
+        self.guard = MeshGuard(access=access)
+
+    def adapter(self, agent_id: str) -> DatabaseMeshAdapter:
+        return DatabaseMeshAdapter(agent_id, guard=self.guard, poll_interval=self.poll_interval)
+
+    async def close(self) -> None:
+        return None
+
+
+__all__ = [
+    "DatabaseMeshAdapter",
+    "DatabaseMeshTransport",
+    "MeshUnknownAgentError",
+    "mesh_store",
+]

@@ -1,0 +1,105 @@
+"""The database transport's own promises: durable, atomic, at most once per recipient."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import SyncToAsync, sync_to_async
+from django.db import connections
+
+from gloveapp.conversations.models import LiveEvent
+from mesh.core import MeshMessage, mount_mesh, new_message_id, unmount_mesh
+from mesh.core.peer import serve_mesh_peer
+from mesh.models import MeshDelivery
+from mesh.transports.database import DatabaseMeshTransport, mesh_store
+from tests.core.support import calls
+from tests.mesh.support import A, B, call_tool, eventually, items, make_agent
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def transport():
+    yield DatabaseMeshTransport(poll_interval=0.01)
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+
+
+async def test_an_offline_agent_finds_its_messages_when_it_comes_back_and_answers(transport):
+    await transport.adapter("b").register(B)  # b was here before; it is not running now
+    a, _, store_a = make_agent("a", store=mesh_store("a"))
+    await mount_mesh(a, adapter=transport.adapter("a"), identity=A)
+    sent = await call_tool(
+        a, "glove_mesh_send_message", {"to": "b", "content": "while you were out", "blocking": True}
+    )
+    msg_id = sent.data["message_id"]
+
+    def ack(prompt):
+        return calls(("glove_mesh_acknowledge", {"message_id": msg_id, "note": "back now"}))
+
+    b, model_b, _ = make_agent("b", [ack, "ok"], store=mesh_store("b"))
+    mount = await mount_mesh(b, adapter=transport.adapter("b"), identity=B)
+    assert await serve_mesh_peer(mount, max_turns=1) == 1  # woken at once: mail was waiting
+    assert "while you were out" in model_b.calls[0].messages[0].text
+    [resolved] = await eventually(lambda: items(store_a, status="resolved"))
+    assert resolved.response == "back now"
+    await unmount_mesh(a)
+    await unmount_mesh(b)
+
+
+async def test_a_retried_send_is_delivered_at_most_once(transport):
+    sender = transport.adapter("a")
+    await sender.register(A)
+    await transport.adapter("b").register(B)
+    message_id = new_message_id("a")
+    for _ in range(3):
+        await sender.send(MeshMessage(id=message_id, from_="a", to="b", content="once"))
+    assert [i.response for i in await items(mesh_store("b"))] == ["once"]
+    assert await MeshDelivery.objects.filter(message_id=message_id).acount() == 1
+
+
+async def test_the_inbox_item_delivery_row_and_live_event_commit_together(transport, monkeypatch):
+    sender = transport.adapter("a")
+    await sender.register(A)
+    await transport.adapter("b").register(B)
+    await sender.send(MeshMessage(id=new_message_id("a"), from_="a", to="b", content="fine"))
+    event = await LiveEvent.objects.filter(stream="mesh:b").alast()
+    assert event.type == "mesh.delivered"
+    assert event.payload["message"]["content"] == "fine"
+
+    def broken_event(**kwargs):
+        raise RuntimeError("event log unavailable")
+
+    monkeypatch.setattr("mesh.services.record_event", broken_event)
+    with pytest.raises(RuntimeError, match="event log unavailable"):
+        await sender.send(MeshMessage(id=new_message_id("a"), from_="a", to="b", content="lost?"))
+    assert [i.response for i in await items(mesh_store("b"))] == ["fine"]
+    assert await MeshDelivery.objects.acount() == 1
+
+
+async def test_an_agent_must_use_its_mesh_inbox_as_its_store(transport):
+    from gloveapp.core import MemoryStore
+
+    a, _, _ = make_agent("a", store=MemoryStore("a"))
+    with pytest.raises(ValueError, match='must use the store of session "mesh:a"'):
+        await mount_mesh(a, adapter=transport.adapter("a"), identity=A)
+
+
+async def test_a_clean_shutdown_can_keep_the_agent_registered_for_later_delivery(transport):
+    b, _, _ = make_agent("b", store=mesh_store("b"))
+    await mount_mesh(b, adapter=transport.adapter("b"), identity=B)
+    await unmount_mesh(b, unregister=False)
+    assert [agent.id for agent in await transport.adapter("a").list_agents()] == ["b"]
+
+
+def test_signing_keys_are_refused_by_the_database_transport():
+    with pytest.raises(ValueError, match="does not apply to the database transport"):
+        DatabaseMeshTransport(signing_keys={"a": "k"})
+
+
+async def test_messages_are_stored_for_the_admin_with_sender_and_recipient(transport):
+    sender = transport.adapter("a")
+    await sender.register(A)
+    await transport.adapter("b").register(B)
+    await sender.send(MeshMessage(id=new_message_id("a"), from_="a", to="b", content="hi"))
+    delivery = await sync_to_async(MeshDelivery.objects.select_related("inbox_item").get)()
+    assert (delivery.sender, delivery.recipient, delivery.kind) == ("a", "b", "direct")
+    assert delivery.inbox_item.session_id == "mesh:b"
