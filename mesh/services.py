@@ -13,9 +13,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from gloveapp.conversations.events import record_event
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from gloveapp.core.types import InboxItem as CoreInboxItem
+from gloveapp.live.eventlog import record_event
+from gloveapp.live.streams import mesh_stream
 from inbox.models import InboxItem
 from inbox.services import inbox_item_add, resolve_inbox_item
 from mesh.core.errors import MeshUnknownAgentError, MeshUnknownMessageError
@@ -23,16 +24,10 @@ from mesh.core.inbound import ack_response, inbound_item, late_ack_item, waiting
 from mesh.core.types import AgentIdentity, IncomingMeshMessage
 from mesh.models import MeshAgent, MeshDelivery, MeshSentMessage
 
-MESH_STREAM_PREFIX = "mesh:"
-
 
 def mesh_session_id(agent_id: str) -> str:
     """The DjangoStore session that is agent <id>'s inbox on the database transport."""
     return f"mesh:{agent_id}"
-
-
-def mesh_stream(agent_id: str) -> str:
-    return f"{MESH_STREAM_PREFIX}{agent_id}"
 
 
 # -- registry -------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def _run(function: Any) -> Any:
 
 def mesh_store(agent_id: str, **options: Any) -> Any:
     """The store an agent on the database transport must use: its mesh inbox session."""
-    from gloveapp.conversations.store import DjangoStore
+    from gloveapp.ormstore.store import DjangoStore
 
     return DjangoStore(services.mesh_session_id(agent_id), resolved_by="mesh", **options)
 

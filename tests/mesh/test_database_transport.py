@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import connections
 
-from gloveapp.conversations.models import LiveEvent
+from gloveapp.live.models import LiveEvent
 from mesh.core import MeshMessage, mount_mesh, new_message_id, unmount_mesh
 from mesh.core.peer import serve_mesh_peer
 from mesh.models import MeshDelivery
