@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "gloveapp.demo",
     "gloveapp.api",
     "gloveapp.pages",
+    "gloveapp.turns",
 ]
 
 MIDDLEWARE = [
@@ -227,6 +228,8 @@ GLOVE_MODEL = os.environ.get("GLOVE_MODEL", "")
 # Agent name -> dotted path of a factory returning its tools and system prompt.
 GLOVE_AGENTS = {
     "coffee": "gloveapp.demo.coffee.build_agent",
+    # The mesh demo's second agent: `manage.py run_agent roastery --mesh-id roastery`.
+    "roastery": "gloveapp.demo.roastery.build_agent",
 }
 GLOVE_DEFAULT_AGENT = os.environ.get("GLOVE_DEFAULT_AGENT", "coffee")
 # Shared secret for signed webhooks resolving inbox items (HMAC-SHA256 over the body).

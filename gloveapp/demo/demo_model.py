@@ -21,6 +21,7 @@ from gloveapp.core.abort import AbortSignal
 from gloveapp.core.providers.base import Notify, ToolSpec
 from gloveapp.core.types import Message, ModelResult, ToolCall, ToolResult
 from gloveapp.demo.catalogue import RESTOCK_TAG, CatalogueEntry, find_entry
+from gloveapp.demo.demo_mesh import answer_mesh_question, describe_sent, reply_with_stock
 
 DISCLOSURE = (
     "(I'm the offline demo model: a rule-based stand-in, not an AI. I follow simple keyword "
@@ -110,11 +111,12 @@ class DemoModel:
             return _say(CAPABILITIES)
         last = context[-1]
         if last.sender == "user" and last.tool_results:
-            return _say(self._describe_results(last.tool_results, context))
+            follow_up = reply_with_stock(last.tool_results, context, tools)
+            return follow_up or _say(self._describe_results(last.tool_results, context))
         ask = _current_ask(context)
         news = [line for message in ask for line in _resolved_lines(message)]
         if news:
-            return _say(self._relay(news))
+            return answer_mesh_question(news, tools, self._find) or _say(self._relay(news))
         text = last.text.strip()
         intent = self._intent(text.lower(), _last_agent_text(context))
         if isinstance(intent, str):
@@ -284,6 +286,7 @@ _DESCRIBERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
     "view_cart": _describe_cart,
     "glove_post_to_inbox": _describe_watch,
     "checkout": _describe_checkout,
+    "glove_mesh_send_message": describe_sent,
 }
 
 

@@ -1,0 +1,116 @@
+"""The mesh in the admin: who is registered, and the traffic (every `mesh:` inbox item).
+
+Traffic is the inbox items whose tag starts with `mesh:` in any agent's store (a proxy of
+`inbox.InboxItem`), filterable by sender (from the tag), recipient (the session that holds the
+item: `mesh:<agent id>` for mesh peers) and state. Read-only: items are written by agents.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Q, QuerySet
+
+from mesh.models import MeshAgent, MeshDelivery, MeshTraffic
+
+SENDER_PREFIXES = ("mesh:from:", "mesh:broadcast:from:")
+
+
+def sender_of(tag: str) -> str:
+    for prefix in SENDER_PREFIXES:
+        if tag.startswith(prefix):
+            return tag[len(prefix) :]
+    return ""  # mesh:waiting:<id> is this agent's own pending send
+
+
+class SenderFilter(admin.SimpleListFilter):
+    title = "sender"
+    parameter_name = "sender"
+
+    def lookups(self, request, model_admin):
+        tags = model_admin.get_queryset(request).values_list("tag", flat=True).distinct()
+        senders = sorted({sender_of(tag) for tag in tags} - {""})
+        return [(sender, sender) for sender in senders]
+
+    def queryset(self, request, queryset: QuerySet) -> QuerySet:
+        sender = self.value()
+        if not sender:
+            return queryset
+        return queryset.filter(
+            Q(tag=f"mesh:from:{sender}") | Q(tag=f"mesh:broadcast:from:{sender}")
+        )
+
+
+class RecipientFilter(admin.SimpleListFilter):
+    title = "recipient"
+    parameter_name = "recipient"
+
+    def lookups(self, request, model_admin):
+        sessions = model_admin.get_queryset(request).values_list("session_id", flat=True)
+        return [(session, session) for session in sorted(set(sessions))]
+
+    def queryset(self, request, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(session_id=self.value()) if self.value() else queryset
+
+
+@admin.register(MeshTraffic)
+class MeshTrafficAdmin(admin.ModelAdmin):
+    list_display = ("id", "kind", "sender", "session", "status", "short_response", "created_at")
+    list_filter = (SenderFilter, RecipientFilter, "status")
+    search_fields = ("id", "tag", "request", "response", "session__id")
+    list_select_related = ("session",)
+    date_hierarchy = "created_at"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(tag__startswith="mesh:")
+
+    @admin.display(description="kind")
+    def kind(self, item: MeshTraffic) -> str:
+        if item.tag.startswith("mesh:waiting:"):
+            return "waiting"
+        return "broadcast" if item.tag.startswith("mesh:broadcast:") else "message"
+
+    @admin.display(description="sender")
+    def sender(self, item: MeshTraffic) -> str:
+        return sender_of(item.tag) or "(this agent)"
+
+    @admin.display(description="response")
+    def short_response(self, item: MeshTraffic) -> str:
+        text = item.response or item.request
+        return text if len(text) <= 80 else text[:79] + "\u2026"
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(MeshAgent)
+class MeshAgentAdmin(admin.ModelAdmin):
+    list_display = ("agent_id", "name", "description", "capabilities", "registered_at")
+    search_fields = ("agent_id", "name", "description")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(MeshDelivery)
+class MeshDeliveryAdmin(admin.ModelAdmin):
+    list_display = ("message_id", "kind", "sender", "recipient", "delivered_at")
+    list_filter = ("kind", "sender", "recipient")
+    search_fields = ("message_id", "sender", "recipient")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
