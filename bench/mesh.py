@@ -7,6 +7,8 @@ per transport. Prints JSON.
   (`time.monotonic_ns`, which is one clock for every process on a Linux machine).
 - round trip: a blocking send, b acknowledges it as soon as it is stored, until a's waiting
   item is resolved; one after another.
+- database (bench/mesh_database.py): 4 sender processes on a fresh PostgreSQL database, the
+  recipient offline, then restarted: its inbox must hold every message exactly once.
 
 In-process runs both agents in this process. Redis runs agent b in a child process (across
 processes, as deployed) against the Redis of BENCH_REDIS_URL (default
@@ -226,7 +228,7 @@ async def bench_redis(url: str, n: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--transport", choices=["inprocess", "redis"], action="append")
+    parser.add_argument("--transport", choices=["inprocess", "redis", "database"], action="append")
     parser.add_argument("--child-redis", nargs=3, metavar=("URL", "N", "ROUNDS"))
     args = parser.parse_args()
     if args.child_redis:
@@ -236,11 +238,15 @@ def main() -> None:
     n = 2_000 if args.quick else 20_000
     url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
     results: dict[str, Any] = {}
-    for transport in args.transport or ["inprocess", "redis"]:
+    for transport in args.transport or ["inprocess", "redis", "database"]:
         if transport == "inprocess":
             results["inprocess"] = asyncio.run(bench_inprocess(n))
-        else:
+        elif transport == "redis":
             results["redis"] = asyncio.run(bench_redis(url, n))
+        else:
+            from bench.mesh_database import run as bench_database
+
+            results["database"] = bench_database(n // 10 if args.quick else 4_000, senders=4)
     print(
         json.dumps(
             {

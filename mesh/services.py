@@ -8,10 +8,12 @@ back, and the unique (message id, recipient) constraint delivers a retried send 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from gloveapp.core.types import InboxItem as CoreInboxItem
@@ -78,33 +80,48 @@ def _name_of(agent_id: str) -> str:
 
 
 def _claim(
-    message: IncomingMeshMessage, recipient: str, wire: dict[str, Any]
-) -> MeshDelivery | None:
-    """The delivery row, or None if this message already reached this recipient."""
-    try:
-        with transaction.atomic():  # savepoint: the unique constraint is the arbiter
-            return MeshDelivery.objects.create(
-                message_id=message.id,
-                recipient=recipient,
-                sender=message.from_,
-                kind=message.kind,
-                body=wire,
-            )
-    except IntegrityError:
-        return None
+    message: IncomingMeshMessage,
+    recipient: str,
+    wire: dict[str, Any],
+    item_id: str | None = None,
+) -> int | None:
+    """Insert the delivery row; its id, or None if this message already reached this recipient.
+
+    One `INSERT ... ON CONFLICT DO NOTHING RETURNING` (PostgreSQL and SQLite >= 3.35): the
+    unique (message id, recipient) constraint is the arbiter, without a savepoint round trip.
+    The inbox item it points to is inserted right after, in the same transaction (Django's
+    foreign keys are checked at commit).
+    """
+    table = MeshDelivery._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'INSERT INTO "{table}" '
+            "(message_id, recipient, sender, kind, body, inbox_item_id, delivered_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (message_id, recipient) DO NOTHING RETURNING id",
+            [
+                message.id,
+                recipient,
+                message.from_,
+                message.kind,
+                json.dumps(wire),
+                item_id,
+                timezone.now(),
+            ],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
-def _store(delivery: MeshDelivery, recipient: str, item: CoreInboxItem) -> None:
-    row = inbox_item_add(session_id=mesh_session_id(recipient), item=item, resolved_by="mesh")
-    delivery.inbox_item = row
-    delivery.save(update_fields=["inbox_item"])
+def _store(recipient: str, item: CoreInboxItem) -> None:
+    inbox_item_add(session_id=mesh_session_id(recipient), item=item, resolved_by="mesh")
 
 
-def _announce(delivery: MeshDelivery, wire: dict[str, Any]) -> None:
+def _announce(delivery_id: int, recipient: str, wire: dict[str, Any]) -> None:
     record_event(
-        stream=mesh_stream(delivery.recipient),
+        stream=mesh_stream(recipient),
         type="mesh.delivered",
-        payload={"delivery": delivery.pk, "message": wire},
+        payload={"delivery": delivery_id, "message": wire},
     )
 
 
@@ -121,18 +138,20 @@ def mesh_message_deliver(
     """Deliver a direct message or broadcast to `recipients`; returns how many got it now
     (the others had it already)."""
     delivered = 0
-    with transaction.atomic():
+    # No savepoint of its own: callers' transactions roll it back whole on any error.
+    with transaction.atomic(savepoint=False):
         _record_sender(message)
         peer_name = _name_of(message.from_)
         for recipient in recipients:
-            delivery = _claim(message, recipient, wire)
-            if delivery is None:
+            item = inbound_item(message, peer_name)
+            delivery_id = _claim(message, recipient, wire, item.id)
+            if delivery_id is None:
                 continue
-            _store(delivery, recipient, inbound_item(message, peer_name))
+            _store(recipient, item)
             if message.kind == "direct" and message.in_reply_to:
                 # Reply implies ack, in the same transaction as the reply itself.
                 _resolve_wait(recipient, message.in_reply_to, message.content)
-            _announce(delivery, wire)
+            _announce(delivery_id, recipient, wire)
             delivered += 1
     return delivered
 
@@ -149,14 +168,13 @@ def mesh_broadcast_send(
             for agent_id in MeshAgent.objects.values_list("agent_id", flat=True)
             if agent_id != message.from_ and may_receive(agent_id)
         ]
-        _record_sender(message)
         return mesh_message_deliver(message=message, wire=wire, recipients=recipients)
 
 
 def mesh_direct_send(*, message: IncomingMeshMessage, wire: dict[str, Any]) -> int:
     with transaction.atomic():
-        _record_sender(message)
         if not message.to or not MeshAgent.objects.filter(agent_id=message.to).exists():
+            _record_sender(message)  # as glove-mesh does, even when the send then fails
             raise MeshUnknownAgentError(message.to or "(missing `to` field)")
         return mesh_message_deliver(message=message, wire=wire, recipients=[message.to])
 
@@ -190,15 +208,18 @@ def mesh_ack_deliver(*, ack: IncomingMeshMessage, wire: dict[str, Any]) -> None:
         recipient = original.sender
         ack.to = recipient
         wire["to"] = recipient
-        delivery = _claim(ack, recipient, wire)
-        if delivery is None:
+        late = None
+        delivery_id = _claim(ack, recipient, wire)
+        if delivery_id is None:
             return
         # No waiting item (a non-blocking send): the inbox is left alone, as in glove-mesh;
         # the delivery row still routes the ack to the sender's handler.
         outcome = _resolve_wait(recipient, ack.ack_of or "", ack_response(ack))
         if outcome is False:
-            _store(delivery, recipient, late_ack_item(ack, _name_of(ack.from_)))
-        _announce(delivery, wire)
+            late = late_ack_item(ack, _name_of(ack.from_))
+            _store(recipient, late)
+            MeshDelivery.objects.filter(pk=delivery_id).update(inbox_item_id=late.id)
+        _announce(delivery_id, recipient, wire)
 
 
 def mesh_sender_of(message_id: str) -> str | None:
