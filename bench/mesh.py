@@ -207,6 +207,7 @@ async def bench_redis(url: str, n: int) -> dict[str, Any]:
         str(rounds),
         stdout=asyncio.subprocess.PIPE,
         cwd=ROOT,
+        limit=2**24,  # the latency samples come back as one JSON line
     )
     assert (await child.stdout.readline()).strip() == b"ready"
     transport = RedisMeshTransport(url=url)

@@ -150,6 +150,7 @@ def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> di
             "mesh.transports.redis_pubsub.RedisMeshTransport",
             {"url": redis_url or "redis://127.0.0.1:6379/0"},
         ),
+        "database": ("mesh.transports.database.DatabaseMeshTransport", {}),
     }
     if transport not in backends:
         raise ValueError(f"MESH_TRANSPORT must be one of {', '.join(backends)}, got {transport!r}")
@@ -159,7 +160,7 @@ def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> di
     return {"default": {"BACKEND": backend, "CONFIG": config}}
 
 
-# Agents on the mesh: MESH_TRANSPORT=inprocess|redis (MESH_REDIS_URL, else REDIS_URL);
+# Agents on the mesh: MESH_TRANSPORT=inprocess|redis|database (MESH_REDIS_URL, else REDIS_URL);
 # MESH_SIGNING_KEYS=agent=secret,... turns on signed messages.
 MESH = mesh_for(
     os.environ.get("MESH_TRANSPORT", "inprocess"),
