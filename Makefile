@@ -20,9 +20,14 @@ $(STAMP): pyproject.toml | $(PY)
 
 install: $(STAMP)
 
+# The mesh demo: chats join the mesh on the database transport, and the roastery agent runs
+# beside the server as a peer (ask Brew "ask the roastery about Kenya AA").
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py setup_demo
+	@export MESH_TRANSPORT=$${MESH_TRANSPORT:-database} GLOVE_CHAT_MESH=$${GLOVE_CHAT_MESH:-true}; \
+	$(PY) manage.py run_agent roastery --mesh-id roastery --capability stock & roastery=$$!; \
+	trap 'kill $$roastery 2>/dev/null' EXIT INT TERM; \
 	DEBUG=$${DEBUG:-true} $(VENV)/bin/daphne -b $(HOST) -p $(PORT) gloveapp.asgi:application
 
 lint: install

@@ -167,6 +167,10 @@ MESH = mesh_for(
     os.environ.get("MESH_REDIS_URL") or REDIS_URL,
     env_pairs("MESH_SIGNING_KEYS"),
 )
+# Chat agents join the mesh for their turns (as `chat-<session id>`, their inbox being the
+# chat): they can ask peers such as the demo's roastery. Needs MESH_TRANSPORT=database (the
+# replies must reach the chat while no turn runs). `make run` turns both on.
+GLOVE_CHAT_MESH = env_bool("GLOVE_CHAT_MESH", False)
 # Live updates (gloveapp/live): each server process polls the event log this
 # often when no commit wakes it; remembers skipped ids (transactions still committing) this
 # long; and replays at most this many events to a reconnecting socket before telling it to

@@ -20,6 +20,9 @@ class MeshAgent(models.Model):
     description = models.TextField(blank=True, default="")
     capabilities = models.JSONField(null=True, blank=True)
     metadata = models.JSONField(null=True, blank=True)
+    # The DjangoStore session that is this agent's inbox (a chat session, for example);
+    # empty: `mesh:<agent id>`.
+    inbox_session = models.CharField(max_length=MAX_ID, blank=True, default="")
     registered_at = models.DateTimeField(auto_now=True)
 
     class Meta:

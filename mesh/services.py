@@ -35,10 +35,11 @@ def mesh_session_id(agent_id: str) -> str:
 # -- registry -------------------------------------------------------------------------------
 
 
-def mesh_agent_register(*, identity: AgentIdentity) -> MeshAgent:
+def mesh_agent_register(*, identity: AgentIdentity, inbox_session: str = "") -> MeshAgent:
     agent, _ = MeshAgent.objects.update_or_create(
         agent_id=identity.id,
         defaults={
+            "inbox_session": inbox_session,
             "name": identity.name,
             "description": identity.description,
             "capabilities": identity.capabilities,
@@ -113,8 +114,16 @@ def _claim(
     return row[0] if row else None
 
 
+def inbox_session_of(agent_id: str) -> str:
+    """Where agent <id>'s inbox lives: its registered session, else `mesh:<id>`."""
+    session = (
+        MeshAgent.objects.filter(agent_id=agent_id).values_list("inbox_session", flat=True).first()
+    )
+    return session or mesh_session_id(agent_id)
+
+
 def _store(recipient: str, item: CoreInboxItem) -> None:
-    inbox_item_add(session_id=mesh_session_id(recipient), item=item, resolved_by="mesh")
+    inbox_item_add(session_id=inbox_session_of(recipient), item=item, resolved_by="mesh")
 
 
 def _announce(delivery_id: int, recipient: str, wire: dict[str, Any]) -> None:
@@ -182,7 +191,7 @@ def mesh_direct_send(*, message: IncomingMeshMessage, wire: dict[str, Any]) -> i
 def _resolve_wait(agent_id: str, message_id: str, response: str) -> bool | None:
     """True: resolved now; False: it was already over; None: agent never waited on it."""
     item_id = (
-        InboxItem.objects.filter(session_id=mesh_session_id(agent_id), tag=waiting_tag(message_id))
+        InboxItem.objects.filter(session_id=inbox_session_of(agent_id), tag=waiting_tag(message_id))
         .values_list("id", flat=True)
         .first()
     )

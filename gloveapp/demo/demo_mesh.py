@@ -81,5 +81,38 @@ def reply_with_stock(
     return None
 
 
+ROASTERY = "roastery"
+_ASK_ROASTERY = re.compile(r"\broast(ery|er)\b")
+
+
+def ask_roastery(
+    text: str, tools: set[str], find: Callable[[str], CatalogueEntry | None]
+) -> Message | None:
+    """The shop's side: "ask the roastery about Kenya AA" -> a blocking mesh message."""
+    coffee = find(text)
+    if SEND_TOOL not in tools or coffee is None or not _ASK_ROASTERY.search(text.lower()):
+        return None
+    return _call(
+        SEND_TOOL,
+        {"to": ROASTERY, "content": f"How many bags of {coffee.name} are left?", "blocking": True},
+        f"I'll ask the roastery about {coffee.name}.",
+    )
+
+
+def without_echoes(news: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A reply also resolves the wait it answers, with the same text: say it once."""
+    replies = {item["response"] for item in news if not item["tag"].startswith("mesh:waiting:")}
+    return [
+        item
+        for item in news
+        if not (item["tag"].startswith("mesh:waiting:") and item["response"] in replies)
+    ]
+
+
 def describe_sent(data: dict[str, Any], tool_input: dict[str, Any]) -> str:
-    return f"Sent my answer to {tool_input.get('to', 'the other agent')}."
+    if tool_input.get("in_reply_to"):
+        return f"Sent my answer to {tool_input.get('to', 'the other agent')}."
+    return (
+        f"I've asked the {tool_input.get('to', 'other agent')}. Their answer will appear in "
+        "the inbox here, and I'll pass it on when you next write."
+    )

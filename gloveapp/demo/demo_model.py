@@ -21,7 +21,13 @@ from gloveapp.core.abort import AbortSignal
 from gloveapp.core.providers.base import Notify, ToolSpec
 from gloveapp.core.types import Message, ModelResult, ToolCall, ToolResult
 from gloveapp.demo.catalogue import RESTOCK_TAG, CatalogueEntry, find_entry
-from gloveapp.demo.demo_mesh import answer_mesh_question, describe_sent, reply_with_stock
+from gloveapp.demo.demo_mesh import (
+    answer_mesh_question,
+    ask_roastery,
+    describe_sent,
+    reply_with_stock,
+    without_echoes,
+)
 
 DISCLOSURE = (
     "(I'm the offline demo model: a rule-based stand-in, not an AI. I follow simple keyword "
@@ -116,8 +122,12 @@ class DemoModel:
         ask = _current_ask(context)
         news = [line for message in ask for line in _resolved_lines(message)]
         if news:
-            return answer_mesh_question(news, tools, self._find) or _say(self._relay(news))
+            answer = answer_mesh_question(news, tools, self._find)
+            return answer or _say(self._relay(without_echoes(news)))
         text = last.text.strip()
+        asked = ask_roastery(text, tools, self._find)
+        if asked is not None:
+            return asked
         intent = self._intent(text.lower(), _last_agent_text(context))
         if isinstance(intent, str):
             return _say(intent)

@@ -9,10 +9,12 @@ is the single call that starts a turn, so the turn engine can be switched in one
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
 from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
 from gloveapp.conversations.services import DuplicateSession, session_create
@@ -22,7 +24,9 @@ from mesh.core import AgentIdentity, mount_mesh, unmount_mesh
 from mesh.core.peer import WAKE_PROMPT, serve_mesh_peer
 from mesh.layers import get_mesh_transport
 from mesh.services import mesh_session_id
-from mesh.transports.database import mesh_store
+from mesh.transports.database import DatabaseMeshTransport, mesh_store
+
+logger = logging.getLogger(__name__)
 
 
 def _ensure_session(session_id: str, agent_name: str) -> None:
@@ -44,6 +48,37 @@ def build_peer_glove(spec: AgentSpec, mesh_id: str) -> Glove:
     for tool in spec.tools:
         glove.fold(tool)
     return glove.build()
+
+
+def chat_mesh_id(session_id: str) -> str:
+    return f"chat-{session_id}"
+
+
+async def join_chat_mesh(
+    glove: Glove, *, session_id: str, spec: AgentSpec
+) -> Callable[[], Awaitable[Any]] | None:
+    """Put a chat turn's agent on the mesh (GLOVE_CHAT_MESH); returns how to leave again.
+
+    Only on the database transport: a peer's reply must reach the chat while no turn runs,
+    and there the sender's transaction writes it into the chat's inbox directly.
+    """
+    if not settings.GLOVE_CHAT_MESH:
+        return None
+    transport = get_mesh_transport()
+    if not isinstance(transport, DatabaseMeshTransport):
+        logger.warning("GLOVE_CHAT_MESH needs MESH_TRANSPORT=database; chats stay off the mesh")
+        return None
+    mesh_id = chat_mesh_id(session_id)
+    identity = AgentIdentity(
+        id=mesh_id,
+        name=f"{spec.title} (chat)",
+        description=f"A customer chat with {spec.title}.",
+        capabilities=["chat"],
+    )
+    adapter = transport.adapter(mesh_id, inbox_session=session_id)
+    await mount_mesh(glove, adapter=adapter, identity=identity)
+    # Stays registered after the turn: a reply that comes later still finds the chat.
+    return lambda: unmount_mesh(glove, unregister=False)
 
 
 async def run_turn(glove: Glove) -> Any:

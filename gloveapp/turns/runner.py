@@ -46,6 +46,7 @@ from gloveapp.core.glove import Glove
 from gloveapp.core.providers.errors import ModelConfigurationError, ModelProviderError
 from gloveapp.core.tools import Tool
 from gloveapp.ormstore.store import DjangoStore
+from gloveapp.turns.mesh_peer import join_chat_mesh
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +232,12 @@ async def _run_turn(run: _SessionRun, text: str) -> None:
                 await broadcast(session_id, event_type, payload)
 
         glove.add_subscriber(forward).build()
-        result = await glove.process_request(text)
+        leave_mesh = await join_chat_mesh(glove, session_id=session_id, spec=spec)
+        try:
+            result = await glove.process_request(text)
+        finally:
+            if leave_mesh is not None:
+                await leave_mesh()
     except Exception as error:
         # Every write the loop made is whole (each append is one transaction); the turn just
         # stops here, the page is told why, and the next queued message still runs.

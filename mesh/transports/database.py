@@ -46,14 +46,23 @@ class DatabaseMeshAdapter:
     # The transport writes the recipient's inbox itself; mount_mesh only wakes the agent.
     delivers_to_inbox = True
 
-    def __init__(self, agent_id: str, *, guard: MeshGuard, poll_interval: float) -> None:
+    def __init__(
+        self,
+        agent_id: str,
+        *,
+        guard: MeshGuard,
+        poll_interval: float,
+        inbox_session: str | None = None,
+    ) -> None:
         self.agent_id = agent_id
+        # Where deliveries to this agent are written; a chat agent's inbox is its chat.
+        self.inbox_session = inbox_session or services.mesh_session_id(agent_id)
         self.identifier = f"database-mesh-{agent_id}"
         self.guard = guard
         self.poll_interval = poll_interval
 
     def check_store(self, store: Any) -> None:
-        expected = services.mesh_session_id(self.agent_id)
+        expected = self.inbox_session
         if getattr(store, "identifier", None) != expected:
             raise ValueError(
                 f'On the database mesh transport, agent "{self.agent_id}" must use the store '
@@ -62,7 +71,13 @@ class DatabaseMeshAdapter:
 
     # -- registry ------------------------------------------------------------------------------
     async def register(self, identity: AgentIdentity) -> None:
-        await _run(services.mesh_agent_register)(identity=identity)
+        registered = self.inbox_session
+        await _run(services.mesh_agent_register)(
+            identity=identity,
+            inbox_session=""
+            if registered == services.mesh_session_id(self.agent_id)
+            else registered,
+        )
 
     async def unregister(self) -> None:
         await _run(services.mesh_agent_unregister)(agent_id=self.agent_id)
@@ -150,8 +165,15 @@ class DatabaseMeshTransport:
         self.poll_interval = float(poll_interval)
         self.guard = MeshGuard(access=access)
 
-    def adapter(self, agent_id: str) -> DatabaseMeshAdapter:
-        return DatabaseMeshAdapter(agent_id, guard=self.guard, poll_interval=self.poll_interval)
+    def adapter(self, agent_id: str, *, inbox_session: str | None = None) -> DatabaseMeshAdapter:
+        """`inbox_session`: the DjangoStore session that is this agent's inbox (default
+        `mesh:<agent id>`), e.g. a chat session whose agent joins the mesh."""
+        return DatabaseMeshAdapter(
+            agent_id,
+            guard=self.guard,
+            poll_interval=self.poll_interval,
+            inbox_session=inbox_session,
+        )
 
     async def close(self) -> None:
         return None

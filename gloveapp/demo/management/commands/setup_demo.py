@@ -33,6 +33,8 @@ class Command(BaseCommand):
         write("       watch resolves, the chat's sidebar updates live, and the customer's next")
         write("       message hears the news. (Resolving the item under Inbox items relays a")
         write("       reply too, but leaves the shelf empty.)")
+        write("  Mesh (make run starts the roastery agent): 'ask the roastery about Kenya AA',")
+        write("       then any message: Brew relays the roastery's answer. Admin -> Mesh traffic.")
 
     def _login(self, account: DemoAccount) -> str:
         if account.password is None:
