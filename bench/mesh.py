@@ -7,6 +7,8 @@ per transport. Prints JSON.
   (`time.monotonic_ns`, which is one clock for every process on a Linux machine).
 - round trip: a blocking send, b acknowledges it as soon as it is stored, until a's waiting
   item is resolved; one after another.
+- in-process `adapter_level`: what glove-mesh's in-memory transport does by itself
+  (adapter.send -> handler, adapter.acknowledge -> handler), no tool and no inbox.
 - database (bench/mesh_database.py): 4 sender processes on a fresh PostgreSQL database, the
   recipient offline, then restarted: its inbox must hold every message exactly once.
 
@@ -132,6 +134,36 @@ def summary(n: int, seconds: float, latencies: list[int]) -> dict[str, Any]:
 # -- in-process -------------------------------------------------------------------------------
 
 
+async def adapter_level(n: int) -> dict[str, float]:
+    """glove-mesh's own layer: adapter.send to a subscribed handler, no tool, no inbox."""
+    from mesh.core import MeshMessage, new_message_id
+    from mesh.transports.inprocess import InProcessMeshTransport
+
+    transport = InProcessMeshTransport()
+    a, b = transport.adapter("a"), transport.adapter("b")
+    await a.register(A)
+    await b.register(B)
+    received = 0
+
+    async def handler(message: Any) -> None:
+        nonlocal received
+        received += 1
+
+    await b.subscribe(handler)
+    started = time.perf_counter()
+    for _ in range(n):
+        await a.send(MeshMessage(id=new_message_id("a"), from_="a", to="b", content="x"))
+    sends = n / (time.perf_counter() - started)
+    started = time.perf_counter()
+    for _ in range(n // 2):
+        message = MeshMessage(id=new_message_id("a"), from_="a", to="b", content="x")
+        await a.send(message)
+        await b.acknowledge(message.id)
+    trips = (n // 2) / (time.perf_counter() - started)
+    assert received == n + n // 2
+    return {"msgs_per_s": round(sends, 1), "round_trips_per_s": round(trips, 1)}
+
+
 async def bench_inprocess(n: int) -> dict[str, Any]:
     from mesh.transports.inprocess import InProcessMeshTransport
 
@@ -158,6 +190,7 @@ async def bench_inprocess(n: int) -> dict[str, Any]:
     result["round_trips_per_s"] = round(await round_trips(a, mount_a, max(n // 5, 100)), 1)
     await unmount_mesh(a)
     await unmount_mesh(b)
+    result["adapter_level"] = await adapter_level(n)
     return result
 
 
@@ -247,7 +280,11 @@ def main() -> None:
         else:
             from bench.mesh_database import run as bench_database
 
-            results["database"] = bench_database(n // 10 if args.quick else 4_000, senders=4)
+            count = n // 10 if args.quick else 4_000
+            results["database"] = bench_database(count, senders=4)
+            results["database_distinct_recipients"] = bench_database(
+                count, senders=4, distinct_recipients=True
+            )
     print(
         json.dumps(
             {

@@ -36,7 +36,7 @@ def _setup_django(database_url: str) -> None:
     django.setup()
 
 
-async def _send(n: int, worker: int) -> list[int]:
+async def _send(n: int, worker: int, recipient: str) -> list[int]:
     from mesh.core import MeshMessage, new_message_id
     from mesh.transports.database import DatabaseMeshTransport
 
@@ -46,17 +46,17 @@ async def _send(n: int, worker: int) -> list[int]:
         message_id = new_message_id(f"a{worker}")
         retries = 2 if i % 100 == 0 else 1
         for _ in range(retries):
-            message = MeshMessage(id=message_id, from_=f"a{worker}", to="b", content=f"m{i}")
+            message = MeshMessage(id=message_id, from_=f"a{worker}", to=recipient, content=f"m{i}")
             started = time.perf_counter_ns()
             await adapter.send(message)
             samples.append(time.perf_counter_ns() - started)
     return samples
 
 
-def sender_child(database_url: str, n: int, worker: int) -> None:
+def sender_child(database_url: str, n: int, worker: int, recipient: str) -> None:
     _setup_django(database_url)
     started = time.time()
-    samples = asyncio.run(_send(n, worker))
+    samples = asyncio.run(_send(n, worker, recipient))
     print(json.dumps({"samples_ns": samples, "started": started, "ended": time.time()}))
 
 
@@ -65,12 +65,12 @@ def reader_child(database_url: str) -> None:
     from inbox.models import InboxItem
     from mesh.models import MeshDelivery
 
-    items = InboxItem.objects.filter(session_id="mesh:b")
+    items = InboxItem.objects.filter(session__id__startswith="mesh:b")
     print(
         json.dumps(
             {
                 "inbox_items": items.count(),
-                "distinct_messages": MeshDelivery.objects.filter(recipient="b").count(),
+                "distinct_messages": MeshDelivery.objects.filter(recipient__startswith="b").count(),
             }
         )
     )
@@ -83,7 +83,10 @@ def _admin(url: str, sql: str) -> None:
         connection.execute(sql)
 
 
-def run(n: int, senders: int) -> dict[str, Any]:
+def run(n: int, senders: int, *, distinct_recipients: bool = False) -> dict[str, Any]:
+    """All senders to one offline recipient "b" (its inbox serialises the writes), or each
+    sender to its own recipient "b<i>" (`distinct_recipients`)."""
+    recipients = [f"b{i}" if distinct_recipients else "b" for i in range(senders)]
     admin_url = os.environ.get("BENCH_PG_URL", DEFAULT_PG)
     name = f"glove_bench_mesh_{os.getpid()}"
     parts = urlsplit(admin_url)
@@ -101,13 +104,22 @@ def run(n: int, senders: int) -> dict[str, Any]:
         register = (
             "import django; django.setup();"
             "from mesh.core import AgentIdentity; from mesh.services import mesh_agent_register;"
-            "mesh_agent_register(identity=AgentIdentity(id='b', name='B', description='offline'))"
+            f"[mesh_agent_register(identity=AgentIdentity(id=r, name=r, description='offline'))"
+            f" for r in {sorted(set(recipients))!r}]"
         )
         subprocess.run([sys.executable, "-c", register], cwd=ROOT, env=env, check=True)
         share = n // senders
         children = [
             subprocess.Popen(
-                [sys.executable, __file__, "send", database_url, str(share), str(worker)],
+                [
+                    sys.executable,
+                    __file__,
+                    "send",
+                    database_url,
+                    str(share),
+                    str(worker),
+                    recipients[worker],
+                ],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.PIPE,
@@ -127,9 +139,11 @@ def run(n: int, senders: int) -> dict[str, Any]:
             [sys.executable, __file__, "read", database_url],
             cwd=ROOT,
             env=env,
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if reread.returncode != 0:
+            raise RuntimeError(reread.stderr)
         counts = json.loads(reread.stdout)
     finally:
         _admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -143,6 +157,7 @@ def run(n: int, senders: int) -> dict[str, Any]:
         "messages": sent,
         "send_calls_including_retries": len(samples),
         "sender_processes": senders,
+        "recipients": len(set(recipients)),
         "msgs_per_s": round(sent / elapsed, 1),
         "send_to_stored_p50_ms": pct(50),
         "send_to_stored_p99_ms": pct(99),
@@ -157,6 +172,6 @@ def run(n: int, senders: int) -> dict[str, Any]:
 
 if __name__ == "__main__":
     if sys.argv[1] == "send":
-        sender_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        sender_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
     elif sys.argv[1] == "read":
         reader_child(sys.argv[2])

@@ -150,13 +150,21 @@ def mesh_message_deliver(
     # No savepoint of its own: callers' transactions roll it back whole on any error.
     with transaction.atomic(savepoint=False):
         _record_sender(message)
-        peer_name = _name_of(message.from_)
+        # One read of the registry for the sender's name and every recipient's inbox.
+        registry = {
+            agent_id: (name, inbox_session)
+            for agent_id, name, inbox_session in MeshAgent.objects.filter(
+                agent_id__in=[message.from_, *recipients]
+            ).values_list("agent_id", "name", "inbox_session")
+        }
+        peer_name = registry.get(message.from_, (message.from_, ""))[0]
         for recipient in recipients:
             item = inbound_item(message, peer_name)
             delivery_id = _claim(message, recipient, wire, item.id)
             if delivery_id is None:
                 continue
-            _store(recipient, item)
+            session = registry.get(recipient, ("", ""))[1] or mesh_session_id(recipient)
+            inbox_item_add(session_id=session, item=item, resolved_by="mesh")
             if message.kind == "direct" and message.in_reply_to:
                 # Reply implies ack, in the same transaction as the reply itself.
                 _resolve_wait(recipient, message.in_reply_to, message.content)
