@@ -25,9 +25,12 @@ install: $(STAMP)
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py setup_demo
+	@# The turn worker and the mesh demo's roastery peer run beside the server; Ctrl-C (or the
+	@# server exiting) stops all three.
 	@export MESH_TRANSPORT=$${MESH_TRANSPORT:-database} GLOVE_CHAT_MESH=$${GLOVE_CHAT_MESH:-true}; \
 	$(PY) manage.py run_agent roastery --mesh-id roastery --capability stock & roastery=$$!; \
-	trap 'kill $$roastery 2>/dev/null' EXIT INT TERM; \
+	DEBUG=$${DEBUG:-true} $(PY) manage.py turn_worker & worker=$$!; \
+	trap 'kill $$roastery $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	DEBUG=$${DEBUG:-true} $(VENV)/bin/daphne -b $(HOST) -p $(PORT) gloveapp.asgi:application
 
 lint: install

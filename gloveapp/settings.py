@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -55,6 +56,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "channels",
+    "django_tasks_db",
     # Bottom -> top (the import contract in pyproject.toml checks the same order).
     "gloveapp.live",
     "gloveapp.conversations",
@@ -63,6 +65,7 @@ INSTALLED_APPS = [
     "gloveapp.agents",
     "gloveapp.demo",
     "gloveapp.api",
+    "gloveapp.turns",
     "gloveapp.pages",
     "gloveapp.turns",
 ]
@@ -108,7 +111,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several processes (the server, a management command, a webhook worker) write to
     # one file: wait for the lock instead of failing, and take it at BEGIN.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -247,6 +254,40 @@ GLOVE_WEBHOOK_MAX_SKEW_SECONDS = int(os.environ.get("GLOVE_WEBHOOK_MAX_SKEW_SECO
 GLOVE_INBOX_TTL_SECONDS = int(os.environ.get("GLOVE_INBOX_TTL_SECONDS", "0"))
 # Messages one chat may have waiting behind its running turn; more are refused (429).
 GLOVE_MAX_QUEUED_MESSAGES = int(os.environ.get("GLOVE_MAX_QUEUED_MESSAGES", "5"))
+
+# Chat turns run as Django Tasks (gloveapp/turns). "db" (default): django-tasks-db's queue in
+# this database, worked by `manage.py turn_worker` (`make run` starts one). "rq": RQ on
+# REDIS_URL through django-tasks-rq, for many workers (`manage.py turn_worker` as well).
+GLOVE_TASKS_BACKEND = os.environ.get("GLOVE_TASKS_BACKEND", "db")
+
+
+def task_backends_for(name: str, redis_url: str) -> dict:
+    if name == "rq":
+        if not redis_url:
+            raise ImproperlyConfigured("GLOVE_TASKS_BACKEND=rq needs REDIS_URL.")
+        return {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
+    if name != "db":
+        raise ImproperlyConfigured(f"GLOVE_TASKS_BACKEND must be db or rq, not {name!r}.")
+    return {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+
+
+TASKS = task_backends_for(GLOVE_TASKS_BACKEND, REDIS_URL)
+RQ_QUEUES = {"default": {"URL": REDIS_URL or "redis://127.0.0.1:6379/0"}}
+# How many turns one worker process runs at once (they wait on the model, not the CPU).
+GLOVE_TURN_CONCURRENCY = int(os.environ.get("GLOVE_TURN_CONCURRENCY", "100"))
+# Database threads (one connection each) those turns share, per worker process.
+GLOVE_TURN_DB_THREADS = int(os.environ.get("GLOVE_TURN_DB_THREADS", "8"))
+# A worker renews the lease of its running turns; a lease this old means the worker died,
+# and another worker restarts the turn, at most GLOVE_TURN_MAX_ATTEMPTS times in all.
+GLOVE_TURN_LEASE_SECONDS = float(os.environ.get("GLOVE_TURN_LEASE_SECONDS", "15"))
+GLOVE_TURN_MAX_ATTEMPTS = int(os.environ.get("GLOVE_TURN_MAX_ATTEMPTS", "3"))
+# How often a worker looks at the database for answers and cancels (and new tasks, on db).
+GLOVE_TURN_POLL_SECONDS = float(os.environ.get("GLOVE_TURN_POLL_SECONDS", "0.02"))
+# Live pushes from a turn (text deltas, tool use) give up after this long: a frozen Redis
+# slows the live push only; the stored events reach pages through the event log.
+GLOVE_LIVE_SEND_TIMEOUT_SECONDS = float(os.environ.get("GLOVE_LIVE_SEND_TIMEOUT_SECONDS", "0.2"))
+# Turns one user may start per minute, from every entry point (pages, API, mesh).
+GLOVE_TURNS_PER_USER_PER_MINUTE = int(os.environ.get("GLOVE_TURNS_PER_USER_PER_MINUTE", "30"))
 
 LOGGING = {
     "version": 1,

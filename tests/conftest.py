@@ -95,3 +95,29 @@ def _fresh_throttles():
     from django.core.cache import cache
 
     cache.clear()
+
+
+@pytest.fixture
+async def turn_worker(transactional_db):
+    """A turn worker in this test's process and event loop, on the configured (database)
+    task queue: the same engine and fetcher `manage.py turn_worker` runs."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    from gloveapp.turns.engine import TurnEngine
+    from gloveapp.turns.fetch import fetcher_for_backend
+
+    engine = TurnEngine(worker_id="test-worker")
+    serving = asyncio.ensure_future(engine.serve(fetch=fetcher_for_backend()))
+    await asyncio.sleep(0)
+    yield engine
+    await engine.stop(grace=5)
+    serving.cancel()
+    try:
+        await serving
+    except asyncio.CancelledError:
+        pass
+    # The worker's database work ran in asgiref's thread, which keeps its own connection.
+    await sync_to_async(connections.close_all)()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.urls import path
 
 from gloveapp.api import chat, chat_url, inbox_resolve, inbox_views, sessions, store_views
+from gloveapp.turns.api import TurnCancelApi
 
 urlpatterns = [
     path("inbox/resolve", inbox_resolve.InboxResolveApi.as_view(), name="inbox-resolve"),
@@ -71,4 +72,5 @@ urlpatterns = [
     ),
     path("chat", chat.ChatApi.as_view(), name="api-chat"),
     path("chat/<str:token>", chat_url.SignedChatApi.as_view(), name="api-chat-signed"),
+    path("sessions/<str:session_id>/cancel", TurnCancelApi.as_view(), name="api-turn-cancel"),
 ]

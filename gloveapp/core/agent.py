@@ -27,9 +27,21 @@ from gloveapp.core.executor import HandOver, ToolExecutor
 from gloveapp.core.inbox_context import build_blocking_reminder, inject_resolved_items
 from gloveapp.core.providers.base import ModelAdapter, ToolSpec
 from gloveapp.core.tools import Tool, model_json_schema
-from gloveapp.core.types import AbortError, Message, ModelResult, TokenUsage, ToolCall
+from gloveapp.core.types import (
+    AbortError,
+    Message,
+    ModelResult,
+    TokenUsage,
+    ToolCall,
+    ToolResult,
+    ToolResultData,
+)
 
 TOOL_RESULTS_TEXT = "tool results"
+INTERRUPTED_CALL_MESSAGE = (
+    "This tool call was interrupted when the server running it stopped, and the tool is not "
+    "safe to run twice, so it was not run again. Tell the user it may or may not have happened."
+)
 
 
 def turn_limit_text(max_turns: int) -> str:
@@ -86,12 +98,18 @@ class Agent:
         return self.compactor.config.max_turns
 
     async def ask(
-        self, message: Message, *, hand_over: HandOver, abort: AbortSignal | None = None
+        self, message: Message | None, *, hand_over: HandOver, abort: AbortSignal | None = None
     ) -> ModelResult:
-        await inject_resolved_items(self.store)
+        """Answer `message`; with None, resume from the stored conversation instead (a turn
+        whose worker stopped after storing its request: nothing stored is appended twice)."""
+        if message is not None:
+            await inject_resolved_items(self.store)
         # Computed once: an item resolved during this ask is injected by the next one.
         reminder = await build_blocking_reminder(self.store)
-        await self.store.append_messages([message])
+        if message is not None:
+            await self.store.append_messages([message])
+        else:
+            await self._finish_interrupted_calls(hand_over=hand_over, abort=abort)
 
         request_turns = 0
         while True:
@@ -135,6 +153,36 @@ class Agent:
                 [Message(sender="user", text=TOOL_RESULTS_TEXT, tool_results=tool_results)]
             )
             await self.compactor.try_compaction()
+
+    async def _finish_interrupted_calls(
+        self, *, hand_over: HandOver, abort: AbortSignal | None
+    ) -> None:
+        """Give the calls of a stored reply that has no results yet their results.
+
+        The worker stopped between storing the reply and storing its results, so a call may
+        have run already: a `retry_safe` tool runs again, any other gets an error result."""
+        stored = await context_messages(self.store)
+        last = stored[-1] if stored else None
+        if last is None or last.sender != "agent" or not last.tool_calls:
+            return
+        safe_by_name = {tool.name: tool.retry_safe for tool in self.executor.tools}
+        safe = [call for call in last.tool_calls if safe_by_name.get(call.tool_name, True)]
+        ran = await self.executor.execute(safe, hand_over=hand_over, abort=abort) if safe else []
+        _raise_if_aborted(abort)
+        by_call = {id(call): result for call, result in zip(safe, ran, strict=False)}
+        results = [
+            by_call.get(id(call))
+            or ToolResult(
+                tool_name=call.tool_name,
+                call_id=call.id,
+                result=ToolResultData(status="error", message=INTERRUPTED_CALL_MESSAGE),
+            )
+            for call in last.tool_calls
+            if id(call) in by_call or not safe_by_name.get(call.tool_name, True)
+        ]
+        await self.store.append_messages(
+            [Message(sender="user", text=TOOL_RESULTS_TEXT, tool_results=results)]
+        )
 
     async def _count_tokens(self, result: ModelResult) -> None:
         usage = TokenUsage(

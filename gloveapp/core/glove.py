@@ -139,6 +139,14 @@ class Glove:
         async with self._ask_lock:
             return await self._agent.ask(message, hand_over=self._hand_over, abort=abort)
 
+    async def resume_request(self, abort: AbortSignal | None = None) -> ModelResult:
+        """Continue the stored conversation without a new request: a turn retried after its
+        worker stopped (its request is stored already; unfinished tool calls are settled)."""
+        if not self._built:
+            raise GloveNotBuiltError()
+        async with self._ask_lock:
+            return await self._agent.ask(None, hand_over=self._hand_over, abort=abort)
+
     async def force_compaction(self) -> Message:
         """Compact now, whatever the token count (Glove's `controls.forceCompaction`)."""
         return await self._compactor.run_now()

@@ -60,6 +60,10 @@ class Tool:
     # that shows a past result from `render_data` after a reload.
     slot_template: str | None = None
     result_template: str | None = None
+    # False for a tool with effects that must not happen twice (a payment, an order): when
+    # its worker died after running it but before storing its result, the retried turn gives
+    # the call an error result instead of running it again.
+    retry_safe: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -119,6 +123,7 @@ def tool(
     display_strategy: DisplayStrategy = "stay",
     slot_template: str | None = None,
     result_template: str | None = None,
+    retry_safe: bool = True,
 ) -> Any:
     """Turn an async function into a `Tool` (usable bare or with options)."""
 
@@ -155,6 +160,7 @@ def tool(
             display_strategy=display_strategy,
             slot_template=slot_template,
             result_template=result_template,
+            retry_safe=retry_safe,
         )
 
     if func is not None:

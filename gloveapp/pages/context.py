@@ -18,12 +18,12 @@ from gloveapp.agents.config import get_agent_spec
 from gloveapp.conversations.access import may_speak
 from gloveapp.conversations.models import Message, Session, Task
 from gloveapp.live.replay import current_cursor
-from gloveapp.turns import runner
+from gloveapp.turns import selectors as turn_selectors
 from inbox.models import InboxItem
 
 GENERIC_RESULT_TEMPLATE = "tools/generic_result.html"
 # The partials a page can ask for by their element id (htmx sends it as HX-Target).
-PARTIALS = ("messages", "tasks", "inbox", "slots")
+PARTIALS = ("messages", "tasks", "inbox", "slots", "turn-status")
 
 
 @dataclass(slots=True)
@@ -163,12 +163,12 @@ def inbox_groups(session: Session) -> dict[str, list[InboxItem]]:
     return groups
 
 
-def slot_views(session: Session) -> list[runner.SlotView]:
-    return runner.visible_slots(session.pk)
+def slot_views(session: Session) -> list[turn_selectors.SlotView]:
+    return turn_selectors.visible_slots(session.pk)
 
 
 def is_busy(session: Session) -> bool:
-    return bool(runner.is_busy(session.pk))
+    return turn_selectors.is_busy(session.pk)
 
 
 def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
@@ -190,4 +190,5 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
         "inbox": inbox_groups(session),
         "slots": slot_views(session),
         "busy": is_busy(session),
+        "turn": turn_selectors.newest_turn(session.pk),
     }

@@ -12,4 +12,5 @@ urlpatterns = [
     path("sessions/<str:session_id>/", views.chat, name="chat"),
     path("sessions/<str:session_id>/messages", views.message_create, name="message-create"),
     path("sessions/<str:session_id>/slots/<str:slot_id>", views.slot_answer, name="slot-answer"),
+    path("sessions/<str:session_id>/cancel", views.turn_cancel, name="turn-cancel"),
 ]

@@ -26,6 +26,7 @@ from gloveapp.conversations.services import session_create
 from gloveapp.core import input_rules
 from gloveapp.pages import context as pages
 from gloveapp.turns import runner
+from gloveapp.turns import services as turns
 
 CHAT_TEMPLATE = "conversations/chat.html"
 MAX_MESSAGE_CHARS = 20_000
@@ -80,10 +81,12 @@ def _messages_partial(request: HttpRequest, session: Session, sent: str) -> Http
     return render(request, f"{CHAT_TEMPLATE}#messages", context)
 
 
-def _composer_error(request: HttpRequest, session: Session, error: str) -> HttpResponse:
+def _composer_error(
+    request: HttpRequest, session: Session, error: str, status: int = 422
+) -> HttpResponse:
     context = pages.chat_context(session, user=request.user)
     context["composer_error"] = error
-    response = render(request, f"{CHAT_TEMPLATE}#composer", context, status=422)
+    response = render(request, f"{CHAT_TEMPLATE}#composer", context, status=status)
     return reswap(retarget(response, "#composer"), "outerHTML")
 
 
@@ -91,9 +94,6 @@ def _slots_partial(request: HttpRequest, session: Session) -> HttpResponse:
     return render(request, f"{CHAT_TEMPLATE}#slots", pages.chat_context(session, user=request.user))
 
 
-# The two views that start or resume a turn are async: the runner's worker is a task on the
-# server's event loop, and it must not inherit a request thread's executor (which a sync
-# view's async_to_sync would hand it, and which dies with the request).
 @login_required
 @require_POST
 async def message_create(request: HttpRequest, session_id: str) -> HttpResponse:
@@ -104,12 +104,17 @@ async def message_create(request: HttpRequest, session_id: str) -> HttpResponse:
     status = 400
     if error is None:
         try:
-            await runner.submit_message(session_id=session.pk, text=text)
-        except runner.QueueFull as exc:
+            await runner.submit_message(
+                session_id=session.pk, text=text, user_id=user.pk, source="page"
+            )
+        except (turns.QueueFull, turns.TurnLimitReached) as exc:
             error, status = str(exc), 429
     if error is not None:
         if request.htmx:
-            return await sync_to_async(_composer_error)(request, session, error)
+            # A refused input is a 422; a full queue or a spent turn limit stays a 429.
+            return await sync_to_async(_composer_error)(
+                request, session, error, 429 if status == 429 else 422
+            )
         return HttpResponse(error, status=status, content_type="text/plain")
     if request.htmx:
         return await sync_to_async(_messages_partial)(request, session, text)
@@ -152,9 +157,21 @@ async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> Ht
         value = slot_value(request.POST.dict())
     except (json.JSONDecodeError, RecursionError):
         return HttpResponse("The answer is not valid JSON.", status=400, content_type="text/plain")
-    if not await runner.answer_slot(session_id=session.pk, slot_id=slot_id, value=value):
+    answered = await runner.answer_slot(session_id=session.pk, slot_id=slot_id, value=value)
+    if not answered:
         # Already answered (another tab, a double click) or gone with a finished turn.
         raise Http404("That prompt is no longer waiting for an answer.")
     if request.htmx:
         return await sync_to_async(_slots_partial)(request, session)
+    return _see_other(_chat_url(session.pk))
+
+
+@login_required
+@require_POST
+def turn_cancel(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The stop button: abort the running turn, whichever worker runs it."""
+    session = access.owned_session(request.user, session_id)
+    turns.turn_cancel(session_id=session.pk)
+    if request.htmx:
+        return HttpResponse(status=204)
     return _see_other(_chat_url(session.pk))

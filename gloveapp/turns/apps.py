@@ -4,8 +4,9 @@ from django.apps import AppConfig
 
 
 class TurnsConfig(AppConfig):
-    """The turn runner edge; an app only so that it can ship the run_agent command."""
+    """Chat turns (the Turn queue, its worker and admin) and the run_agent command."""
 
     name = "gloveapp.turns"
     label = "turns"
-    verbose_name = "Turns"
+    verbose_name = "Chat turns"
+    default_auto_field = "django.db.models.BigAutoField"

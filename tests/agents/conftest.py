@@ -27,6 +27,11 @@ async def close_worker_connections():
     await sync_to_async(connections.close_all)()
 
 
+@pytest.fixture(autouse=True)
+def _worker(turn_worker):
+    return turn_worker
+
+
 @pytest.fixture
 def customer(transactional_db):
     return get_user_model().objects.create_user("customer")
@@ -51,10 +56,11 @@ async def say(session_id: str, text: str) -> None:
 async def next_slot(session_id: str) -> runner.SlotView:
     """Wait (on the loop, not a clock) until the running turn shows a prompt."""
     while True:
-        slots = runner.visible_slots(session_id)
+        slots = await sync_to_async(runner.visible_slots)(session_id)
         if slots:
             return slots[-1]
-        assert runner.is_busy(session_id), "the turn ended without showing a prompt"
+        busy = await sync_to_async(runner.is_busy)(session_id)
+        assert busy, "the turn ended without showing a prompt"
         await asyncio.sleep(0.005)
 
 

@@ -197,7 +197,7 @@ async def test_it_places_the_order_when_checkout_is_confirmed(session_id):
     assert await sync_to_async(CartLine.objects.filter(session_id=session_id).count)() == 0
     kenya = await sync_to_async(Coffee.objects.get)(pk="kenya-aa")
     assert kenya.stock == 6
-    assert runner.visible_slots(session_id) == []
+    assert (await sync_to_async(runner.visible_slots)(session_id)) == []
 
 
 async def test_it_places_nothing_when_checkout_is_cancelled(session_id):
@@ -239,8 +239,8 @@ async def test_it_queues_a_second_message_until_the_running_turn_ends(session_id
     ahead = await runner.submit_message(session_id=session_id, text="show me the menu")
 
     assert ahead == 1
-    assert runner.is_busy(session_id)
-    assert runner.queued(session_id) == 1
+    assert await sync_to_async(runner.is_busy)(session_id)
+    assert (await sync_to_async(runner.queued)(session_id)) == 1
     assert "show me the menu" not in await user_texts(session_id)
     await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
     await runner.wait_until_idle(session_id)
@@ -255,8 +255,8 @@ async def test_it_queues_a_second_message_until_the_running_turn_ends(session_id
     )
     menu_at = rows.index(("user", "show me the menu"))
     assert any("Order #" in text for sender, text in rows[:menu_at] if sender == "agent")
-    assert runner.queued(session_id) == 0
-    assert not runner.is_busy(session_id)
+    assert (await sync_to_async(runner.queued)(session_id)) == 0
+    assert not (await sync_to_async(runner.is_busy)(session_id))
 
 
 async def test_it_answers_false_for_a_slot_nobody_waits_on(session_id):

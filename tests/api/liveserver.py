@@ -34,7 +34,18 @@ def free_port() -> int:
 class LiveServer:
     """`with LiveServer() as server: server.url, server.token_for("ann")`."""
 
-    def __init__(self, *, database_url: str | None = None, extra_env: dict | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        database_url: str | None = None,
+        extra_env: dict | None = None,
+        sharing: LiveServer | None = None,
+    ) -> None:
+        """`sharing`: a second server process on the first one's database and secret key
+        (it neither creates, migrates nor drops that database)."""
+        self._shared = sharing is not None
+        if sharing is not None:
+            database_url = sharing.database_url
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._folder = Path(tempfile.mkdtemp(prefix="glove-live-"))
@@ -58,14 +69,20 @@ class LiveServer:
             "PYTHONUNBUFFERED": "1",
             **(extra_env or {}),
         }
+        if sharing is not None:
+            self._pg_name = self._pg_admin_url = None
+            self.env["DATABASE_URL"] = self.database_url = sharing.database_url
+            self.env["SECRET_KEY"] = sharing.env["SECRET_KEY"]
         self._process: subprocess.Popen | None = None
         self._log = None
+        self.workers: list[subprocess.Popen] = []
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> LiveServer:
         if self._pg_name:
             self._pg_execute(f'CREATE DATABASE "{self._pg_name}"')
-        self.manage("migrate", "--noinput")
+        if not self._shared:
+            self.manage("migrate", "--noinput")
         self._log = open(self._folder / "server.log", "wb")
         self._process = subprocess.Popen(
             [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "gloveapp.asgi:application"],
@@ -77,7 +94,29 @@ class LiveServer:
         self._wait_until_up()
         return self
 
+    def start_worker(self, *, extra_env: dict | None = None) -> subprocess.Popen:
+        """A `turn_worker` on the server's database (as `make run` starts one beside it)."""
+        log = open(self._folder / f"worker{len(self.workers)}.log", "wb")
+        worker = subprocess.Popen(
+            [PYTHON, "manage.py", "turn_worker"],
+            cwd=ROOT,
+            env={**self.env, **(extra_env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.workers.append(worker)
+        return worker
+
     def stop(self) -> None:
+        for worker in self.workers:
+            if worker.poll() is None:
+                worker.terminate()
+                try:
+                    worker.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
+                    worker.wait()
+        self.workers.clear()
         if self._process is not None:
             self._process.terminate()
             try:

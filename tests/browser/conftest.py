@@ -58,6 +58,7 @@ def server() -> Iterator[LiveServer]:
     )
     with live:
         live.manage("setup_demo")
+        live.start_worker()
         _servers.append(live)
         yield live
         _servers.remove(live)

@@ -40,6 +40,11 @@ def session_id(customer) -> str:
     return session_create(owner=customer, agent_name="coffee", title="Brew").pk
 
 
+@pytest.fixture(autouse=True)
+def _worker(turn_worker):
+    return turn_worker
+
+
 @pytest.fixture
 async def client(customer) -> AsyncClient:
     client = AsyncClient()
@@ -62,10 +67,10 @@ async def page(client: AsyncClient, session_id: str, target: str | None = None) 
 
 async def next_slot(session_id: str) -> runner.SlotView:
     """Wait on the loop (not a clock) until the running turn shows a prompt."""
-    while not runner.visible_slots(session_id):
-        assert runner.is_busy(session_id), "the turn ended without showing a prompt"
+    while not (slots := await sync_to_async(runner.visible_slots)(session_id)):
+        assert await sync_to_async(runner.is_busy)(session_id), "the turn ended without a prompt"
         await asyncio.sleep(0.005)
-    return runner.visible_slots(session_id)[-1]
+    return slots[-1]
 
 
 async def test_it_posts_the_message_and_shows_it_before_the_turn_stores_it(client, session_id):
@@ -105,7 +110,7 @@ async def test_it_refuses_an_empty_message_without_starting_a_turn(client, sessi
     assert htmx.status_code == 422
     assert htmx["HX-Retarget"] == "#composer"
     assert "Write a message first." in htmx.content.decode()
-    assert not runner.is_busy(session_id)
+    assert not (await sync_to_async(runner.is_busy)(session_id))
 
 
 async def test_it_draws_past_tool_results_with_their_colocated_template(client, session_id):
@@ -184,7 +189,9 @@ async def test_it_refuses_a_malformed_json_answer(client, session_id):
     response = await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"json": "{nope"})
 
     assert response.status_code == 400
-    assert runner.visible_slots(session_id)[-1].id == slot.id  # still waiting
+    assert (await sync_to_async(runner.visible_slots)(session_id))[
+        -1
+    ].id == slot.id  # still waiting
     await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
     await runner.wait_until_idle(session_id)
 
@@ -196,7 +203,7 @@ async def test_it_refuses_a_message_with_a_nul_character_without_starting_a_turn
 
     assert response.status_code == 400
     assert "NUL" in response.content.decode()
-    assert not runner.is_busy(session_id)
+    assert not (await sync_to_async(runner.is_busy)(session_id))
 
 
 async def test_it_refuses_an_answer_nested_too_deeply(client, session_id):
@@ -210,7 +217,9 @@ async def test_it_refuses_an_answer_nested_too_deeply(client, session_id):
     response = await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"json": deep})
 
     assert response.status_code == 400
-    assert runner.visible_slots(session_id)[-1].id == slot.id  # still waiting
+    assert (await sync_to_async(runner.visible_slots)(session_id))[
+        -1
+    ].id == slot.id  # still waiting
     await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
     await runner.wait_until_idle(session_id)
 
@@ -231,7 +240,7 @@ async def test_it_refuses_messages_past_the_queue_limit_while_a_turn_runs(
     assert queued.status_code == 303
     assert refused.status_code == 429
     assert "already waiting" in refused.content.decode()
-    assert runner.queued(session_id) == 1
+    assert (await sync_to_async(runner.queued)(session_id)) == 1
     await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
     await runner.wait_until_idle(session_id)
 

@@ -13,7 +13,6 @@
   const refreshUrl = root.dataset.refreshUrl;
   const liveState = document.getElementById("live-state");
   const stream = document.getElementById("stream");
-  const status = document.getElementById("turn-status");
   let lastEventId = Number(root.dataset.lastEventId || 0);
   let retryDelay = 500;
   let socket = null;
@@ -25,8 +24,10 @@
     "inbox.changed": ["inbox"],
     "slot.pushed": ["slots"],
     "slot.resolved": ["slots"],
-    "turn.finished": ["messages", "slots", "tasks", "inbox"],
-    "turn.error": ["messages", "slots"],
+    "turn.started": ["turn-status"],
+    "turn.restarted": ["messages", "slots", "turn-status"],
+    "turn.finished": ["messages", "slots", "tasks", "inbox", "turn-status"],
+    "turn.error": ["messages", "slots", "turn-status"],
   };
 
   // One request per partial at a time; events arriving meanwhile mark it dirty and it is
@@ -63,6 +64,8 @@
   }
 
   function setStatus(text) {
+    // Looked up each time: the turn-status partial is swapped by refreshes.
+    const status = document.querySelector("#turn-status .turn-status__text");
     if (status) status.textContent = text || "";
   }
   function appendDelta(text) {

@@ -1,0 +1,283 @@
+"""The turn engine: runs many sessions' turns at once on one event loop, in a worker.
+
+`manage.py turn_worker` starts one engine per process: it takes tasks from the configured
+Django Tasks backend, claims each session's next turn in the database and runs it with the
+Glove runtime. Turns wait on the model, not the CPU, so one process runs up to
+GLOVE_TURN_CONCURRENCY of them. A watcher, every GLOVE_TURN_POLL_SECONDS, hands its turns the
+prompt answers and cancels that any server process stored, renews their leases, and takes
+back turns whose worker died (another worker's lease ran out) to run them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import os
+import socket
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, connections
+
+from gloveapp.core.abort import AbortController
+from gloveapp.core.display import DisplayManager, Slot
+from gloveapp.core.types import AbortError
+from gloveapp.turns import services
+from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.turn import answer_turn, readable_error, slot_template, turn_tools
+
+logger = logging.getLogger(__name__)
+
+_current: TurnEngine | None = None
+
+
+def current_engine() -> TurnEngine | None:
+    """The engine serving in this process, if any."""
+    return _current
+
+
+@dataclass(slots=True)
+class RunningTurn:
+    turn: Turn
+    display: DisplayManager = field(default_factory=DisplayManager)
+    abort: AbortController = field(default_factory=AbortController)
+
+
+class TurnEngine:
+    def __init__(self, *, worker_id: str | None = None, concurrency: int | None = None) -> None:
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"[:64]
+        self.concurrency = concurrency or settings.GLOVE_TURN_CONCURRENCY
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.running: dict[int, RunningTurn] = {}
+        self._slots: asyncio.Semaphore | None = None
+        self._draining: set[str] = set()
+        self._again: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopping = False
+        # The turns' database work runs on a few dedicated threads (one connection each),
+        # not asgiref's one shared thread: with many turns at once, that one thread was
+        # the whole worker's bottleneck. A session always lands on the same thread.
+        self._db_threads = [
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"glove-turns-db{index}")
+            for index in range(settings.GLOVE_TURN_DB_THREADS)
+        ]
+
+    # -- handing sessions to the loop --------------------------------------------------------
+    def dispatch(self, session_id: str) -> None:
+        """Run the session's queued turns on this engine's loop; callable from any thread."""
+        assert self.loop is not None, "the engine is not serving"
+        self.loop.call_soon_threadsafe(self._start_drain, session_id)
+
+    def _start_drain(self, session_id: str) -> None:
+        if session_id in self._draining:
+            self._again.add(session_id)
+            return
+        self._draining.add(session_id)
+        self._spawn(self._drain(session_id), name=f"glove-turns:{session_id}")
+
+    def _spawn(self, coro: Any, *, name: str) -> asyncio.Task[Any]:
+        assert self.loop is not None
+        # A fresh context: no request's asgiref executor leaks into the turn.
+        task = self.loop.create_task(coro, name=name, context=contextvars.Context())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _drain(self, session_id: str) -> None:
+        assert self._slots is not None
+        executor = self._db_threads[zlib.crc32(session_id.encode()) % len(self._db_threads)]
+        try:
+            async with self._slots, ThreadSensitiveContext(executor=executor):
+                while not self._stopping:
+                    self._again.discard(session_id)
+                    turn = await sync_to_async(services.turn_claim_next)(
+                        session_id=session_id, worker_id=self.worker_id
+                    )
+                    if turn is None:
+                        if session_id in self._again:
+                            continue
+                        break
+                    await self._run(turn)
+        except Exception:
+            logger.exception("could not run the turns of session %s", session_id)
+        finally:
+            self._draining.discard(session_id)
+
+    async def _run(self, turn: Turn) -> None:
+        state = RunningTurn(turn=turn)
+        self.running[turn.pk] = state
+        status, error, reply = Turn.Status.DONE, "", ""
+        try:
+            tools = await sync_to_async(turn_tools)(turn)
+            state.display.subscribe(_Announcer(turn, tools).announce)
+            reply = await answer_turn(
+                turn, display=state.display, abort=state.abort.signal, tools=tools
+            )
+        except AbortError:
+            status, error = Turn.Status.CANCELLED, "stopped"
+        except Exception as exc:
+            logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
+            status, error = Turn.Status.FAILED, readable_error(exc)
+        finally:
+            self.running.pop(turn.pk, None)
+        # False when another worker took the turn back meanwhile: it is theirs now.
+        await sync_to_async(services.turn_finish)(
+            turn_id=turn.pk, worker_id=self.worker_id, status=status, error=error, reply=reply
+        )
+
+    # -- the watcher ---------------------------------------------------------------------------
+    async def watch(self) -> None:
+        lease = settings.GLOVE_TURN_LEASE_SECONDS
+        next_heartbeat = next_sweep = 0.0
+        while not self._stopping:
+            await asyncio.sleep(settings.GLOVE_TURN_POLL_SECONDS)
+            try:
+                now = time.monotonic()
+                if self.running:
+                    await self._deliver_answers_and_cancels()
+                if now >= next_heartbeat:
+                    next_heartbeat = now + lease / 3
+                    await self._heartbeat()
+                if now >= next_sweep:
+                    next_sweep = now + min(lease / 2, 2.0)
+                    await self._sweep()
+            except Exception:
+                # A database hiccup must not stop the watcher: the next round retries.
+                logger.exception("turn watcher round failed")
+                await sync_to_async(close_old_connections)()
+
+    async def _deliver_answers_and_cancels(self) -> None:
+        ids = list(self.running)
+        answers, cancels = await sync_to_async(_answers_and_cancels)(ids)
+        for turn_id, slot_id, answer in answers:
+            state = self.running.get(turn_id)
+            if state is not None and state.display.is_waiting(slot_id):
+                state.display.resolve(slot_id, (answer or {}).get("value"))
+        for turn_id in cancels:
+            state = self.running.get(turn_id)
+            if state is not None and not state.abort.signal.aborted:
+                state.abort.abort("cancelled")
+
+    async def _heartbeat(self) -> None:
+        if not self.running:
+            return
+        ids = list(self.running)
+        held = await sync_to_async(services.turns_heartbeat)(turn_ids=ids, worker_id=self.worker_id)
+        for turn_id in set(ids) - held:
+            state = self.running.get(turn_id)
+            if state is not None:
+                # Taken back by another worker (this one stalled past its lease): stop here,
+                # the other one runs it now.
+                logger.warning("lost the lease of turn %s; stopping it", turn_id)
+                state.abort.abort("lease lost")
+
+    async def _sweep(self) -> None:
+        from gloveapp.turns.tasks import run_session_turns
+
+        sessions = await sync_to_async(services.turns_take_back)()
+        lost = await sync_to_async(services.sessions_waiting)(
+            older_than=_seconds(settings.GLOVE_TURN_LEASE_SECONDS)
+        )
+        for session_id in {*sessions, *lost}:
+            # Through the backend, so any worker (not only this one) may take it.
+            await sync_to_async(run_session_turns.enqueue)(session_id)
+
+    # -- serving -------------------------------------------------------------------------------
+    async def serve(self, *, fetch: Any = None) -> None:
+        """Run until `stop()`: the watcher, plus `fetch(engine)` taking backend tasks."""
+        global _current
+        self.loop = asyncio.get_running_loop()
+        self._slots = asyncio.Semaphore(self.concurrency)
+        _current = self
+        try:
+            jobs = [self._spawn(self.watch(), name="glove-turns:watch")]
+            if fetch is not None:
+                jobs.append(self._spawn(fetch(self), name="glove-turns:fetch"))
+            await asyncio.gather(*jobs)
+        finally:
+            if _current is self:
+                _current = None
+
+    async def stop(self, *, grace: float = 10.0) -> None:
+        """Stop taking work; give running turns `grace` seconds, then leave them to be taken
+        back by another worker when their lease runs out."""
+        self._stopping = True
+        deadline = time.monotonic() + grace
+        while self.running and time.monotonic() < deadline:  # noqa: ASYNC110 (a deadline, not an event)
+            await asyncio.sleep(0.05)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.sleep(0)
+        for executor in self._db_threads:
+            # Their connections belong to those threads: close them there.
+            await asyncio.wrap_future(executor.submit(connections.close_all))
+            executor.shutdown(wait=False)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+
+def _seconds(value: float) -> Any:
+    from datetime import timedelta
+
+    return timedelta(seconds=value)
+
+
+def _answers_and_cancels(turn_ids: list[int]) -> tuple[list[tuple[int, str, Any]], list[int]]:
+    answers = list(
+        TurnSlot.objects.filter(turn_id__in=turn_ids, status=TurnSlot.Status.ANSWERED).values_list(
+            "turn_id", "slot_id", "answer"
+        )
+    )
+    cancels = list(
+        Turn.objects.filter(pk__in=turn_ids, cancel_requested=True).values_list("pk", flat=True)
+    )
+    return answers, cancels
+
+
+class _Announcer:
+    """Mirrors a turn's display stack into TurnSlot rows (pushes and closes)."""
+
+    def __init__(self, turn: Turn, tools: dict[str, Any]) -> None:
+        self.turn = turn
+        self.tools = tools
+        self.announced: dict[str, Slot] = {}
+
+    async def announce(self, stack: list[Slot]) -> None:
+        current = {slot.id: slot for slot in stack}
+        pushed = [slot for slot_id, slot in current.items() if slot_id not in self.announced]
+        gone = [slot for slot_id, slot in self.announced.items() if slot_id not in current]
+        # Before the first await: an answer landing meanwhile diffs against this stack.
+        self.announced = current
+        for slot in pushed:
+            await sync_to_async(services.slot_push)(
+                turn=self.turn, slot=slot, template=slot_template(self.tools, slot)
+            )
+        for slot in gone:
+            await sync_to_async(services.slot_close)(
+                turn=self.turn, slot_id=slot.id, status=slot.status
+            )
+
+
+def run_session_blocking(session_id: str) -> None:
+    """Run a session's queued turns to the end in this thread (a plain backend worker)."""
+
+    async def main() -> None:
+        engine = TurnEngine()
+        engine.loop = asyncio.get_running_loop()
+        engine._slots = asyncio.Semaphore(1)
+        watcher = asyncio.ensure_future(engine.watch())
+        try:
+            await engine._drain(session_id)
+        finally:
+            engine._stopping = True
+            watcher.cancel()
+
+    asyncio.run(main())

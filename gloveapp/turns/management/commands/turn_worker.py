@@ -1,0 +1,42 @@
+"""`manage.py turn_worker`: run chat turns from the Django Tasks queue until stopped.
+
+Works with the configured backend (GLOVE_TASKS_BACKEND: the database queue or RQ); start as
+many as you like, on any machine that reaches the database (and Redis, for RQ).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from gloveapp.turns.engine import TurnEngine
+from gloveapp.turns.fetch import fetcher_for_backend
+
+
+class Command(BaseCommand):
+    help = "Run chat turns from the task queue (many at once) until SIGINT or SIGTERM."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--concurrency", type=int, default=None)
+        parser.add_argument("--worker-id", default=None)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        asyncio.run(self._serve(options["concurrency"], options["worker_id"]))
+
+    async def _serve(self, concurrency: int | None, worker_id: str | None) -> None:
+        engine = TurnEngine(worker_id=worker_id, concurrency=concurrency)
+        loop = asyncio.get_running_loop()
+        stopping: list[asyncio.Task[None]] = []
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(
+                signum, lambda: stopping.append(loop.create_task(engine.stop()))
+            )
+        self.stdout.write(f"turn worker {engine.worker_id} ready", ending="\n")
+        self.stdout.flush()
+        try:
+            await engine.serve(fetch=fetcher_for_backend())
+        except asyncio.CancelledError:
+            pass

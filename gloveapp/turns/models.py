@@ -1,0 +1,105 @@
+"""A chat turn and the prompts it shows, as rows every process shares.
+
+The `Turn` table is the per-session queue: a message is a queued turn, and a partial unique
+index lets at most one turn of a session be `running` at a time, whichever process or worker
+claims it. The Django task that a message enqueues only says "look at this session"; the
+claim on this table decides who runs what, so a lost or duplicated task never runs a turn
+twice or out of order.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from gloveapp.conversations.models import Session
+
+
+class Turn(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    text = models.TextField()
+    source = models.CharField(max_length=20, default="page")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    # How many times a worker claimed it: above 1 it was restarted after a worker stopped.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker_id = models.CharField(max_length=64, blank=True, default="")
+    # A running turn whose lease passes is taken back by another worker (its worker died).
+    lease_until = models.DateTimeField(null=True, blank=True)
+    # The session's last message seq before the turn stored anything: a retry resumes from
+    # the stored conversation when the request is already past it.
+    base_seq = models.PositiveIntegerField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True, default="")
+    task_id = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["session", "status"]),
+            models.Index(fields=["status", "lease_until"]),
+            models.Index(fields=["user", "created_at"]),
+        ]
+        constraints = [
+            # The rule "one turn at a time per session", held by the database itself.
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=Q(status="running"),
+                name="one_running_turn_per_session",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"turn {self.pk} of {self.session_id} ({self.status})"
+
+    @property
+    def retried(self) -> bool:
+        return self.attempts > 1
+
+
+class TurnSlot(models.Model):
+    """A display slot (a prompt or a card) a running turn pushed; answered from any process."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        ANSWERED = "answered"  # an answer waits for the worker to take it
+        RESOLVED = "resolved"
+        REJECTED = "rejected"
+        EXPIRED = "expired"  # its turn died or ended without it being answered
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="slots")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turn_slots")
+    slot_id = models.CharField(max_length=64)
+    renderer = models.CharField(max_length=100)
+    input = models.JSONField(null=True, blank=True)
+    tool_name = models.CharField(max_length=100, null=True, blank=True)
+    call_id = models.CharField(max_length=200, null=True, blank=True)
+    display_strategy = models.CharField(max_length=30, default="stay")
+    waits_for_answer = models.BooleanField(default=False)
+    template = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    answer = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["turn", "slot_id"], name="one_row_per_turn_slot")
+        ]
+        indexes = [models.Index(fields=["session", "status"])]
+
+    def __str__(self) -> str:
+        return f"slot {self.slot_id} of {self.session_id} ({self.status})"

@@ -1,0 +1,103 @@
+"""What pages and the API read about turns and their prompts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gloveapp.core.display import Slot
+from gloveapp.core.display import visible_slots as strategy_filter
+from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.services import slot_public_id
+
+
+@dataclass(frozen=True, slots=True)
+class SlotView:
+    """A display slot as a page renders it: `template` is the tool's colocated slot template,
+    or the permission / generic one. `expired`: its turn stopped before it was answered."""
+
+    id: str
+    renderer: str
+    input: Any
+    tool_name: str | None
+    call_id: str | None
+    display_strategy: str
+    waits_for_answer: bool
+    template: str
+    created_at: str
+    expired: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "renderer": self.renderer,
+            "input": self.input,
+            "tool_name": self.tool_name,
+            "call_id": self.call_id,
+            "display_strategy": self.display_strategy,
+            "waits_for_answer": self.waits_for_answer,
+            "template": self.template,
+            "created_at": self.created_at,
+            "expired": self.expired,
+        }
+
+
+def visible_slots(session_id: str) -> list[SlotView]:
+    """The slots a page shows now, in push order, by each slot's display strategy; plus the
+    prompts of the newest turn if that turn stopped before they were answered."""
+    newest = Turn.objects.filter(session_id=session_id).order_by("-id").first()
+    rows = list(TurnSlot.objects.filter(session_id=session_id, status=TurnSlot.Status.OPEN))
+    if newest is not None and newest.status != Turn.Status.DONE:
+        rows += TurnSlot.objects.filter(turn=newest, status=TurnSlot.Status.EXPIRED)
+    rows.sort(key=lambda row: row.pk)
+    slots = {
+        row.pk: Slot(
+            id=str(row.pk),
+            renderer=row.renderer,
+            input=row.input,
+            display_strategy=row.display_strategy,  # type: ignore[arg-type]
+            tool_name=row.tool_name,
+            call_id=row.call_id,
+            waits_for_answer=row.waits_for_answer,
+            status="pending" if row.status == TurnSlot.Status.OPEN else "removed",
+            sequence=row.pk,
+        )
+        for row in rows
+    }
+    by_pk = {row.pk: row for row in rows}
+    shown = {int(slot.id) for slot in strategy_filter(slots.values())}
+    return [
+        SlotView(
+            id=slot_public_id(row.turn_id, row.slot_id),
+            renderer=row.renderer,
+            input=row.input,
+            tool_name=row.tool_name,
+            call_id=row.call_id,
+            display_strategy=row.display_strategy,
+            waits_for_answer=row.waits_for_answer,
+            template=row.template,
+            created_at=row.created_at.isoformat(),
+            expired=row.status == TurnSlot.Status.EXPIRED,
+        )
+        for pk, row in by_pk.items()
+        if pk in shown or row.status == TurnSlot.Status.EXPIRED
+    ]
+
+
+def is_busy(session_id: str) -> bool:
+    """Whether a turn of the session is running or waiting to run, in any process."""
+    return Turn.objects.filter(
+        session_id=session_id, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]
+    ).exists()
+
+
+def is_running(session_id: str) -> bool:
+    return Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).exists()
+
+
+def queued(session_id: str) -> int:
+    return Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED).count()
+
+
+def newest_turn(session_id: str) -> Turn | None:
+    return Turn.objects.filter(session_id=session_id).order_by("-id").first()

@@ -1,0 +1,291 @@
+"""Every change to turns and their prompts: one function each, in a transaction.
+
+The claim is the heart: a queued turn becomes `running` in one conditional UPDATE, and the
+partial unique index `one_running_turn_per_session` refuses a second running turn of the
+same session, so two workers (or two processes) racing for a session cannot both win.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from gloveapp.conversations.models import Message
+from gloveapp.core.display import PERMISSION_RENDERER
+from gloveapp.core.executor import PERMISSION_ONCE
+from gloveapp.live.eventlog import record_event
+from gloveapp.live.streams import session_stream
+from gloveapp.turns.models import Turn, TurnSlot
+
+# What a permission prompt may be answered with, and what the executor is told.
+PERMISSION_ANSWERS: dict[Any, Any] = {
+    "once": PERMISSION_ONCE,
+    "always": True,
+    "allow": True,
+    "deny": False,
+    True: True,
+    False: False,
+}
+LIVE_STATUSES = (Turn.Status.QUEUED, Turn.Status.RUNNING)
+
+
+class QueueFull(Exception):
+    """Too many messages are already waiting behind this session's running turn."""
+
+
+class TurnLimitReached(Exception):
+    """The user started as many turns as GLOVE_TURNS_PER_USER_PER_MINUTE allows."""
+
+
+def _event(turn: Turn, type: str, payload: dict[str, Any]) -> None:
+    record_event(stream=session_stream(turn.session_id), type=type, payload=payload)
+
+
+def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str = "page") -> Turn:
+    """Queue `text` as the session's next turn; the caller enqueues the task after commit.
+
+    Raises `QueueFull` past GLOVE_MAX_QUEUED_MESSAGES waiting messages, and
+    `TurnLimitReached` past the user's turns per minute: every turn is a paid model call.
+    """
+    with transaction.atomic():
+        if user_id is not None:
+            since = timezone.now() - timedelta(minutes=1)
+            recent = Turn.objects.filter(user_id=user_id, created_at__gte=since).count()
+            if recent >= settings.GLOVE_TURNS_PER_USER_PER_MINUTE:
+                raise TurnLimitReached(
+                    f"You have started {recent} turns in the last minute, the most allowed; "
+                    "wait a moment before sending another message."
+                )
+        waiting = Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED).count()
+        if waiting >= settings.GLOVE_MAX_QUEUED_MESSAGES:
+            raise QueueFull(
+                f"{waiting} messages are already waiting for this chat; "
+                "wait for the agent to answer."
+            )
+        return Turn.objects.create(session_id=session_id, text=text, user_id=user_id, source=source)
+
+
+def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
+    """Claim the session's oldest queued turn for `worker_id`, or None (running elsewhere,
+    nothing queued, or another worker won the race)."""
+    lease = timezone.now() + timedelta(seconds=settings.GLOVE_TURN_LEASE_SECONDS)
+    with transaction.atomic():
+        if Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).exists():
+            return None
+        turn = (
+            Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED)
+            .order_by("id")
+            .first()
+        )
+        if turn is None:
+            return None
+        try:
+            with transaction.atomic():
+                claimed = Turn.objects.filter(pk=turn.pk, status=Turn.Status.QUEUED).update(
+                    status=Turn.Status.RUNNING,
+                    worker_id=worker_id,
+                    lease_until=lease,
+                    attempts=F("attempts") + 1,
+                    started_at=timezone.now(),
+                )
+        except IntegrityError:
+            # The unique index: another worker started a turn of this session meanwhile.
+            return None
+        if claimed != 1:
+            return None
+        turn.refresh_from_db()
+        if turn.base_seq is None:
+            last = Message.objects.filter(session_id=session_id).aggregate(seq=Max("seq"))["seq"]
+            turn.base_seq = last or 0
+            turn.save(update_fields=["base_seq"])
+        _event(
+            turn,
+            "turn.restarted" if turn.retried else "turn.started",
+            {"turn": turn.pk, "text": turn.text, "attempt": turn.attempts},
+        )
+    return turn
+
+
+def turn_request_stored(turn: Turn) -> bool:
+    """Whether an earlier attempt already stored the turn's request (resume, not re-ask)."""
+    return Message.objects.filter(
+        session_id=turn.session_id, seq__gt=turn.base_seq or 0, sender="user", text=turn.text
+    ).exists()
+
+
+def turn_finish(
+    *, turn_id: int, worker_id: str, status: str, error: str = "", reply: str = ""
+) -> bool:
+    """End a running turn; False when this worker no longer holds it (taken back)."""
+    with transaction.atomic():
+        ended = Turn.objects.filter(
+            pk=turn_id, status=Turn.Status.RUNNING, worker_id=worker_id
+        ).update(status=status, error=error, finished_at=timezone.now(), lease_until=None)
+        if ended != 1:
+            return False
+        turn = Turn.objects.get(pk=turn_id)
+        _expire_slots(turn)
+        if status == Turn.Status.DONE:
+            _event(turn, "turn.finished", {"turn": turn_id, "text": reply})
+        elif status == Turn.Status.CANCELLED:
+            _event(turn, "turn.error", {"turn": turn_id, "message": "The turn was stopped."})
+        else:
+            _event(turn, "turn.error", {"turn": turn_id, "message": error})
+    return True
+
+
+def turns_heartbeat(*, turn_ids: list[int], worker_id: str) -> set[int]:
+    """Renew the leases of this worker's running turns; returns the ids it still holds."""
+    lease = timezone.now() + timedelta(seconds=settings.GLOVE_TURN_LEASE_SECONDS)
+    held = Turn.objects.filter(pk__in=turn_ids, status=Turn.Status.RUNNING, worker_id=worker_id)
+    held.update(lease_until=lease)
+    return set(held.values_list("pk", flat=True))
+
+
+def turns_take_back(*, now: Any = None) -> list[str]:
+    """Requeue running turns whose worker stopped renewing the lease (or fail them after
+    GLOVE_TURN_MAX_ATTEMPTS); returns the sessions that have a turn to run again."""
+    now = now or timezone.now()
+    sessions: list[str] = []
+    stale = Turn.objects.filter(status=Turn.Status.RUNNING, lease_until__lt=now)
+    for turn in stale:
+        with transaction.atomic():
+            gave_up = turn.attempts >= settings.GLOVE_TURN_MAX_ATTEMPTS
+            status = Turn.Status.FAILED if gave_up else Turn.Status.QUEUED
+            # Conditional on the lease still being the stale one: its worker may have
+            # renewed it a moment ago (alive after all), or another sweeper got here first.
+            taken = Turn.objects.filter(
+                pk=turn.pk, status=Turn.Status.RUNNING, lease_until=turn.lease_until
+            ).update(
+                status=status,
+                worker_id="",
+                lease_until=None,
+                error="The worker running this turn stopped." if gave_up else "",
+                finished_at=now if gave_up else None,
+            )
+            if taken != 1:
+                continue
+            _expire_slots(turn)
+            if gave_up:
+                _event(turn, "turn.error", {"turn": turn.pk, "message": turn_failed_text()})
+        sessions.append(turn.session_id)
+    return sessions
+
+
+def turn_failed_text() -> str:
+    return "The server running this turn stopped several times; send the message again."
+
+
+def sessions_waiting(*, older_than: timedelta) -> list[str]:
+    """Sessions with a queued turn nobody started: their task was lost (a worker died
+    between taking the task and claiming the turn, a flushed queue)."""
+    cutoff = timezone.now() - older_than
+    busy = Turn.objects.filter(status=Turn.Status.RUNNING).values("session_id")
+    return list(
+        Turn.objects.filter(status=Turn.Status.QUEUED, created_at__lt=cutoff)
+        .exclude(session_id__in=busy)
+        .values_list("session_id", flat=True)
+        .distinct()
+    )
+
+
+def turn_cancel(*, session_id: str) -> bool:
+    """Ask the session's running turn to stop, wherever it runs; False if none runs."""
+    with transaction.atomic():
+        return bool(
+            Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).update(
+                cancel_requested=True
+            )
+        )
+
+
+# -- slots ----------------------------------------------------------------------------------
+def slot_public_id(turn_id: int, slot_id: str) -> str:
+    return f"t{turn_id}-{slot_id}"
+
+
+def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot:
+    with transaction.atomic():
+        row = TurnSlot.objects.create(
+            turn=turn,
+            session_id=turn.session_id,
+            slot_id=slot.id,
+            renderer=slot.renderer,
+            input=slot.input,
+            tool_name=slot.tool_name,
+            call_id=slot.call_id,
+            display_strategy=slot.display_strategy,
+            waits_for_answer=slot.waits_for_answer,
+            template=template,
+        )
+        _event(turn, "slot.pushed", {"slot_id": slot_public_id(turn.pk, slot.id)})
+    return row
+
+
+def slot_close(*, turn: Turn, slot_id: str, status: str) -> None:
+    """The worker's display dropped the slot (answered, completed, rejected)."""
+    with transaction.atomic():
+        # "removed": the turn dropped it unanswered (stopped, aborted): it can expire only.
+        closed_as = {
+            "resolved": TurnSlot.Status.RESOLVED,
+            "rejected": TurnSlot.Status.REJECTED,
+        }.get(status, TurnSlot.Status.EXPIRED)
+        closed = TurnSlot.objects.filter(
+            turn=turn,
+            slot_id=slot_id,
+            status__in=[TurnSlot.Status.OPEN, TurnSlot.Status.ANSWERED],
+        ).update(status=closed_as)
+        if closed:
+            _event(turn, "slot.resolved", {"slot_id": slot_public_id(turn.pk, slot_id)})
+
+
+def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
+    """Answer a waiting prompt from any process; the worker running its turn picks it up.
+    False when nothing waits on it (answered already, expired, unknown)."""
+    turn_part, _, slot_id = public_id.partition("-")
+    if not turn_part.startswith("t") or not turn_part[1:].isdigit() or not slot_id:
+        return False
+    with transaction.atomic():
+        row = (
+            TurnSlot.objects.filter(
+                session_id=session_id,
+                turn_id=int(turn_part[1:]),
+                slot_id=slot_id,
+                status=TurnSlot.Status.OPEN,
+                waits_for_answer=True,
+                turn__status=Turn.Status.RUNNING,
+            )
+            .only("pk", "renderer")
+            .first()
+        )
+        if row is None:
+            return False
+        if row.renderer == PERMISSION_RENDERER:
+            answer = value.get("value") if isinstance(value, dict) else value
+            key = answer.strip().lower() if isinstance(answer, str) else answer
+            if not isinstance(key, str | bool) or key not in PERMISSION_ANSWERS:
+                return False
+            value = PERMISSION_ANSWERS[key]
+        # Conditional: of two answers racing (two tabs, two servers), one wins.
+        return bool(
+            TurnSlot.objects.filter(pk=row.pk, status=TurnSlot.Status.OPEN).update(
+                status=TurnSlot.Status.ANSWERED, answer={"value": value}
+            )
+        )
+
+
+def _expire_slots(turn: Turn) -> None:
+    # Cards that wait for nothing stay on the page after the turn; prompts cannot be
+    # answered any more (a retried turn asks again).
+    expired = TurnSlot.objects.filter(
+        turn=turn,
+        waits_for_answer=True,
+        status__in=[TurnSlot.Status.OPEN, TurnSlot.Status.ANSWERED],
+    ).update(status=TurnSlot.Status.EXPIRED)
+    if expired:
+        _event(turn, "slot.resolved", {"turn": turn.pk, "expired": expired})

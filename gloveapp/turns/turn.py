@@ -1,0 +1,122 @@
+"""One chat turn with the Glove runtime: what a worker does once it has claimed a turn."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from gloveapp.agents.config import configured_model, get_agent_spec
+from gloveapp.conversations.models import Session
+from gloveapp.core.abort import AbortSignal
+from gloveapp.core.compaction import CompactionConfig
+from gloveapp.core.display import PERMISSION_RENDERER, DisplayManager, Slot
+from gloveapp.core.glove import Glove
+from gloveapp.core.providers.errors import ModelConfigurationError, ModelProviderError
+from gloveapp.core.tools import Tool
+from gloveapp.ormstore.store import DjangoStore
+from gloveapp.turns import services
+from gloveapp.turns.mesh_peer import join_chat_mesh
+from gloveapp.turns.models import Turn
+
+logger = logging.getLogger(__name__)
+
+GENERIC_SLOT_TEMPLATE = "tools/generic_slot.html"
+PERMISSION_SLOT_TEMPLATE = "tools/permission_request.html"
+FORWARDED_EVENTS = frozenset({"text_delta", "tool_use", "tool_use_result"})
+
+
+def inbox_ttl() -> timedelta | None:
+    """How long an item the agent posts may wait before `expire_inbox_items` answers it."""
+    seconds = settings.GLOVE_INBOX_TTL_SECONDS
+    return timedelta(seconds=seconds) if seconds else None
+
+
+def turn_tools(turn: Turn) -> dict[str, Tool]:
+    agent_name = Session.objects.values_list("agent_name", flat=True).get(pk=turn.session_id)
+    return {tool.name: tool for tool in get_agent_spec(agent_name).tools}
+
+
+async def answer_turn(
+    turn: Turn, *, display: DisplayManager, abort: AbortSignal, tools: dict[str, Tool]
+) -> str:
+    """Run the turn to its end; returns the reply text. A retried turn whose request is
+    already stored resumes from the stored conversation instead of asking again."""
+    session_id = turn.session_id
+    agent_name = await sync_to_async(_agent_name)(session_id)
+    spec = get_agent_spec(agent_name)
+    glove = Glove(
+        store=DjangoStore(session_id, inbox_ttl=inbox_ttl()),
+        model=configured_model(agent=spec.name),
+        display_manager=display,
+        system_prompt=spec.system_prompt,
+        compaction_config=CompactionConfig(compaction_instructions=spec.compaction_instructions),
+    )
+    for tool in tools.values():
+        glove.fold(tool)
+
+    async def forward(event_type: str, payload: dict[str, Any]) -> None:
+        if event_type in FORWARDED_EVENTS:
+            await broadcast(session_id, event_type, payload)
+
+    glove.add_subscriber(forward).build()
+    leave_mesh = await join_chat_mesh(glove, session_id=session_id, spec=spec)
+    try:
+        if turn.retried and await sync_to_async(services.turn_request_stored)(turn):
+            result = await glove.resume_request(abort=abort)
+        else:
+            result = await glove.process_request(turn.text, abort=abort)
+    finally:
+        if leave_mesh is not None:
+            await leave_mesh()
+    return result.messages[-1].text if result.messages else ""
+
+
+def _agent_name(session_id: str) -> str:
+    return Session.objects.values_list("agent_name", flat=True).get(pk=session_id)
+
+
+def slot_template(tools: dict[str, Tool], slot: Slot) -> str:
+    if slot.renderer == PERMISSION_RENDERER:
+        return PERMISSION_SLOT_TEMPLATE
+    tool = tools.get(slot.tool_name or "")
+    own = tool is not None and tool.slot_template and slot.renderer == tool.name
+    return (tool.slot_template if own and tool else None) or GENERIC_SLOT_TEMPLATE
+
+
+def readable_error(error: BaseException) -> str:
+    """What the page says about a failed turn: plain words, no internals."""
+    if isinstance(error, Session.DoesNotExist):
+        return "This conversation no longer exists."
+    if isinstance(error, ImproperlyConfigured):
+        return f"The agent is not configured correctly: {error}"
+    if isinstance(error, ModelConfigurationError):
+        return f"The model is not configured correctly: {error}"
+    if isinstance(error, ModelProviderError):
+        return f"The model provider could not answer ({error.provider}): {error.message}"
+    return (
+        f"Something went wrong while answering ({type(error).__name__}). "
+        "The details are in the server log; send the message again to retry."
+    )
+
+
+async def broadcast(session_id: str, event_type: str, payload: dict[str, Any]) -> None:
+    """Push a transient event to the session's pages, bounded in time: a frozen or dead
+    channel layer loses the live push (the stored events still reach the pages through the
+    event log), it never holds the turn up."""
+    from gloveapp.live.transient import broadcast_transient
+
+    try:
+        await asyncio.wait_for(
+            broadcast_transient(session_id, event_type, payload),
+            timeout=settings.GLOVE_LIVE_SEND_TIMEOUT_SECONDS,
+        )
+    except TimeoutError:
+        logger.warning("live push of %s to session %s timed out", event_type, session_id)
+    except Exception:
+        logger.exception("could not push %s to session %s", event_type, session_id)

@@ -1,0 +1,273 @@
+"""Two Daphne servers and two turn workers sharing PostgreSQL and a Redis of the test's own.
+
+Messages to one session posted alternately to both servers run one after another; a prompt
+a turn shows is answered through the other server; a worker killed mid-turn has its turn
+restarted by the other; a frozen Redis (SIGSTOP) holds no turn up. The state is read from
+the shared database, as the admin would; nothing here waits on a clock but for polling.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+
+import httpx
+import psycopg
+import pytest
+
+from tests.api.liveserver import LiveServer, free_port
+from tests.conftest import service_missing
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.timeout(300)]
+
+PASSWORD = "pw-ann-processes-1"
+PG_URL = os.environ.get("PG_TEST_URL", "postgres://postgres@127.0.0.1:5432/glove_test")
+WAIT = 60.0
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[tuple[subprocess.Popen, str]]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        service_missing("redis-server is not installed")
+    port = free_port()
+    folder = tempfile.mkdtemp(prefix="glove-redis-")
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", folder],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            import redis
+
+            redis.Redis.from_url(url).ping()
+            break
+        except Exception:
+            time.sleep(0.05)
+    yield process, url
+    os.kill(process.pid, signal.SIGCONT)
+    process.terminate()
+    process.wait(timeout=10)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(redis_server) -> Iterator[tuple[LiveServer, LiveServer]]:
+    if not PG_URL.startswith("postgres"):
+        service_missing("PG_TEST_URL is not a PostgreSQL URL")
+    _, redis_url = redis_server
+    env = {
+        "REDIS_URL": redis_url,
+        "GLOVE_TASKS_BACKEND": "db",
+        "GLOVE_TURN_LEASE_SECONDS": "2",
+        "GLOVE_TURN_DB_THREADS": "2",
+    }
+    first = LiveServer(database_url=PG_URL, extra_env=env)
+    with first:
+        first.manage(
+            "shell",
+            "-c",
+            "from django.contrib.auth import get_user_model; "
+            f"get_user_model().objects.create_user('ann', password='{PASSWORD}')",
+        )
+        with LiveServer(sharing=first, extra_env=env) as second:
+            first.start_worker()
+            second.start_worker()
+            yield first, second
+
+
+class Browser:
+    """A logged-in user of one server (cookies and CSRF, as a form post sends them)."""
+
+    def __init__(self, server: LiveServer) -> None:
+        self.server = server
+        self.client = httpx.Client(base_url=server.url, timeout=30, follow_redirects=False)
+        page = self.client.get("/accounts/login/")
+        self.client.post(
+            "/accounts/login/",
+            data={"username": "ann", "password": PASSWORD, "csrfmiddlewaretoken": _csrf(page)},
+        )
+
+    def share_login(self, other: LiveServer) -> Browser:
+        twin = Browser.__new__(Browser)
+        twin.server = other
+        twin.client = httpx.Client(
+            base_url=other.url, timeout=30, follow_redirects=False, cookies=self.client.cookies
+        )
+        return twin
+
+    def new_session(self) -> str:
+        response = self.post("/sessions/new", {})
+        assert response.status_code == 303, response.text
+        return response.headers["Location"].strip("/").split("/")[-1]
+
+    def post(self, path: str, data: dict) -> httpx.Response:
+        token = self.client.cookies.get("csrftoken")
+        return self.client.post(path, data={**data, "csrfmiddlewaretoken": token})
+
+    def say(self, session_id: str, text: str) -> None:
+        assert self.post(f"/sessions/{session_id}/messages", {"text": text}).status_code == 303
+
+
+def _csrf(page: httpx.Response) -> str:
+    match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert match, "no CSRF token on the page"
+    return match.group(1)
+
+
+def query(server: LiveServer, sql: str, *args: object) -> list[tuple]:
+    with psycopg.connect(server.database_url, autocommit=True) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def wait_for(server: LiveServer, sql: str, *args: object) -> list[tuple]:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        rows = query(server, sql, *args)
+        if rows:
+            return rows
+        time.sleep(0.05)
+    raise AssertionError(f"never true: {sql} {args}\n{server.log_tail()}")
+
+
+def wait_idle(server: LiveServer, session_id: str) -> None:
+    wait_for(
+        server,
+        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM turns_turn WHERE session_id = %s "
+        "AND status IN ('queued', 'running'))",
+        session_id,
+    )
+
+
+def user_and_agent_messages(server: LiveServer, session_id: str) -> list[tuple[str, str]]:
+    return query(
+        server,
+        "SELECT sender, text FROM conversations_message WHERE session_id = %s "
+        "AND text <> 'tool results' AND framework_context IS NULL ORDER BY seq",
+        session_id,
+    )
+
+
+def waiting_prompt(server: LiveServer, session_id: str) -> tuple[str, str, int]:
+    """(public slot id, worker id, turn attempts) of the session's open prompt."""
+    turn_id, slot_id, worker_id, attempts = wait_for(
+        server,
+        "SELECT t.id, s.slot_id, t.worker_id, t.attempts FROM turns_turnslot s "
+        "JOIN turns_turn t ON t.id = s.turn_id WHERE s.session_id = %s "
+        "AND s.status = 'open' AND s.waits_for_answer AND t.status = 'running'",
+        session_id,
+    )[0]
+    return f"t{turn_id}-{slot_id}", worker_id, attempts
+
+
+def test_it_runs_messages_posted_to_both_servers_one_after_another(cluster):
+    first, second = cluster
+    ann = Browser(first)
+    ann_on_second = ann.share_login(second)
+    session_id = ann.new_session()
+
+    for index in range(4):
+        (ann if index % 2 == 0 else ann_on_second).say(session_id, f"hello number {index}")
+    wait_idle(first, session_id)
+
+    turns = query(
+        first,
+        "SELECT status, started_at, finished_at FROM turns_turn WHERE session_id = %s ORDER BY id",
+        session_id,
+    )
+    assert [status for status, _, _ in turns] == ["done"] * 4
+    for (_, _, finished), (_, started, _) in itertools.pairwise(turns):
+        assert finished <= started  # never two at once
+    senders = [sender for sender, _ in user_and_agent_messages(first, session_id)]
+    assert senders == ["user", "agent"] * 4
+    users = [
+        text for sender, text in user_and_agent_messages(first, session_id) if sender == "user"
+    ]
+    assert users == [f"hello number {index}" for index in range(4)]
+
+
+def test_it_answers_a_prompt_through_the_other_server(cluster):
+    first, second = cluster
+    ann = Browser(first)
+    session_id = ann.new_session()
+    ann.say(session_id, "add 2 Kenya AA")
+    wait_idle(first, session_id)
+    ann.say(session_id, "checkout, pay at pickup")
+    slot_id, _, _ = waiting_prompt(first, session_id)
+
+    response = ann.share_login(second).post(
+        f"/sessions/{session_id}/slots/{slot_id}", {"value": "confirm"}
+    )
+    wait_idle(first, session_id)
+
+    assert response.status_code == 303
+    texts = " ".join(text for _, text in user_and_agent_messages(first, session_id))
+    assert "Order #" in texts
+
+
+def test_it_restarts_the_turn_of_a_killed_worker_on_the_other(cluster):
+    first, second = cluster
+    ann = Browser(first)
+    session_id = ann.new_session()
+    ann.say(session_id, "add Colombia Huila")
+    wait_idle(first, session_id)
+    ann.say(session_id, "checkout, pay at pickup")
+    _, worker_id, _ = waiting_prompt(first, session_id)
+
+    pid = int(worker_id.split(":")[1])
+    victim = next(w for w in first.workers + second.workers if w.pid == pid)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    wait_for(
+        first,
+        "SELECT 1 FROM turns_turn WHERE session_id = %s AND attempts = 2 AND status = 'running'",
+        session_id,
+    )
+    slot_id, new_worker, attempts = waiting_prompt(first, session_id)
+    ann.share_login(second).post(f"/sessions/{session_id}/slots/{slot_id}", {"value": "confirm"})
+    wait_idle(first, session_id)
+
+    assert attempts == 2 and new_worker != worker_id
+    users = [
+        text for sender, text in user_and_agent_messages(first, session_id) if sender == "user"
+    ]
+    assert users == ["add Colombia Huila", "checkout, pay at pickup"]  # nothing stored twice
+    texts = " ".join(text for _, text in user_and_agent_messages(first, session_id))
+    assert "Order #" in texts
+    table = query(
+        first, "SELECT coalesce(to_regclass('live_liveevent'), 'conversations_liveevent')"
+    )
+    restarted = query(
+        first,
+        f"SELECT count(*) FROM {table[0][0]} WHERE stream = %s AND type = 'turn.restarted'",
+        f"session:{session_id}",
+    )
+    assert restarted == [(1,)]
+
+
+def test_it_finishes_turns_while_redis_is_frozen(cluster, redis_server):
+    first, _ = cluster
+    redis_process, _ = redis_server
+    ann = Browser(first)
+    session_id = ann.new_session()
+    os.kill(redis_process.pid, signal.SIGSTOP)
+    try:
+        ann.say(session_id, "show me the menu")
+        wait_idle(first, session_id)
+        statuses = query(first, "SELECT status FROM turns_turn WHERE session_id = %s", session_id)
+        senders = [sender for sender, _ in user_and_agent_messages(first, session_id)]
+    finally:
+        os.kill(redis_process.pid, signal.SIGCONT)
+
+    assert statuses == [("done",)]
+    assert senders[0] == "user" and "agent" in senders

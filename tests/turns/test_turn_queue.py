@@ -1,0 +1,174 @@
+"""The turn queue in the database: one running turn per session, restarts, cancel, limits.
+
+A turn worker runs in the test's event loop (the `turn_worker` fixture); "another worker"
+is played by claiming a turn under a different worker id, as a second process would.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+from django.test import AsyncClient
+from django.utils import timezone
+
+from gloveapp.conversations.models import Message
+from gloveapp.conversations.services import session_create
+from gloveapp.core.types import Message as CoreMessage
+from gloveapp.live.models import LiveEvent
+from gloveapp.live.streams import session_stream
+from gloveapp.ormstore.store import DjangoStore
+from gloveapp.turns import runner, services
+from gloveapp.turns.models import Turn, TurnSlot
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+
+
+@pytest.fixture
+def customer(transactional_db):
+    return get_user_model().objects.create_user("carla", password="pw-carla-1")
+
+
+@pytest.fixture
+def session_id(customer) -> str:
+    return session_create(owner=customer, agent_name="coffee", title="Brew").pk
+
+
+def test_it_lets_only_one_turn_of_a_session_run_whoever_claims_it(session_id, customer):
+    for text in ("first", "second"):
+        services.turn_submit(session_id=session_id, text=text, user_id=customer.pk)
+
+    mine = services.turn_claim_next(session_id=session_id, worker_id="worker-a")
+    theirs = services.turn_claim_next(session_id=session_id, worker_id="worker-b")
+
+    assert mine is not None and mine.text == "first"
+    assert theirs is None
+    services.turn_finish(turn_id=mine.pk, worker_id="worker-a", status=Turn.Status.DONE)
+    after = services.turn_claim_next(session_id=session_id, worker_id="worker-b")
+    assert after is not None and after.text == "second"
+
+
+def test_it_refuses_a_second_running_turn_in_the_database_itself(session_id, customer):
+    from django.db import IntegrityError, transaction
+
+    first = services.turn_submit(session_id=session_id, text="a", user_id=customer.pk)
+    second = services.turn_submit(session_id=session_id, text="b", user_id=customer.pk)
+    Turn.objects.filter(pk=first.pk).update(status=Turn.Status.RUNNING)
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Turn.objects.filter(pk=second.pk).update(status=Turn.Status.RUNNING)
+
+
+async def test_it_restarts_the_turn_of_a_dead_worker_without_storing_its_message_twice(
+    session_id, customer, settings, turn_worker
+):
+    settings.GLOVE_TURN_LEASE_SECONDS = 0.5
+    # A worker claimed the turn, stored the request, then died: its lease runs out.
+    turn = await sync_to_async(services.turn_submit)(
+        session_id=session_id, text="show me the menu", user_id=customer.pk
+    )
+    await sync_to_async(services.turn_claim_next)(session_id=session_id, worker_id="dead")
+    await DjangoStore(session_id).append_messages(
+        [CoreMessage(sender="user", text="show me the menu")]
+    )
+
+    await runner.wait_until_idle(session_id)
+
+    turn = await Turn.objects.aget(pk=turn.pk)
+    assert turn.status == Turn.Status.DONE
+    assert turn.attempts == 2 and turn.worker_id == "test-worker"
+    texts = [
+        text
+        async for text in Message.objects.filter(session_id=session_id, sender="user")
+        .exclude(text="tool results")
+        .values_list("text", flat=True)
+    ]
+    assert texts == ["show me the menu"]
+    assert await Message.objects.filter(session_id=session_id, sender="agent").aexists()
+    assert await LiveEvent.objects.filter(
+        stream=session_stream(session_id), type="turn.restarted"
+    ).aexists()
+
+
+async def test_it_fails_a_turn_after_its_last_attempt(session_id, customer, settings, turn_worker):
+    settings.GLOVE_TURN_LEASE_SECONDS = 0.5
+    settings.GLOVE_TURN_MAX_ATTEMPTS = 1
+    turn = await sync_to_async(services.turn_submit)(
+        session_id=session_id, text="hello", user_id=customer.pk
+    )
+    await sync_to_async(services.turn_claim_next)(session_id=session_id, worker_id="dead")
+
+    await runner.wait_until_idle(session_id)
+
+    turn = await Turn.objects.aget(pk=turn.pk)
+    assert turn.status == Turn.Status.FAILED
+    assert "stopped" in turn.error
+
+
+async def test_it_stops_a_running_turn_through_the_api_and_expires_its_prompt(
+    session_id, customer, turn_worker
+):
+    from rest_framework.authtoken.models import Token
+
+    token = await Token.objects.acreate(user=customer)
+    await runner.submit_message(session_id=session_id, text="add Kenya AA")
+    await runner.wait_until_idle(session_id)
+    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    while not await sync_to_async(runner.visible_slots)(session_id):
+        import asyncio
+
+        await asyncio.sleep(0.01)
+
+    response = await AsyncClient().post(
+        f"/api/sessions/{session_id}/cancel", headers={"Authorization": f"Token {token.key}"}
+    )
+    await runner.wait_until_idle(session_id)
+
+    assert response.status_code == 200
+    assert response.json() == {"cancelled": True}
+    newest = await Turn.objects.filter(session_id=session_id).alast()
+    assert newest.status == Turn.Status.CANCELLED
+    slot = await TurnSlot.objects.filter(turn=newest).aget()
+    assert slot.status == TurnSlot.Status.EXPIRED
+
+
+async def test_it_hides_the_stop_route_from_outsiders(session_id, turn_worker):
+    from rest_framework.authtoken.models import Token
+
+    outsider = await sync_to_async(get_user_model().objects.create_user)("oscar")
+    token = await Token.objects.acreate(user=outsider)
+
+    response = await AsyncClient().post(
+        f"/api/sessions/{session_id}/cancel", headers={"Authorization": f"Token {token.key}"}
+    )
+
+    assert response.status_code == 404
+
+
+async def test_it_answers_429_on_the_page_past_the_users_turns_per_minute(
+    session_id, customer, settings, turn_worker
+):
+    settings.GLOVE_TURNS_PER_USER_PER_MINUTE = 2
+    client = AsyncClient()
+    await client.aforce_login(customer)
+    url = f"/sessions/{session_id}/messages"
+
+    statuses = [(await client.post(url, {"text": f"hi {n}"})).status_code for n in range(3)]
+    htmx = await client.post(url, {"text": "again"}, headers={"HX-Request": "true"})
+
+    assert statuses == [303, 303, 429]
+    assert htmx.status_code == 429
+    assert "turns in the last minute" in htmx.content.decode()
+    await runner.wait_until_idle(session_id)
+
+
+def test_it_counts_only_the_last_minute(session_id, customer, settings):
+    settings.GLOVE_TURNS_PER_USER_PER_MINUTE = 1
+    old = services.turn_submit(session_id=session_id, text="old", user_id=customer.pk)
+    Turn.objects.filter(pk=old.pk).update(
+        created_at=timezone.now() - timedelta(minutes=2), status=Turn.Status.DONE
+    )
+
+    assert services.turn_submit(session_id=session_id, text="new", user_id=customer.pk)
