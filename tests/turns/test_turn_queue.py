@@ -172,3 +172,41 @@ def test_it_counts_only_the_last_minute(session_id, customer, settings):
     )
 
     assert services.turn_submit(session_id=session_id, text="new", user_id=customer.pk)
+
+
+def test_it_shows_the_prompt_of_a_turn_that_died_as_expired(session_id, customer, client):
+    from gloveapp.core.display import Slot
+
+    turn = services.turn_submit(session_id=session_id, text="checkout", user_id=customer.pk)
+    turn = services.turn_claim_next(session_id=session_id, worker_id="dead")
+    prompt = Slot(id="slot_1", renderer="checkout", waits_for_answer=True, tool_name="checkout")
+    services.slot_push(turn=turn, slot=prompt, template="tools/generic_slot.html")
+    Turn.objects.filter(pk=turn.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+
+    services.turns_take_back()
+    client.force_login(customer)
+    html = client.get(f"/sessions/{session_id}/").content.decode()
+
+    assert "This prompt expired" in html
+    assert not services.slot_answer(
+        session_id=session_id, public_id=f"t{turn.pk}-slot_1", value="confirm"
+    )
+
+
+def test_it_lists_running_queued_failed_and_retried_turns_in_the_admin(
+    session_id, customer, client
+):
+    staff = get_user_model().objects.create_user("stella", is_staff=True, is_superuser=True)
+    running = services.turn_submit(session_id=session_id, text="now", user_id=customer.pk)
+    services.turn_submit(session_id=session_id, text="next", user_id=customer.pk)
+    services.turn_claim_next(session_id=session_id, worker_id="w1")
+    Turn.objects.filter(pk=running.pk).update(attempts=2)
+    client.force_login(staff)
+
+    listing = client.get("/admin/turns/turn/").content.decode()
+    retried = client.get("/admin/turns/turn/?retried=yes").content.decode()
+    queued = client.get("/admin/turns/turn/?status__exact=queued").content.decode()
+
+    assert "running" in listing and "queued" in listing
+    assert f"turn {running.pk} of" in retried or f"/admin/turns/turn/{running.pk}/" in retried
+    assert f"/admin/turns/turn/{running.pk}/" not in queued
