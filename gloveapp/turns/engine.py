@@ -35,6 +35,8 @@ from gloveapp.turns.turn import answer_turn, readable_error, slot_template, turn
 logger = logging.getLogger(__name__)
 
 _current: TurnEngine | None = None
+# How often a worker looks for stop requests of its running turns.
+CANCEL_CHECK_SECONDS = 0.25
 
 
 def current_engine() -> TurnEngine | None:
@@ -134,13 +136,16 @@ class TurnEngine:
     # -- the watcher ---------------------------------------------------------------------------
     async def watch(self) -> None:
         lease = settings.GLOVE_TURN_LEASE_SECONDS
-        next_heartbeat = next_sweep = 0.0
+        next_heartbeat = next_sweep = next_cancel_check = 0.0
         while not self._stopping:
             await asyncio.sleep(settings.GLOVE_TURN_POLL_SECONDS)
             try:
                 now = time.monotonic()
                 if self.running:
-                    await self._deliver_answers_and_cancels()
+                    cancels_too = now >= next_cancel_check
+                    if cancels_too:
+                        next_cancel_check = now + CANCEL_CHECK_SECONDS
+                    await self._deliver_answers_and_cancels(cancels_too=cancels_too)
                 if now >= next_heartbeat:
                     next_heartbeat = now + lease / 3
                     await self._heartbeat()
@@ -152,9 +157,13 @@ class TurnEngine:
                 logger.exception("turn watcher round failed")
                 await sync_to_async(close_old_connections)()
 
-    async def _deliver_answers_and_cancels(self) -> None:
-        ids = list(self.running)
-        answers, cancels = await sync_to_async(_answers_and_cancels)(ids)
+    async def _deliver_answers_and_cancels(self, *, cancels_too: bool) -> None:
+        # Answers only for turns that wait on a prompt; stop requests less often.
+        waiting = [turn_id for turn_id, state in self.running.items() if _waits(state)]
+        ids = list(self.running) if cancels_too else []
+        if not waiting and not ids:
+            return
+        answers, cancels = await sync_to_async(_answers_and_cancels)(waiting, ids)
         for turn_id, slot_id, answer in answers:
             state = self.running.get(turn_id)
             if state is not None and state.display.is_waiting(slot_id):
@@ -230,15 +239,25 @@ def _seconds(value: float) -> Any:
     return timedelta(seconds=value)
 
 
-def _answers_and_cancels(turn_ids: list[int]) -> tuple[list[tuple[int, str, Any]], list[int]]:
-    answers = list(
-        TurnSlot.objects.filter(turn_id__in=turn_ids, status=TurnSlot.Status.ANSWERED).values_list(
-            "turn_id", "slot_id", "answer"
+def _waits(state: RunningTurn) -> bool:
+    return any(slot.waits_for_answer for slot in state.display.stack)
+
+
+def _answers_and_cancels(
+    waiting: list[int], running: list[int]
+) -> tuple[list[tuple[int, str, Any]], list[int]]:
+    answers: list[tuple[int, str, Any]] = []
+    cancels: list[int] = []
+    if waiting:
+        answers = list(
+            TurnSlot.objects.filter(
+                turn_id__in=waiting, status=TurnSlot.Status.ANSWERED
+            ).values_list("turn_id", "slot_id", "answer")
         )
-    )
-    cancels = list(
-        Turn.objects.filter(pk__in=turn_ids, cancel_requested=True).values_list("pk", flat=True)
-    )
+    if running:
+        cancels = list(
+            Turn.objects.filter(pk__in=running, cancel_requested=True).values_list("pk", flat=True)
+        )
     return answers, cancels
 
 

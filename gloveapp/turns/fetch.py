@@ -38,6 +38,9 @@ def _db_fetcher(alias: str) -> Any:
 
     def take_one(worker: Worker) -> bool:
         tasks = DBTaskResult.objects.ready().filter(backend_name=alias)
+        # One plain read while idle, instead of an exclusive transaction every poll.
+        if not tasks.exists():
+            return False
         try:
             with exclusive_transaction(tasks.db):
                 task_result = tasks.get_locked()

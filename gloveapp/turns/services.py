@@ -12,7 +12,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import F, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from gloveapp.conversations.models import Message
@@ -73,36 +74,45 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
 def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
     """Claim the session's oldest queued turn for `worker_id`, or None (running elsewhere,
     nothing queued, or another worker won the race)."""
-    lease = timezone.now() + timedelta(seconds=settings.GLOVE_TURN_LEASE_SECONDS)
-    with transaction.atomic():
-        if Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).exists():
-            return None
-        turn = (
-            Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED)
-            .order_by("id")
-            .first()
+    if Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).exists():
+        return None
+    turn = (
+        Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED).order_by("id").first()
+    )
+    if turn is None:
+        return None
+    now = timezone.now()
+    lease = now + timedelta(seconds=settings.GLOVE_TURN_LEASE_SECONDS)
+    # The session's last message before the turn stored anything, kept from the first
+    # attempt: a retry compares against it.
+    last_seq = Coalesce(
+        Subquery(Message.objects.filter(session_id=session_id).order_by("-seq").values("seq")[:1]),
+        0,
+    )
+    try:
+        # One statement, outside any transaction: the conditional status and the unique
+        # index decide the race between workers, whichever reaches the row first.
+        claimed = Turn.objects.filter(pk=turn.pk, status=Turn.Status.QUEUED).update(
+            status=Turn.Status.RUNNING,
+            worker_id=worker_id,
+            lease_until=lease,
+            attempts=F("attempts") + 1,
+            started_at=now,
+            base_seq=Coalesce(F("base_seq"), last_seq),
         )
-        if turn is None:
-            return None
-        try:
-            with transaction.atomic():
-                claimed = Turn.objects.filter(pk=turn.pk, status=Turn.Status.QUEUED).update(
-                    status=Turn.Status.RUNNING,
-                    worker_id=worker_id,
-                    lease_until=lease,
-                    attempts=F("attempts") + 1,
-                    started_at=timezone.now(),
-                )
-        except IntegrityError:
-            # The unique index: another worker started a turn of this session meanwhile.
-            return None
-        if claimed != 1:
-            return None
-        turn.refresh_from_db()
-        if turn.base_seq is None:
-            last = Message.objects.filter(session_id=session_id).aggregate(seq=Max("seq"))["seq"]
-            turn.base_seq = last or 0
-            turn.save(update_fields=["base_seq"])
+    except IntegrityError:
+        # The unique index: another worker started a turn of this session meanwhile.
+        return None
+    if claimed != 1:
+        return None
+    turn.refresh_from_db(fields=["attempts", "base_seq"])
+    turn.status, turn.worker_id, turn.lease_until, turn.started_at = (
+        Turn.Status.RUNNING,
+        worker_id,
+        lease,
+        now,
+    )
+    with transaction.atomic():
         _event(
             turn,
             "turn.restarted" if turn.retried else "turn.started",
