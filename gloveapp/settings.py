@@ -205,6 +205,11 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
+# Turns one user may start per minute: chat pages and `runner.submit_message` (mesh wake-ups
+# included) count stored turns; /api/chat, whose turns run in the client, is throttled at the
+# same rate unless GLOVE_CHAT_RATE says otherwise.
+GLOVE_TURNS_PER_USER_PER_MINUTE = int(os.environ.get("GLOVE_TURNS_PER_USER_PER_MINUTE", "30"))
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
@@ -217,7 +222,9 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     # Each /api/chat call is a paid model call: limit how often one user may make them.
-    "DEFAULT_THROTTLE_RATES": {"chat": os.environ.get("GLOVE_CHAT_RATE", "30/min")},
+    "DEFAULT_THROTTLE_RATES": {
+        "chat": os.environ.get("GLOVE_CHAT_RATE", f"{GLOVE_TURNS_PER_USER_PER_MINUTE}/min")
+    },
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "gloveapp.api.errors.exception_handler",
 }
@@ -286,8 +293,6 @@ GLOVE_TURN_POLL_SECONDS = float(os.environ.get("GLOVE_TURN_POLL_SECONDS", "0.02"
 # Live pushes from a turn (text deltas, tool use) give up after this long: a frozen Redis
 # slows the live push only; the stored events reach pages through the event log.
 GLOVE_LIVE_SEND_TIMEOUT_SECONDS = float(os.environ.get("GLOVE_LIVE_SEND_TIMEOUT_SECONDS", "0.2"))
-# Turns one user may start per minute, from every entry point (pages, API, mesh).
-GLOVE_TURNS_PER_USER_PER_MINUTE = int(os.environ.get("GLOVE_TURNS_PER_USER_PER_MINUTE", "30"))
 
 LOGGING = {
     "version": 1,

@@ -210,3 +210,26 @@ def test_it_lists_running_queued_failed_and_retried_turns_in_the_admin(
     assert "running" in listing and "queued" in listing
     assert f"turn {running.pk} of" in retried or f"/admin/turns/turn/{running.pk}/" in retried
     assert f"/admin/turns/turn/{running.pk}/" not in queued
+
+
+async def test_it_stops_a_running_turn_from_the_pages_stop_button(
+    session_id, customer, turn_worker
+):
+    import asyncio
+
+    client = AsyncClient()
+    await client.aforce_login(customer)
+    await runner.submit_message(session_id=session_id, text="add Kenya AA")
+    await runner.wait_until_idle(session_id)
+    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    while not await sync_to_async(runner.visible_slots)(session_id):  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    page = (await client.get(f"/sessions/{session_id}/")).content.decode()
+
+    response = await client.post(f"/sessions/{session_id}/cancel")
+    await runner.wait_until_idle(session_id)
+
+    assert 'data-action="stop"' in page
+    assert response.status_code == 303
+    newest = await Turn.objects.filter(session_id=session_id).alast()
+    assert newest.status == Turn.Status.CANCELLED
