@@ -67,7 +67,6 @@ INSTALLED_APPS = [
     "gloveapp.api",
     "gloveapp.turns",
     "gloveapp.pages",
-    "gloveapp.turns",
 ]
 
 MIDDLEWARE = [

@@ -36,7 +36,7 @@ def chat_mesh(settings):
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
 
 
-async def test_brew_asks_the_roastery_over_the_mesh_and_relays_its_answer(chat_mesh):
+async def test_brew_asks_the_roastery_over_the_mesh_and_relays_its_answer(chat_mesh, turn_worker):
     customer = await sync_to_async(get_user_model().objects.create_user)("carla", password="x")
     session = await sync_to_async(session_create)(owner=customer, agent_name="coffee")
     roastery = asyncio.create_task(
