@@ -6,7 +6,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/glove_test
 
-.PHONY: run test install lint format bench clean
+WS_PORT ?= 8001
+HTTP_WORKERS ?= 2
+HTTP_THREADS ?= 8
+WS_WORKERS ?= 1
+
+.PHONY: run serve-prod test install lint format bench clean
 
 $(PY):
 	@interp=$$(sh .ci/find-python) || exit 1; \
@@ -33,6 +38,21 @@ run: install
 	trap 'kill $$roastery $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	DEBUG=$${DEBUG:-true} $(VENV)/bin/daphne -b $(HOST) -p $(PORT) gloveapp.asgi:application
 
+# The production topology (README, "Production"): HTTP on gunicorn's threaded WSGI workers
+# with persistent connections (no sync/async hop per middleware), websockets on uvicorn
+# (ASGI, psycopg's pool). A proxy routes /ws/ to WS_PORT and the rest to PORT.
+# bench/rest.py and bench/live.py start exactly this.
+serve-prod: install
+	$(PY) manage.py migrate --noinput
+	@trap 'kill 0' INT TERM; \
+	GLOVE_SERVER=wsgi DB_CONN_MAX_AGE=$${DB_CONN_MAX_AGE:-600} $(VENV)/bin/gunicorn \
+		gloveapp.wsgi:application --worker-class gthread --workers $(HTTP_WORKERS) \
+		--threads $(HTTP_THREADS) --bind $(HOST):$(PORT) --keep-alive 30 & \
+	GLOVE_SERVER=asgi DB_CONN_MAX_AGE=0 $(VENV)/bin/uvicorn gloveapp.asgi:application \
+		--host $(HOST) --port $(WS_PORT) --workers $(WS_WORKERS) --ws websockets \
+		--lifespan off --no-access-log & \
+	wait
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -51,8 +71,11 @@ test: lint
 	$(VENV)/bin/pytest -m browser
 	DATABASE_URL=$(PG_TEST_URL) $(VENV)/bin/pytest -m "postgres and not browser"
 
+# Every bench/*.py in turn; bench/run_all.py writes bench/results.json and bench/results.md
+# and copies the tables into README.md. Run it on a quiet machine.
 bench: install
-	@for b in bench/*.py; do echo "== $$b" >&2; $(PY) $$b || exit 1; done
+	@bash .ci/ensure-services
+	$(PY) bench/run_all.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

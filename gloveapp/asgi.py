@@ -7,7 +7,24 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gloveapp.settings")
+os.environ.setdefault("GLOVE_SERVER", "asgi")
+# Under ASGI a request's sync code may run on a thread of its own, so connections are reused
+# through psycopg's pool (PostgreSQL; settings.DB_POOL_SIZE).
+os.environ.setdefault("DB_POOL_SIZE", "10")
 django_asgi_app = get_asgi_application()
+
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+
+from gloveapp.checks import leaky_connection_settings  # noqa: E402
+
+# uvicorn and Daphne run no system checks: refuse to serve with settings that would exhaust
+# the database's connections within seconds (glove.E001).
+if leaky := leaky_connection_settings():
+    raise ImproperlyConfigured(
+        f"DB_CONN_MAX_AGE > 0 leaks one connection per request under ASGI ({', '.join(leaky)}); "
+        "use DB_CONN_MAX_AGE=0 here (PostgreSQL uses psycopg's pool) and persistent "
+        "connections only under gloveapp.wsgi."
+    )
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Warning, register
+from django.core.checks import Error, Warning, register
 
 
 @register("security", deploy=True)
@@ -31,3 +31,34 @@ def check_webhook_secret(app_configs, **kwargs):
             )
         ]
     return []
+
+
+def leaky_connection_settings() -> list[str]:
+    """Aliases whose persistent connections would leak in this process (ASGI), if any."""
+    if settings.GLOVE_SERVER != "asgi":
+        return []
+    return [
+        alias
+        for alias, database in settings.DATABASES.items()
+        # None means "keep forever", which leaks as surely as any positive age.
+        if database.get("CONN_MAX_AGE", 0) is None or database.get("CONN_MAX_AGE", 0) > 0
+    ]
+
+
+@register()
+def check_conn_max_age(app_configs, **kwargs):
+    # Under ASGI each request's sync code may run on a thread of its own, and a persistent
+    # connection belongs to its thread: every request would open one and never close it,
+    # until the database refuses new connections.
+    return [
+        Error(
+            f"DATABASES[{alias!r}] keeps connections (DB_CONN_MAX_AGE > 0) under an ASGI server.",
+            hint=(
+                "Under ASGI use DB_CONN_MAX_AGE=0 (PostgreSQL connections then come from "
+                "psycopg's pool, DB_POOL_SIZE); persistent connections are for the WSGI "
+                "server (gloveapp.wsgi, GLOVE_SERVER=wsgi)."
+            ),
+            id="glove.E001",
+        )
+        for alias in leaky_connection_settings()
+    ]

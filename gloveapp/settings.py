@@ -82,7 +82,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "gloveapp.urls"
 ASGI_APPLICATION = "gloveapp.asgi.application"
-WSGI_APPLICATION = None
+WSGI_APPLICATION = "gloveapp.wsgi.application"  # gunicorn, `make serve-prod`
 
 TEMPLATES = [
     {
@@ -99,6 +99,15 @@ TEMPLATES = [
     },
 ]
 
+# Which kind of server this process is: "asgi" (Daphne/uvicorn, the default and what
+# `make run` uses) or "wsgi" (gunicorn; gloveapp/wsgi.py sets it). It decides how database
+# connections are reused: under WSGI each server thread keeps its own (DB_CONN_MAX_AGE);
+# under ASGI each request's sync code may run on a new thread, so a kept connection would
+# leak (one per request), and PostgreSQL connections come from psycopg's pool instead.
+GLOVE_SERVER = os.environ.get("GLOVE_SERVER", "asgi")
+if GLOVE_SERVER not in {"asgi", "wsgi"}:
+    raise ValueError(f"GLOVE_SERVER must be asgi or wsgi, got {GLOVE_SERVER!r}")
+
 # SQLite by default; DATABASE_URL (e.g. postgres://user@host:5432/name) for anything else.
 DATABASES = {
     "default": dj_database_url.config(
@@ -108,7 +117,11 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several processes (the server, a management command, a webhook worker) write to
-    # one file: wait for the lock instead of failing, and take it at BEGIN.
+    # one file: wait for the lock instead of failing, and take it at BEGIN (IMMEDIATE), so
+    # a read-then-write transaction never fails to upgrade its lock. WAL lets readers run
+    # beside the writer. synchronous=NORMAL syncs the WAL at checkpoints, not at every
+    # commit: a power loss (not a crash of the process) may lose the last commits, never
+    # corrupt the file (README, "Durability").
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "timeout": 20,
@@ -116,6 +129,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+# psycopg's connection pool (PostgreSQL), the only way to reuse connections under ASGI:
+# gloveapp/asgi.py turns it on (10 per process) unless DB_POOL_SIZE says otherwise; 0 is
+# off (management commands and tests open connections as they need them). It must exceed
+# the threads that hold a connection at once: asgiref's sync pool, the live relay's thread.
+DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", "0"))
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and DB_POOL_SIZE > 0
+    and not DATABASES["default"].get("CONN_MAX_AGE")
+):
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": DB_POOL_SIZE,
+        "timeout": 10,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -211,7 +239,7 @@ GLOVE_TURNS_PER_USER_PER_MINUTE = int(os.environ.get("GLOVE_TURNS_PER_USER_PER_M
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "gloveapp.api.token_auth.CachedTokenAuthentication",
         "gloveapp.api.auth.SameOriginJsonSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -227,6 +255,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "gloveapp.api.errors.exception_handler",
 }
+# How long a process trusts a token it has checked (gloveapp/api/token_auth.py); 0: never.
+GLOVE_TOKEN_CACHE_SECONDS = float(os.environ.get("GLOVE_TOKEN_CACHE_SECONDS", "5"))
 SPECTACULAR_SETTINGS = {
     "TITLE": "glove-django API",
     "DESCRIPTION": "The Glove remote store, inbox resolution and workspace inbox.",

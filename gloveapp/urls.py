@@ -6,6 +6,8 @@ from django.http import HttpRequest, HttpResponsePermanentRedirect
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from gloveapp.health import healthz
+
 
 def _moved_admin(new_app: str):
     """The admin pages of models that moved app (issue 9) answer at their old address too.
@@ -24,6 +26,7 @@ def _moved_admin(new_app: str):
 
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     re_path(r"^admin/agents/(?P<rest>(?:coffee|order|cartline)/.*)$", _moved_admin("demo")),
     re_path(r"^admin/conversations/(?P<rest>liveevent/.*)$", _moved_admin("live")),
     path("admin/", admin.site.urls),

@@ -91,10 +91,14 @@ async def remote_stores():
 
 @pytest.fixture(autouse=True)
 def _fresh_throttles():
-    """DRF's throttles count in the cache; each test starts with none used."""
+    """DRF's throttles count in the cache; each test starts with none used (and no token
+    remembered by gloveapp.api.token_auth from another test's users)."""
     from django.core.cache import cache
 
+    from gloveapp.api.token_auth import forget_all_tokens
+
     cache.clear()
+    forget_all_tokens()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -33,6 +34,7 @@ from gloveapp.api.fields import (
     to_core_task,
 )
 from gloveapp.conversations import selectors, services
+from gloveapp.conversations.access import usable_session_id
 from gloveapp.core import input_rules
 from gloveapp.core.store import permission_key
 from gloveapp.core.types import PERMISSION_STATUSES, TokenUsage
@@ -67,10 +69,14 @@ class MessagesApi(ApiView):
         responses={200: MessageSerializer(many=True), **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
-        messages = selectors.read_messages(
-            session_id, since_compaction=_flag(request, "since_compaction")
-        )
+        # One query: the ownership check is the history's join (404 for an outsider).
+        messages = None
+        if usable_session_id(session_id):
+            messages = selectors.read_owned_messages(
+                session_id, owner=request.user, since_compaction=_flag(request, "since_compaction")
+            )
+        if messages is None:
+            raise Http404("Session not found.")
         return Response(_wire(messages))
 
     @extend_schema(

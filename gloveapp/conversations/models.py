@@ -27,6 +27,9 @@ class Session(models.Model):
     tokens_out_total = models.BigIntegerField(default=0)
     cache_creation_input_tokens_total = models.BigIntegerField(default=0)
     cache_read_input_tokens_total = models.BigIntegerField(default=0)
+    # The highest message `seq` given out: an append takes its numbers from this row in the
+    # same statement that locks it, instead of reading max(seq) in another round trip.
+    last_seq = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

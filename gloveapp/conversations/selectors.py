@@ -7,11 +7,21 @@ exactly what a local agent would. Writes go through `services`; the inbox's read
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from django.db import connection
+from django.db.models import JSONField
+
 from gloveapp.conversations import serialization
 from gloveapp.conversations.models import Message, Permission, Session, Task
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
+
+_FIELDS = serialization.MESSAGE_VALUES
+# Which of them a raw cursor hands over as JSON text.
+_JSON_FIELDS = tuple(isinstance(Message._meta.get_field(name), JSONField) for name in _FIELDS)
 
 
 def read_messages(session_id: str, *, since_compaction: bool) -> list[CoreMessage]:
@@ -31,6 +41,67 @@ def read_messages(session_id: str, *, since_compaction: bool) -> list[CoreMessag
     # values_list, not model instances: a 100k-message history is read often.
     values = rows.order_by("seq").values_list(*serialization.MESSAGE_VALUES)
     return [serialization.message_from_values(row) for row in values]
+
+
+def read_owned_messages(
+    session_id: str, *, owner: Any, since_compaction: bool
+) -> list[CoreMessage] | None:
+    """`read_messages` of a session `owner` owns, None if it does not (or does not exist).
+
+    The hot GET of the remote store: the ownership check and the history are one query (the
+    session LEFT JOINed to its messages; a session without messages is one row of NULLs).
+    With `since_compaction` the marker probe comes first, bounded by the same check. Raw
+    SQL: profiled, building the ORM query and converting its rows cost four times the
+    query itself.
+    """
+    owner_id = getattr(owner, "pk", None)
+    if owner_id is None:
+        return None
+    lower = 0
+    with connection.cursor() as cursor:
+        if since_compaction:
+            cursor.execute(_MARKER_SQL, [session_id, owner_id])
+            found = cursor.fetchone()
+            if found is None:
+                return None
+            # A literal bound on the next query (see `read_messages`).
+            lower = found[0] or 0
+        cursor.execute(_OWNED_MESSAGES_SQL, [lower, session_id, owner_id])
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    return [
+        serialization.message_from_values(
+            tuple(
+                _json(value) if json_column else value
+                for value, json_column in zip(row[1:], _JSON_FIELDS, strict=True)
+            )
+        )
+        for row in rows
+        if row[0] is not None
+    ]
+
+
+def _json(value: Any) -> Any:
+    # A raw cursor hands JSON columns over as text (Django's backends load them that way).
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+_MESSAGE_TABLE = Message._meta.db_table
+_SESSION_TABLE = Session._meta.db_table
+_OWNED_MESSAGES_SQL = f"""
+    SELECT m.seq, {", ".join(f"m.{Message._meta.get_field(name).column}" for name in _FIELDS)}
+      FROM {_SESSION_TABLE} s
+      LEFT JOIN {_MESSAGE_TABLE} m ON m.session_id = s.id AND m.seq >= %s
+     WHERE s.id = %s AND s.owner_id = %s
+     ORDER BY m.seq
+"""
+_MARKER_SQL = f"""
+    SELECT (SELECT max(seq) FROM {_MESSAGE_TABLE} m
+             WHERE m.session_id = s.id AND m.is_compaction)
+      FROM {_SESSION_TABLE} s
+     WHERE s.id = %s AND s.owner_id = %s
+"""
 
 
 def read_counter(session_id: str, field: str) -> int:

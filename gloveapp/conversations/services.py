@@ -12,16 +12,16 @@ import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from gloveapp.conversations import serialization
+from gloveapp.conversations.append import append_to_existing
 from gloveapp.conversations.models import Message, Permission, Session, Task
 from gloveapp.core import input_rules
 from gloveapp.core.store import apply_task_updates, permission_key
 from gloveapp.core.types import PERMISSION_STATUSES, PermissionStatus, TokenUsage
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import Task as CoreTask
-from gloveapp.live.eventlog import record_event, record_events
+from gloveapp.live.eventlog import record_event
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
 
@@ -157,31 +157,16 @@ def messages_append(*, session_id: str, messages: list[CoreMessage]) -> list[Mes
     ]
     if not fields:
         return []
+    # The common case, a session that exists, is one statement (see `append`); only a
+    # first write creates the row, under the full locking path.
+    rows = append_to_existing(session_id=session_id, fields=fields, messages=messages)
+    if rows is not None:
+        return rows
     with transaction.atomic():
-        session = lock_session(session_id)
-        # Under the session lock no other writer can take the next seq; the unique
-        # (session, seq) constraint is the backstop.
-        last = (
-            Message.objects.filter(session_id=session_id)
-            .order_by("-seq")
-            .values_list("seq", flat=True)
-            .first()
-        )
-        start = (last or 0) + 1
-        rows = Message.objects.bulk_create(
-            [
-                Message(session_id=session_id, seq=start + offset, **values)
-                for offset, values in enumerate(fields)
-            ]
-        )
-        Session.objects.filter(pk=session.pk).update(updated_at=timezone.now())
-        record_events(
-            stream=session_stream(session_id),
-            events=[
-                ("message.appended", {"seq": row.seq, "message": message.to_dict()})
-                for row, message in zip(rows, messages, strict=True)
-            ],
-        )
+        lock_session(session_id)  # creates it, or raises SessionGone
+        rows = append_to_existing(session_id=session_id, fields=fields, messages=messages)
+    if rows is None:  # cannot happen under the lock; never report an append that was not made
+        raise SessionGone(session_id)
     return rows
 
 
@@ -198,32 +183,70 @@ def _check_tokens(value: Any, field: str) -> int:
     return value
 
 
+def _checked_usage(usage: Any) -> tuple[int, int, int, int]:
+    if not isinstance(usage, TokenUsage):
+        raise ValueError("usage must be a TokenUsage")
+    return (
+        _check_tokens(usage.tokens_in, "tokens_in"),
+        _check_tokens(usage.tokens_out, "tokens_out"),
+        _check_tokens(usage.cache_creation_input_tokens, "cache_creation_input_tokens"),
+        _check_tokens(usage.cache_read_input_tokens, "cache_read_input_tokens"),
+    )
+
+
+def _add_usage(session: Session, usage: tuple[int, int, int, int]) -> list[str]:
+    """Add checked usage to the locked row; returns the fields to save."""
+    tokens_in, tokens_out, cache_creation, cache_read = usage
+    session.token_count += tokens_in + tokens_out
+    session.tokens_in_total += tokens_in
+    session.tokens_out_total += tokens_out
+    session.cache_creation_input_tokens_total += cache_creation
+    session.cache_read_input_tokens_total += cache_read
+    return [
+        "token_count",
+        "tokens_in_total",
+        "tokens_out_total",
+        "cache_creation_input_tokens_total",
+        "cache_read_input_tokens_total",
+        "updated_at",
+    ]
+
+
 def tokens_add(*, session_id: str, usage: TokenUsage) -> Session:
     """Add one model call's usage: the running sum (reset by compaction) and the totals."""
     check_session_id(session_id)
-    if not isinstance(usage, TokenUsage):
-        raise ValueError("usage must be a TokenUsage")
-    tokens_in = _check_tokens(usage.tokens_in, "tokens_in")
-    tokens_out = _check_tokens(usage.tokens_out, "tokens_out")
-    cache_creation = _check_tokens(usage.cache_creation_input_tokens, "cache_creation_input_tokens")
-    cache_read = _check_tokens(usage.cache_read_input_tokens, "cache_read_input_tokens")
+    checked = _checked_usage(usage)
     with transaction.atomic():
         session = lock_session(session_id)
-        session.token_count += tokens_in + tokens_out
-        session.tokens_in_total += tokens_in
-        session.tokens_out_total += tokens_out
-        session.cache_creation_input_tokens_total += cache_creation or 0
-        session.cache_read_input_tokens_total += cache_read or 0
-        session.save(
-            update_fields=[
-                "token_count",
-                "tokens_in_total",
-                "tokens_out_total",
-                "cache_creation_input_tokens_total",
-                "cache_read_input_tokens_total",
-                "updated_at",
-            ]
-        )
+        session.save(update_fields=_add_usage(session, checked))
+        _announce_session(session)
+    return session
+
+
+def turn_record(*, session_id: str, messages: list[CoreMessage], usage: TokenUsage) -> Session:
+    """A model reply's writes in one transaction: its messages, its token usage, one turn.
+
+    The same rules as `messages_append`, `tokens_add` and `turn_increment` called in turn
+    (everything is validated before anything is written), but one commit instead of three
+    and one `session.updated` event for the counters.
+    """
+    check_session_id(session_id)
+    checked = _checked_usage(usage)
+    if not isinstance(messages, list):
+        raise ValueError("messages must be a list")
+    fields = [
+        serialization.message_fields(message, index) for index, message in enumerate(messages)
+    ]
+    with transaction.atomic():
+        if (
+            fields
+            and append_to_existing(session_id=session_id, fields=fields, messages=messages) is None
+        ):
+            lock_session(session_id)  # creates it, or raises SessionGone
+            append_to_existing(session_id=session_id, fields=fields, messages=messages)
+        session = lock_session(session_id)
+        session.turn_count += 1
+        session.save(update_fields=[*_add_usage(session, checked), "turn_count"])
         _announce_session(session)
     return session
 

@@ -26,6 +26,7 @@ from gloveapp.core.events import TOKEN_CONSUMPTION, EventBus
 from gloveapp.core.executor import HandOver, ToolExecutor
 from gloveapp.core.inbox_context import build_blocking_reminder, inject_resolved_items
 from gloveapp.core.providers.base import ModelAdapter, ToolSpec
+from gloveapp.core.store import supports_turn_record
 from gloveapp.core.tools import Tool, model_json_schema
 from gloveapp.core.types import (
     AbortError,
@@ -136,9 +137,7 @@ class Agent:
                 # Before persisting the reply, so its tool calls and their results land after
                 # the summary and stay visible to the model.
                 await self.compactor.run_now()
-            await self.store.append_messages(result.messages)
-            await self._count_tokens(result)
-            await self.store.increment_turn()
+            await self._record_reply(result)
             request_turns += 1
 
             if not calls:
@@ -184,12 +183,19 @@ class Agent:
             [Message(sender="user", text=TOOL_RESULTS_TEXT, tool_results=results)]
         )
 
-    async def _count_tokens(self, result: ModelResult) -> None:
+    async def _record_reply(self, result: ModelResult) -> None:
+        """Persist the reply, its token usage and the turn: one write where the store can."""
         usage = TokenUsage(
             tokens_in=result.tokens_in or 0,
             tokens_out=result.tokens_out or 0,
             cache_creation_input_tokens=result.cache_creation_input_tokens,
             cache_read_input_tokens=result.cache_read_input_tokens,
         )
+        if supports_turn_record(self.store):
+            await self.store.record_turn(result.messages, usage)
+            await self.events.emit(TOKEN_CONSUMPTION, {"consumption": usage.to_dict()})
+            return
+        await self.store.append_messages(result.messages)
         await self.store.add_tokens(usage)
         await self.events.emit(TOKEN_CONSUMPTION, {"consumption": usage.to_dict()})
+        await self.store.increment_turn()

@@ -139,6 +139,19 @@ class InboxStore(Protocol):
     # claims the resolved items AND appends build_message(items) in one atomic step.
 
 
+class TurnRecordStore(Protocol):
+    """Optional, preferred by the loop when present: a model reply's writes as one."""
+
+    async def record_turn(self, messages: list[Message], usage: TokenUsage) -> None:
+        """`append_messages(messages)`, `add_tokens(usage)` and `increment_turn()`, all or
+        nothing (one transaction for a database store)."""
+        ...
+
+
+def supports_turn_record(store: object) -> bool:
+    return _has_methods(store, ("record_turn",))
+
+
 def _has_methods(store: object, names: Iterable[str]) -> bool:
     return all(callable(getattr(store, name, None)) for name in names)
 

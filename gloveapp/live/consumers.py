@@ -21,7 +21,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from gloveapp.live.groups import stream_group
-from gloveapp.live.relay import ensure_relay_started
+from gloveapp.live.relay import StoredFrame, ensure_relay_started
 from gloveapp.live.replay import replay_after
 
 CLOSE_UNAUTHENTICATED = 4401
@@ -63,7 +63,7 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         # events the relay hands over meanwhile are held until the replay has gone out.
         self._relay = await ensure_relay_started()
         self._stream = stream
-        self._held: list[dict] | None = []
+        self._held: list[StoredFrame] | None = []
         self.groups = [stream_group(stream)]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
@@ -93,7 +93,7 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
                 return
         self._held = None
 
-    async def deliver_stored(self, frame: dict) -> None:
+    async def deliver_stored(self, frame: StoredFrame) -> None:
         """A stored event from this process's relay (called on the relay's task)."""
         if self._ended:
             return
@@ -102,15 +102,15 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
             return
         await self._send_stored(frame)
 
-    async def _send_stored(self, frame: dict) -> None:
+    async def _send_stored(self, frame: StoredFrame) -> None:
         # The relay may hand over a replayed event even after the held ones are out: it
         # reads rows in batches and delivers them one by one, so a row read before this
         # socket's replay can reach it after.
-        if frame["id"] in self._replayed:
-            self._replayed.discard(frame["id"])  # the relay delivers each id only once
+        if frame.id in self._replayed:
+            self._replayed.discard(frame.id)  # the relay delivers each id only once
             return
-        await self.send_json(frame)
-        if frame["type"] in self.final_events:
+        await self.send(text_data=frame.text)  # encoded once by the relay for every socket
+        if frame.type in self.final_events:
             await self._end()
 
     def _unwatch(self) -> None:

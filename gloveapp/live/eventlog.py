@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -45,7 +46,9 @@ def record_events(*, stream: str, events: list[tuple[str, dict[str, Any]]]) -> l
     rows = LiveEvent.objects.bulk_create(
         [LiveEvent(stream=stream, type=type, payload=payload) for type, payload in events]
     )
-    if rows and connection.vendor == "postgresql":
+    # Relays LISTEN only without Redis (which wakes them instead); a NOTIFY also takes a
+    # global lock at commit, so it is sent only when someone listens.
+    if rows and connection.vendor == "postgresql" and not settings.REDIS_URL:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [LIVE_EVENTS_CHANNEL, stream])
     return rows

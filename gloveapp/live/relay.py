@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +53,15 @@ READY_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
+class StoredFrame:
+    """One stored event as every socket receives it, encoded once for all of them."""
+
+    id: int
+    type: str
+    text: str  # the JSON frame: {"id", "type", "payload"}
+
+
+@dataclass(frozen=True)
 class Row:
     id: int
     stream: str
@@ -66,7 +76,7 @@ class Relay:
         self.loop = asyncio.get_running_loop()
         self.high_water = 0
         self.holes: dict[int, float] = {}  # id -> when it was first noticed missing
-        # stream -> this process's consumers of it (objects with `deliver_stored(frame)`).
+        # stream -> this process's consumers of it (objects with `deliver_stored(StoredFrame)`).
         self.watchers: dict[str, set] = {}
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
@@ -180,7 +190,10 @@ class Relay:
         Awaiting each delivery before the next row keeps every socket's events in id
         order. A failure is that socket's alone: it is logged, never retried (the others
         already have the event) and never raised (the row must not be read again)."""
-        frame = {"id": row.id, "type": row.type, "payload": row.payload}
+        # Encoded here, once: profiling 1,000 sockets showed json.dumps per socket per event.
+        frame = StoredFrame(
+            row.id, row.type, json.dumps({"id": row.id, "type": row.type, "payload": row.payload})
+        )
         # A snapshot: consumers come and go while deliveries await.
         for consumer in list(self.watchers.get(row.stream, ())):
             try:

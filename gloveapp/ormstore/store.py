@@ -94,6 +94,10 @@ class DjangoStore:
     async def increment_turn(self) -> None:
         await _run(services.turn_increment)(session_id=self.identifier)
 
+    async def record_turn(self, messages: list[CoreMessage], usage: TokenUsage) -> None:
+        """The loop's reply, usage and turn count in one transaction (`turn_record`)."""
+        await _run(services.turn_record)(session_id=self.identifier, messages=messages, usage=usage)
+
     async def reset_counters(self) -> None:
         await _run(services.counters_reset)(session_id=self.identifier)
 

@@ -9,7 +9,6 @@ endpoint, the admin, a signed webhook) and is refused with a 403 that changes no
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
@@ -191,7 +190,8 @@ def test_it_refuses_an_owner_adding_an_answered_item(owner_client, session_id, e
 
 
 def test_it_lets_staff_add_an_item_that_arrives_resolved(owner, owner_client, session_id):
-    get_user_model().objects.filter(pk=owner.pk).update(is_staff=True)
+    owner.is_staff = True
+    owner.save()
     answered = item(status="resolved", response="hello B", resolved_at="2026-05-26T09:00:00.000Z")
 
     response = owner_client.post(inbox(session_id), {"item": answered}, format="json")
@@ -205,7 +205,8 @@ def test_it_lets_staff_add_an_item_that_arrives_resolved(owner, owner_client, se
 def test_it_lets_staff_resolve_but_never_rewrite_an_answer(
     owner, owner_client, session_id, resolved
 ):
-    get_user_model().objects.filter(pk=owner.pk).update(is_staff=True)
+    owner.is_staff = True
+    owner.save()
     before = rows()
 
     response = update(owner_client, session_id, {"response": "rewritten"})

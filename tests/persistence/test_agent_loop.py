@@ -11,9 +11,9 @@ from urllib.parse import quote
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from django.db import connection
+from django.db import DataError, connection
 
-from gloveapp.conversations import services
+from gloveapp.conversations import append, services
 from gloveapp.conversations.models import Message as MessageRow
 from gloveapp.conversations.models import Session
 from gloveapp.core import CompactionConfig, Glove, ScriptedModel, tool
@@ -205,15 +205,33 @@ async def test_it_writes_nothing_of_a_reply_when_the_process_dies_while_appendin
         store,
         [calls(ToolCall("check_stock", {"product": "Yirgacheffe"})), "It is out of stock."],
     )
-    real_record_events = services.record_events
+    if connection.vendor == "sqlite":
+        # SQLite appends step by step: die after the reply's rows are inserted, before its
+        # events are.
+        real_record_events = append.record_events
 
-    def die_on_the_reply(*, stream, events):
-        # The reply's rows are inserted by now; dying here is dying mid-write.
-        if any(p.get("message", {}).get("sender") == "agent" for _, p in events):
-            raise SystemExit("killed while writing the reply")
-        return real_record_events(stream=stream, events=events)
+        def die_on_the_reply(*, stream, events):
+            if any(p.get("message", {}).get("sender") == "agent" for _, p in events):
+                raise SystemExit("killed while writing the reply")
+            return real_record_events(stream=stream, events=events)
 
-    monkeypatch.setattr(services, "record_events", die_on_the_reply)
+        monkeypatch.setattr(append, "record_events", die_on_the_reply)
+    else:
+        # PostgreSQL appends in one statement: make it fail half-way (the session row is
+        # updated, then a message row is refused), as a dying connection would abort it.
+        real_append = services.append_to_existing
+
+        def die_on_the_reply(*, session_id, fields, messages):
+            if any(m.sender == "agent" for m in messages):
+                fields = [{**values, "sender": "martian"} for values in fields]
+                try:
+                    real_append(session_id=session_id, fields=fields, messages=messages)
+                except DataError:
+                    raise SystemExit("killed while writing the reply") from None
+                raise AssertionError("the broken row was accepted")
+            return real_append(session_id=session_id, fields=fields, messages=messages)
+
+        monkeypatch.setattr(services, "append_to_existing", die_on_the_reply)
     with pytest.raises(SystemExit):
         await glove.process_request("Do you have Yirgacheffe?")
     monkeypatch.undo()

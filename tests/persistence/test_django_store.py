@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import connection, transaction
+from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from gloveapp.conversations import services
+from gloveapp.conversations import append, services
 from gloveapp.conversations.models import Message, Session
 from gloveapp.core.store import resolve_inbox_item
 from gloveapp.core.types import InboxItem, TokenUsage, ToolCall
@@ -91,12 +91,24 @@ async def test_it_rolls_back_a_batch_that_fails_half_way_through_the_write(monke
     store = DjangoStore("s1")
     await store.append_messages([user("kept")])
 
-    def crash(**kwargs):
-        raise RuntimeError("simulated crash after the rows were inserted")
+    if connection.vendor == "sqlite":
 
-    # The rows are inserted before the events: failing there proves the insert rolls back.
-    monkeypatch.setattr(services, "record_events", crash)
-    with pytest.raises(RuntimeError, match="simulated crash"):
+        def crash(**kwargs):
+            raise RuntimeError("simulated crash after the rows were inserted")
+
+        # The rows are inserted before the events: failing there proves the insert rolls back.
+        monkeypatch.setattr(append, "record_events", crash)
+    else:
+        real_append = services.append_to_existing
+
+        def crash(*, session_id, fields, messages):
+            # One statement on PostgreSQL: the session row is updated and the first message
+            # inserted before the second is refused.
+            fields = [fields[0], {**fields[1], "sender": "martian"}]
+            return real_append(session_id=session_id, fields=fields, messages=messages)
+
+        monkeypatch.setattr(services, "append_to_existing", crash)
+    with pytest.raises((RuntimeError, DataError)):
         await store.append_messages([user("a"), user("b")])
     monkeypatch.undo()
 

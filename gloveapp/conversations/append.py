@@ -1,0 +1,183 @@
+"""The append of messages to an existing session, as few statements as the database allows.
+
+`messages_append` is the hottest write (every turn, every POST of the remote store). The ORM
+version took nine statements and two locks per call; under one session's row lock the
+database could commit only ~500 of them a second. Here:
+
+- the session row is locked, stamped and handed its next `seq` numbers by one UPDATE ...
+  RETURNING (the numbers live in `Session.last_seq`, so no max(seq) read);
+- on PostgreSQL the stream's advisory lock (the live event log's per-stream commit order,
+  `outbox.before_event_insert`) is taken in that same statement, after the row lock, the
+  order every other writer of a session stream uses; the NOTIFY that wakes relays without
+  Redis rides along too;
+- the messages and their `message.appended` events are inserted by the same statement
+  (data-modifying CTEs), so outside a transaction the whole append is ONE round trip and
+  its own commit, and the locks are held only while the server runs it.
+
+The guarantees stay those of the ORM version: all or nothing, `seq` continues the history
+under the session lock, events commit in per-stream order with the change, a deleted
+session is refused (the caller's slow path raises `SessionGone`), and a missing session
+is left to the caller (which creates it). SQLite has no data-modifying CTEs, and needs none:
+its IMMEDIATE transactions already serialise writers, so there the same steps run as three
+statements in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from gloveapp.conversations.group_append import append_grouped
+from gloveapp.conversations.models import Message, Session
+from gloveapp.core.types import Message as CoreMessage
+from gloveapp.live.eventlog import LIVE_EVENTS_CHANNEL, record_events
+from gloveapp.live.models import LiveEvent
+from gloveapp.live.outbox import notify_committed, stream_lock_key
+from gloveapp.live.streams import session_stream
+
+_JSON_COLUMNS = ("content", "tool_calls", "tool_results", "extra")
+_TEXT_COLUMNS = ("sender", "msg_id", "text", "framework_context", "reasoning_content")
+_BOOL_COLUMNS = ("is_compaction", "is_skill_injection")
+
+
+def append_to_existing(
+    *, session_id: str, fields: list[dict[str, Any]], messages: list[CoreMessage]
+) -> list[Message] | None:
+    """Append validated `fields` (one dict per message); None if the session row is missing.
+
+    Outside a transaction on PostgreSQL this is one autocommitted statement, shared with the
+    concurrent appends to the same session in this process (`group_append`); inside one
+    (or on SQLite) it joins the caller's transaction.
+    """
+    now = timezone.now()
+    wires = [message.to_dict() for message in messages]
+    if connection.vendor == "postgresql":
+        if connection.in_atomic_block:  # the rows must commit with the caller's transaction
+            return _append_postgresql(session_id, fields, wires, now)
+        return append_grouped(
+            session_id,
+            fields,
+            wires,
+            lambda group_fields, group_wires: _append_postgresql(
+                session_id, group_fields, group_wires, now
+            ),
+        )
+    with transaction.atomic():
+        return _append_stepwise(session_id, fields, wires, now)
+
+
+def postgresql_statement(
+    session_id: str, fields: list[dict[str, Any]], wires: list[dict], now: Any
+) -> tuple[str, dict[str, Any]]:
+    """The append's one statement and its parameters (bench/rest.py hands it to pgbench)."""
+    stream = session_stream(session_id)
+    rows = []
+    for offset, (values, wire) in enumerate(zip(fields, wires, strict=True), start=1):
+        # Absent keys become SQL NULL in jsonb_to_recordset (a JSON null would not, for jsonb).
+        row = {name: value for name, value in values.items() if value is not None}
+        row["ord"] = offset
+        row["wire"] = wire
+        rows.append(row)
+    session_table = Session._meta.db_table
+    message_table = Message._meta.db_table
+    event_table = LiveEvent._meta.db_table
+    columns = ", ".join(
+        [f"{name} text" for name in _TEXT_COLUMNS]
+        + [f"{name} jsonb" for name in _JSON_COLUMNS]
+        + [f"{name} boolean" for name in _BOOL_COLUMNS]
+        + ["ord integer", "wire jsonb"]
+    )
+    # Relays LISTEN only when there is no Redis to wake them; NOTIFY also serialises every
+    # committing transaction on a global lock, so it is left out when it has no listener.
+    notify = "" if settings.REDIS_URL else ", pg_notify(%(channel)s, %(stream)s) AS notified"
+    sql = f"""
+        WITH s AS (
+            UPDATE {session_table}
+               SET updated_at = %(now)s, last_seq = last_seq + %(count)s
+             WHERE id = %(session_id)s
+            RETURNING last_seq - %(count)s AS base,
+                      pg_advisory_xact_lock(%(lock_key)s) AS locked{notify}
+        ), r AS (
+            SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb) AS x({columns})
+        ), m AS (
+            INSERT INTO {message_table}
+                (session_id, seq, sender, msg_id, text, content, tool_calls, tool_results,
+                 is_compaction, is_skill_injection, framework_context, reasoning_content,
+                 extra, created_at)
+            SELECT %(session_id)s, s.base + r.ord, r.sender, r.msg_id, COALESCE(r.text, ''),
+                   r.content, r.tool_calls, r.tool_results, r.is_compaction,
+                   r.is_skill_injection, r.framework_context, r.reasoning_content, r.extra,
+                   %(now)s
+              FROM s, r
+             ORDER BY r.ord
+            RETURNING id, seq
+        ), e AS (
+            INSERT INTO {event_table} (stream, type, payload, created_at)
+            SELECT %(stream)s, 'message.appended',
+                   jsonb_build_object('seq', s.base + r.ord, 'message', r.wire), %(now)s
+              FROM s, r
+             ORDER BY r.ord
+            RETURNING id
+        )
+        SELECT m.id, m.seq, (SELECT count(*) FROM e) FROM m ORDER BY m.seq
+    """
+    params = {
+        "now": now,
+        "count": len(rows),
+        "session_id": session_id,
+        "lock_key": stream_lock_key(stream),
+        "channel": LIVE_EVENTS_CHANNEL,
+        "stream": stream,
+        "rows": json.dumps(rows),
+    }
+    return sql, params
+
+
+def _append_postgresql(
+    session_id: str, fields: list[dict[str, Any]], wires: list[dict], now: Any
+) -> list[Message] | None:
+    sql, params = postgresql_statement(session_id, fields, wires, now)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        inserted = cursor.fetchall()
+    if not inserted:
+        return None
+    # Outside a transaction the statement has committed already and this runs at once.
+    transaction.on_commit(notify_committed, robust=True)
+    return [
+        Message(id=pk, session_id=session_id, seq=seq, created_at=now, **values)
+        for (pk, seq, _), values in zip(inserted, fields, strict=True)
+    ]
+
+
+def _append_stepwise(
+    session_id: str, fields: list[dict[str, Any]], wires: list[dict], now: Any
+) -> list[Message] | None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Session._meta.db_table} SET updated_at = %s, last_seq = last_seq + %s "
+            "WHERE id = %s RETURNING last_seq",
+            [now, len(fields), session_id],
+        )
+        found = cursor.fetchone()
+    if found is None:
+        return None
+    start = found[0] - len(fields) + 1
+    rows = Message.objects.bulk_create(
+        [
+            Message(session_id=session_id, seq=start + offset, **values)
+            for offset, values in enumerate(fields)
+        ]
+    )
+    record_events(
+        stream=session_stream(session_id),
+        events=[
+            ("message.appended", {"seq": row.seq, "message": wire})
+            for row, wire in zip(rows, wires, strict=True)
+        ],
+    )
+    return rows

@@ -1,0 +1,74 @@
+"""Many writers appending to one session at once (group commit on PostgreSQL, issue 13).
+
+Concurrent appends to one session may share a statement and a commit; what each writer
+sees must not change: its messages contiguous and in order, every message once, and one
+`message.appended` event per message, in `seq` order.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gloveapp.conversations import services
+from gloveapp.conversations.models import Message
+from gloveapp.core.types import Message as CoreMessage
+from gloveapp.live.models import LiveEvent
+from gloveapp.live.streams import session_stream
+from tests.persistence.helpers import run_in_threads
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+WRITERS = 8
+REQUESTS = 15
+
+
+def test_it_keeps_every_writers_messages_whole_ordered_and_announced_once():
+    services.session_create(session_id="busy")
+
+    def append(worker: int) -> list[list[int]]:
+        seqs = []
+        for n in range(REQUESTS):
+            rows = services.messages_append(
+                session_id="busy",
+                messages=[CoreMessage(sender="user", text=f"w{worker} r{n} m{i}") for i in (0, 1)],
+            )
+            seqs.append([row.seq for row in rows])
+        return seqs
+
+    outcomes = run_in_threads(WRITERS, append)
+
+    assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
+    rows = list(
+        Message.objects.filter(session_id="busy").order_by("seq").values_list("seq", "text")
+    )
+    total = WRITERS * REQUESTS * 2
+    assert [seq for seq, _ in rows] == list(range(1, total + 1))
+    texts = dict(rows)
+    for worker, seqs in enumerate(outcomes):
+        # What each call returned is what was stored, and a writer's requests keep its order.
+        assert [texts[s] for pair in seqs for s in pair] == [
+            f"w{worker} r{n} m{i}" for n in range(REQUESTS) for i in (0, 1)
+        ]
+        assert all(b == a + 1 for a, b in seqs)
+    events = list(
+        LiveEvent.objects.filter(stream=session_stream("busy"), type="message.appended")
+        .order_by("id")
+        .values_list("payload", flat=True)
+    )
+    assert [event["seq"] for event in events] == list(range(1, total + 1))
+    assert [event["message"]["text"] for event in events] == [text for _, text in rows]
+
+
+def test_it_refuses_every_concurrent_writer_of_a_deleted_session():
+    session = services.session_create(session_id="gone")
+    services.session_delete(session=session)
+
+    outcomes = run_in_threads(
+        WRITERS,
+        lambda worker: services.messages_append(
+            session_id="gone", messages=[CoreMessage(sender="user", text=f"w{worker}")]
+        ),
+    )
+
+    assert all(isinstance(outcome, services.SessionGone) for outcome in outcomes), outcomes
+    assert not Message.objects.filter(session_id="gone").exists()

@@ -1,0 +1,84 @@
+"""A turn's writes are batched: a text turn persists in at most two transactions (issue 13).
+
+Counted through the public agent API with `DjangoStore`: every commit of an atomic block,
+plus every write statement run outside one (autocommit makes each its own transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.db import connection
+
+from gloveapp.core import Glove
+from gloveapp.core.types import Message, ToolCall
+from gloveapp.ormstore.store import DjangoStore
+from tests.persistence.test_agent_loop import agent_for
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+WRITES = ("INSERT", "UPDATE", "DELETE", "WITH")
+
+
+@contextmanager
+def counting_transactions(monkeypatch) -> Iterator[list[str]]:
+    transactions: list[str] = []
+    real_commit = connection.commit
+
+    def commit() -> None:
+        transactions.append("commit")
+        real_commit()
+
+    def watch(execute, sql, params, many, context):
+        if not connection.in_atomic_block and sql.lstrip().upper().startswith(WRITES):
+            transactions.append(sql.split(None, 1)[0])
+        return execute(sql, params, many, context)
+
+    monkeypatch.setattr(connection, "commit", commit)
+    with connection.execute_wrapper(watch):
+        yield transactions
+
+
+def agent(store: DjangoStore, script: list) -> Glove:
+    return agent_for(store, script)[0]
+
+
+def test_it_persists_a_text_turn_in_two_transactions(monkeypatch):
+    store = DjangoStore("batched")
+    glove = agent(store, ["Hi.", "Hello! What can I get you?"])
+    async_to_sync(glove.process_request)("warm-up")  # the session row exists from here on
+
+    with counting_transactions(monkeypatch) as transactions:
+        async_to_sync(glove.process_request)("A flat white, please.")
+
+    assert len(transactions) <= 2, transactions
+    history = async_to_sync(store.get_messages)()
+    assert [m.text for m in history][-2:] == ["A flat white, please.", "Hello! What can I get you?"]
+    assert async_to_sync(store.get_turn_count)() == 2
+
+
+def test_it_persists_a_one_tool_turn_in_four_transactions(monkeypatch):
+    store = DjangoStore("batched-tool")
+    glove = agent(
+        store,
+        [
+            "Hi.",
+            Message(
+                sender="agent",
+                text="",
+                tool_calls=[ToolCall("check_stock", {"product": "Yirgacheffe"}, "t1")],
+            ),
+            "It is out of stock.",
+        ],
+    )
+    async_to_sync(glove.process_request)("warm-up")
+
+    with counting_transactions(monkeypatch) as transactions:
+        async_to_sync(glove.process_request)("Do you have Yirgacheffe?")
+
+    # The request, the tool-calling reply, the tool results, the final reply.
+    assert len(transactions) <= 4, transactions
+    assert async_to_sync(store.get_turn_count)() == 3
