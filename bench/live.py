@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
@@ -33,6 +34,7 @@ from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientPr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.lib.machine import machine  # noqa: E402
 from tests.api.liveserver import PYTHON, LiveServer  # noqa: E402
 
 LEVELS = ((1, 200), (100, 60), (1000, 30))  # (connected clients, resolutions measured)
@@ -207,6 +209,7 @@ def main() -> int:
         "--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6")
     )
     parser.add_argument("--frame-timeout", type=float, default=10.0)
+    parser.add_argument("--servers", default="daphne,uvicorn", help="ASGI servers to compare")
     args = parser.parse_args()
     if not redis_reachable(args.redis_url):
         print(json.dumps({"error": f"Redis not reachable at {args.redis_url}"}))
@@ -217,23 +220,46 @@ def main() -> int:
     subprocess.run(["redis-cli", "-u", args.redis_url, "flushdb"], capture_output=True, check=False)
 
     items = sum(resolutions for _, resolutions in LEVELS)
-    server = LiveServer(database_url=args.database_url, extra_env={"REDIS_URL": args.redis_url})
-    with server:
-        setup = server.manage("shell", "-c", SETUP % {"session": SESSION_ID, "items": items})
-        cookie = json.loads(setup.strip().splitlines()[-1])["cookie"]
-        started = time.monotonic()
-        results = asyncio.run(run(server, cookie, args.frame_timeout))
+    measures: list[dict] = []
+    database = "sqlite"
+    started = time.monotonic()
+    # Each ASGI server in turn on its own fresh database, same load (issue 13: the faster
+    # one serves the production topology's websockets).
+    for name in [n.strip() for n in args.servers.split(",") if n.strip()]:
+        subprocess.run(
+            ["redis-cli", "-u", args.redis_url, "flushdb"], capture_output=True, check=False
+        )
+        server = LiveServer(
+            database_url=args.database_url, extra_env={"REDIS_URL": args.redis_url}, server=name
+        )
+        with server:
+            setup = server.manage("shell", "-c", SETUP % {"session": SESSION_ID, "items": items})
+            cookie = json.loads(setup.strip().splitlines()[-1])["cookie"]
+            results = asyncio.run(run(server, cookie, args.frame_timeout))
+        database = "postgresql" if server.database_url.startswith("postgres") else "sqlite"
+        for clients, figures in results.items():
+            if clients.isdigit():
+                measures.append({"measure": f"{clients} sockets", "server": name, **figures})
+        measures.append(
+            {
+                "measure": "server RSS at 1,000 sockets (MB)",
+                "server": name,
+                "value": results["server_rss_mb_at_1000_clients"],
+            }
+        )
     print(
         json.dumps(
             {
-                "bench": "live",
-                "channel_layer": "redis",
-                "database": "postgresql"
-                if server.database_url.startswith("postgres")
-                else "sqlite",
-                "path": "resolve_inbox_item in a worker process -> websocket frame",
-                "clients": {k: v for k, v in results.items() if k.isdigit()},
-                "server_rss_mb_at_1000_clients": results["server_rss_mb_at_1000_clients"],
+                "benchmark": "live",
+                "machine": machine(),
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "configuration": {
+                    "channel_layer": "redis",
+                    "database": database,
+                    "path": "resolve_inbox_item in a worker process -> websocket frame",
+                    "servers": args.servers,
+                },
+                "measures": measures,
                 "seconds": round(time.monotonic() - started, 1),
             },
             indent=2,

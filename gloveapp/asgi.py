@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured  # noqa: E402
 from gloveapp.checks import leaky_connection_settings  # noqa: E402
 
 # uvicorn and Daphne run no system checks: refuse to serve with settings that would exhaust
-# the database's connections within seconds (glove.E001).
+# the database's connections within seconds (glove.E006).
 if leaky := leaky_connection_settings():
     raise ImproperlyConfigured(
         f"DB_CONN_MAX_AGE > 0 leaks one connection per request under ASGI ({', '.join(leaky)}); "

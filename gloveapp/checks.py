@@ -45,7 +45,7 @@ def leaky_connection_settings() -> list[str]:
     ]
 
 
-@register()
+@register("glove")
 def check_conn_max_age(app_configs, **kwargs):
     # Under ASGI each request's sync code may run on a thread of its own, and a persistent
     # connection belongs to its thread: every request would open one and never close it,
@@ -58,7 +58,7 @@ def check_conn_max_age(app_configs, **kwargs):
                 "psycopg's pool, DB_POOL_SIZE); persistent connections are for the WSGI "
                 "server (gloveapp.wsgi, GLOVE_SERVER=wsgi)."
             ),
-            id="glove.E001",
+            id="glove.E006",
         )
         for alias in leaky_connection_settings()
     ]

@@ -23,6 +23,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 DAPHNE = str(Path(sys.executable).with_name("daphne"))
+UVICORN = str(Path(sys.executable).with_name("uvicorn"))
 
 
 def free_port() -> int:
@@ -40,9 +41,14 @@ class LiveServer:
         database_url: str | None = None,
         extra_env: dict | None = None,
         sharing: LiveServer | None = None,
+        server: str = "daphne",
     ) -> None:
         """`sharing`: a second server process on the first one's database and secret key
-        (it neither creates, migrates nor drops that database)."""
+        (it neither creates, migrates nor drops that database). `server`: daphne (as `make
+        run`) or uvicorn (the websocket server of `make serve-prod`)."""
+        if server not in ("daphne", "uvicorn"):
+            raise ValueError("server must be daphne or uvicorn")
+        self.server = server
         self._shared = sharing is not None
         if sharing is not None:
             database_url = sharing.database_url
@@ -85,7 +91,7 @@ class LiveServer:
             self.manage("migrate", "--noinput")
         self._log = open(self._folder / "server.log", "wb")
         self._process = subprocess.Popen(
-            [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "gloveapp.asgi:application"],
+            self._command(),
             cwd=ROOT,
             env=self.env,
             stdout=self._log,
@@ -106,6 +112,25 @@ class LiveServer:
         )
         self.workers.append(worker)
         return worker
+
+    def _command(self) -> list[str]:
+        if self.server == "uvicorn":  # the websocket server of `make serve-prod`
+            return [
+                UVICORN,
+                "gloveapp.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--ws",
+                "websockets",
+                "--lifespan",
+                "off",
+                "--no-access-log",
+                "--backlog",
+                "2048",
+            ]
+        return [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "gloveapp.asgi:application"]
 
     def stop(self) -> None:
         for worker in self.workers:
