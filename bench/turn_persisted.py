@@ -1,0 +1,191 @@
+"""A persisted turn: `Glove.process_request` with ScriptedModel and DjangoStore (issue 13).
+
+Like bench/turn_overhead.py (same histories, same compaction marker 20 messages from the
+end, same untimed fresh marker + window after each request) but every write and read goes
+to the database: SQLite (a temporary file) and PostgreSQL (a database this bench creates and
+drops on BENCH_PG_URL's server). The model answers at once, so the time is the runtime's plus
+the store's. Sizes 1k and 100k stored messages; prints JSON with p50/p99 and the
+t(100k)/t(1k) ratio per backend, beside the in-memory floor (MemoryStore) of the same run.
+
+    .venv/bin/python bench/turn_persisted.py [--requests 200] [--backend sqlite|postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.lib.machine import machine  # noqa: E402
+
+SIZES = (1_000, 100_000)
+MESSAGES_AFTER_MARKER = 20
+WARMUP = 20
+DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+def child(backend: str, requests: int) -> dict[str, Any]:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gloveapp.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return asyncio.run(run_sizes(backend, requests))
+
+
+async def run_sizes(backend: str, requests: int) -> dict[str, Any]:
+    from asgiref.sync import sync_to_async
+    from django.db import connection
+
+    from gloveapp.conversations.models import Message as Row
+    from gloveapp.conversations.models import Session
+    from gloveapp.core import CompactionConfig, Glove, MemoryStore, ScriptedModel
+    from gloveapp.core.types import Message
+    from gloveapp.ormstore.store import DjangoStore
+
+    def history(size: int) -> list[Message]:
+        before = [
+            Message(sender="user" if i % 2 == 0 else "agent", text=f"message {i} " + "lorem " * 8)
+            for i in range(size - MESSAGES_AFTER_MARKER - 1)
+        ]
+        marker = Message(sender="user", text="[Summary]\n\n...", is_compaction=True)
+        recent = [
+            Message(sender="agent" if i % 2 == 0 else "user", text=f"recent {i}")
+            for i in range(MESSAGES_AFTER_MARKER)
+        ]
+        return [*before, marker, *recent]
+
+    def prefill(session_id: str, size: int) -> None:
+        # Bulk rows straight into the table (the bench's set-up, not what it measures).
+        from gloveapp.conversations import serialization
+
+        Session.objects.create(id=session_id, last_seq=size)
+        rows = [
+            Row(session_id=session_id, seq=seq, **serialization.message_fields(message))
+            for seq, message in enumerate(history(size), start=1)
+        ]
+        Row.objects.bulk_create(rows, batch_size=5000)
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
+
+    async def measure(store, size: int) -> dict[str, Any]:
+        model = ScriptedModel(
+            ["Hello!"] * (requests + WARMUP), record_messages=False, tokens_in=1, tokens_out=1
+        )
+        glove = Glove(
+            store=store,
+            model=model,
+            system_prompt="You are a bench agent.",
+            compaction_config=CompactionConfig("Summarize."),
+        ).build()
+        window = history(MESSAGES_AFTER_MARKER + 1)
+        samples = []
+        for index in range(requests + WARMUP):
+            started = time.perf_counter()
+            await glove.process_request("Do you have Yirgacheffe?")
+            elapsed = time.perf_counter() - started
+            if index >= WARMUP:
+                samples.append(elapsed * 1000)
+            await store.append_messages(window)  # untimed: the same context every request
+        samples.sort()
+        return {
+            "p50_ms": round(samples[len(samples) // 2], 3),
+            "p99_ms": round(samples[int(len(samples) * 0.99) - 1], 3),
+        }
+
+    measures = []
+    for size in SIZES:
+        session_id = f"bench_turn_{size}"
+        await sync_to_async(prefill, thread_sensitive=True)(session_id, size)
+        figures = await measure(DjangoStore(session_id), size)
+        measures.append({"measure": f"text turn, {size:,} stored", "store": backend, **figures})
+        memory = MemoryStore(f"memory_{size}")
+        await memory.append_messages(history(size))
+        floor = await measure(memory, size)
+        measures.append(
+            {"measure": f"text turn, {size:,} stored", "store": "memory (floor)", **floor}
+        )
+    return {"measures": measures}
+
+
+def run_child(backend: str, database_url: str, requests: int) -> dict[str, Any]:
+    env = {**os.environ, "DATABASE_URL": database_url, "DB_CONN_MAX_AGE": "0", "DB_POOL_SIZE": "0"}
+    command = [sys.executable, __file__, "--child", backend, "--requests", str(requests)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"{backend} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], action="append")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.requests)))
+        return 0
+
+    import psycopg
+
+    measures: list[dict] = []
+    for backend in args.backend or ["sqlite", "postgres"]:
+        if backend == "sqlite":
+            with tempfile.TemporaryDirectory(prefix="glove_turn_") as folder:
+                url = f"sqlite:///{Path(folder) / 'turn.sqlite3'}"
+                measures += run_child("sqlite", url, args.requests)["measures"]
+            continue
+        admin = os.environ.get("BENCH_PG_URL", DEFAULT_PG)
+        name = f"glove_turn_{os.getpid()}"
+        base = admin.rsplit("/", 1)[0]
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        try:
+            measures += run_child("postgresql", f"{base}/{name}", args.requests)["measures"]
+        finally:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    ratios = {}
+    for store in dict.fromkeys(m["store"] for m in measures):
+        by_size = [m["p50_ms"] for m in measures if m["store"] == store]
+        if len(by_size) == len(SIZES):
+            ratios[f"{store}: p50 t(100k)/t(1k)"] = round(by_size[-1] / by_size[0], 2)
+    print(
+        json.dumps(
+            {
+                "benchmark": "turn_persisted",
+                "machine": machine(),
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "configuration": {
+                    "model": "ScriptedModel (answers at once)",
+                    "marker": f"compaction marker {MESSAGES_AFTER_MARKER} messages from the end",
+                    "requests": args.requests,
+                },
+                "measures": measures,
+                "ratios": ratios,
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
