@@ -1,5 +1,6 @@
--- The append's one statement (gloveapp/conversations/append.py), one message to
--- one session, as bench/rest.py generated it from the code; pgbench -f runs it.
+-- The append's one statement (gloveapp/conversations/append.py), 1
+-- message(s) to one session, as bench/rest.py generated it from the code;
+-- pgbench -f runs it.
 WITH s AS (
 UPDATE conversations_session
 SET updated_at = now(), last_seq = last_seq + 1

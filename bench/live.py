@@ -1,6 +1,7 @@
 """Live-update latency: an inbox resolution in another process -> the websocket frame.
 
-Starts its own Daphne server (one process, as `make run`) on a free port with a fresh database
+Starts its own ASGI server (Daphne, as `make run`, then uvicorn, as `make serve-prod`'s
+websocket server; `--servers`) on a free port with a fresh database
 and the Redis channel layer (REDIS_URL, its own Redis database), connects 1, 100 and 1,000
 websocket clients as the session's owner, then resolves inbox items one at a time from a
 separate worker process (`inbox.services.resolve_inbox_item`, the service the management

@@ -151,6 +151,10 @@ def main() -> int:
     only = set(args.only.split(",")) if args.only else None
 
     results: list[dict] = []
+    if only is not None and RESULTS_JSON.exists():
+        # A partial run replaces only its scripts' results.
+        ran = {f"bench/{script.name}" for script in scripts(only)}
+        results = [r for r in json.loads(RESULTS_JSON.read_text()) if r.get("script") not in ran]
     failed = False
     for script in scripts(only):
         print(f"== {script.relative_to(ROOT)}", file=sys.stderr, flush=True)
