@@ -8,15 +8,16 @@ WHERE id = 'bench_pgbench'
 RETURNING last_seq - 1 AS base,
 pg_advisory_xact_lock(944742086325415868) AS locked
 ), r AS (
-SELECT * FROM jsonb_to_recordset('[{"sender": "user", "text": "A flat white, please.", "is_compaction": false, "is_skill_injection": false, "ord": 1, "wire": {"sender": "user", "text": "A flat white, please."}}]'::jsonb) AS x(sender text, msg_id text, text text, framework_context text, reasoning_content text, content jsonb, tool_calls jsonb, tool_results jsonb, is_compaction boolean, is_skill_injection boolean, ord integer, wire jsonb)
+SELECT * FROM jsonb_to_recordset('[{"sender": "user", "text": "A flat white, please.", "is_compaction": false, "is_skill_injection": false, "ord": 1, "wire": {"sender": "user", "text": "A flat white, please."}}]'::jsonb) AS x(sender text, msg_id text, text text, framework_context text, reasoning_content text, content jsonb, tool_calls jsonb, tool_results jsonb, extra jsonb, is_compaction boolean, is_skill_injection boolean, ord integer, wire jsonb)
 ), m AS (
 INSERT INTO conversations_message
 (session_id, seq, sender, msg_id, text, content, tool_calls, tool_results,
 is_compaction, is_skill_injection, framework_context, reasoning_content,
-created_at)
+extra, created_at)
 SELECT 'bench_pgbench', s.base + r.ord, r.sender, r.msg_id, COALESCE(r.text, ''),
 r.content, r.tool_calls, r.tool_results, r.is_compaction,
-r.is_skill_injection, r.framework_context, r.reasoning_content, now()
+r.is_skill_injection, r.framework_context, r.reasoning_content, r.extra,
+now()
 FROM s, r
 ORDER BY r.ord
 RETURNING id, seq
