@@ -49,7 +49,8 @@ def child(backend: str, requests: int) -> dict[str, Any]:
 
 async def run_sizes(backend: str, requests: int) -> dict[str, Any]:
     from asgiref.sync import sync_to_async
-    from django.db import connection
+    from django.db import connection, transaction
+    from django.utils import timezone
 
     from gloveapp.conversations.models import Message as Row
     from gloveapp.conversations.models import Session
@@ -111,12 +112,28 @@ async def run_sizes(backend: str, requests: int) -> dict[str, Any]:
     # sync_to_async(thread_sensitive=True) as Django's async ORM does; here they do nothing.
     noop = sync_to_async(lambda: None, thread_sensitive=True)
     hop_samples: list[float] = []
+
+    def durable_write() -> None:
+        # The smallest transaction that must reach the disk: one row touched, committed.
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {Session._meta.db_table} SET updated_at = %s WHERE id = %s",
+                [timezone.now(), f"bench_turn_{SIZES[0]}"],
+            )
+
+    commit = sync_to_async(durable_write, thread_sensitive=True)
+    commit_samples: list[float] = []
     for index in range(requests + WARMUP):
         started = time.perf_counter()
         for _ in range(HOPS):
             await noop()
         if index >= WARMUP:
             hop_samples.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        for _ in range(2):
+            await commit()
+        if index >= WARMUP:
+            commit_samples.append((time.perf_counter() - started) * 1000)
         for position, (glove, (_, _, store)) in enumerate(zip(gloves, subjects, strict=True)):
             started = time.perf_counter()
             await glove.process_request("Do you have Yirgacheffe?")
@@ -124,15 +141,20 @@ async def run_sizes(backend: str, requests: int) -> dict[str, Any]:
             if index >= WARMUP:
                 samples[position].append(elapsed * 1000)
             await store.append_messages(window)  # untimed: the same context every request
-    hop_samples.sort()
-    measures = [
-        {
-            "measure": f"{HOPS} empty sync_to_async calls (the turn's thread hops)",
-            "store": "floor",
-            "p50_ms": round(hop_samples[len(hop_samples) // 2], 3),
-            "p99_ms": round(hop_samples[int(len(hop_samples) * 0.99) - 1], 3),
-        }
-    ]
+    measures = []
+    for name, values in (
+        (f"{HOPS} empty sync_to_async calls (the turn's thread hops)", hop_samples),
+        ("2 one-row committed writes (the turn's two transactions, bare)", commit_samples),
+    ):
+        values.sort()
+        measures.append(
+            {
+                "measure": name,
+                "store": f"floor ({backend})",
+                "p50_ms": round(values[len(values) // 2], 3),
+                "p99_ms": round(values[int(len(values) * 0.99) - 1], 3),
+            }
+        )
     for (size, name, _), values in zip(subjects, samples, strict=True):
         values.sort()
         measures.append(
@@ -188,7 +210,11 @@ def main() -> int:
 
     ratios = {}
     for store in dict.fromkeys(m["store"] for m in measures):
-        by_size = [m["p50_ms"] for m in measures if m["store"] == store]
+        by_size = [
+            m["p50_ms"]
+            for m in measures
+            if m["store"] == store and m["measure"].startswith("text turn")
+        ]
         if len(by_size) == len(SIZES):
             ratios[f"{store}: p50 t(100k)/t(1k)"] = round(by_size[-1] / by_size[0], 2)
     print(
