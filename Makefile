@@ -40,7 +40,8 @@ run: install
 
 # The production topology (README, "Production"): HTTP on gunicorn's threaded WSGI workers
 # with persistent connections (no sync/async hop per middleware), websockets on uvicorn
-# (ASGI, psycopg's pool). A proxy routes /ws/ to WS_PORT and the rest to PORT.
+# (ASGI, psycopg's pool), chat turns on a turn worker. A proxy routes /ws/ to WS_PORT and the
+# rest to PORT.
 # bench/rest.py and bench/live.py start exactly this.
 serve-prod: install
 	$(PY) manage.py migrate --noinput
@@ -51,6 +52,7 @@ serve-prod: install
 	GLOVE_SERVER=asgi DB_CONN_MAX_AGE=0 $(VENV)/bin/uvicorn gloveapp.asgi:application \
 		--host $(HOST) --port $(WS_PORT) --workers $(WS_WORKERS) --ws websockets \
 		--lifespan off --no-access-log & \
+	DB_CONN_MAX_AGE=0 $(PY) manage.py turn_worker & \
 	wait
 
 lint: install
