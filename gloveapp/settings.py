@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "gloveapp.api",
     "gloveapp.turns",
     "gloveapp.pages",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -78,6 +79,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login attempt.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "gloveapp.urls"
@@ -185,6 +188,22 @@ GLOVE_LIVE_POLL_SECONDS = float(os.environ.get("GLOVE_LIVE_POLL_SECONDS", "0.25"
 GLOVE_LIVE_GAP_SECONDS = float(os.environ.get("GLOVE_LIVE_GAP_SECONDS", "10"))
 GLOVE_LIVE_REPLAY_LIMIT = int(os.environ.get("GLOVE_LIVE_REPLAY_LIMIT", "500"))
 
+# django-axes counts failed logins (the site's and the admin's, both go through
+# authenticate()): after AXES_FAILURE_LIMIT failures for one username from one address, that
+# pair is locked for AXES_COOLOFF_HOURS and gets 429. `manage.py axes_reset` unlocks.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = float(os.environ.get("AXES_COOLOFF_HOURS", "1"))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Behind a proxy, the client address comes from the header the proxy sets (see the
+# production settings in the README); directly, from the socket.
+AXES_IPWARE_META_PRECEDENCE_ORDER = env_list("AXES_IP_HEADERS", ["REMOTE_ADDR"])
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -203,6 +222,9 @@ STATICFILES_DIRS = [BASE_DIR / "gloveapp" / "static"]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+# The login page names the demo's logins while they keep their development passwords; on by
+# default only in debug (`make run`), as each check hashes a password.
+GLOVE_DEMO_LOGIN_HINT = env_bool("GLOVE_DEMO_LOGIN_HINT", DEBUG)
 
 # Turns one user may start per minute: chat pages and `runner.submit_message` (mesh wake-ups
 # included) count stored turns; /api/chat, whose turns run in the client, is throttled at the

@@ -27,7 +27,7 @@ urlpatterns = [
     re_path(r"^admin/agents/(?P<rest>(?:coffee|order|cartline)/.*)$", _moved_admin("demo")),
     re_path(r"^admin/conversations/(?P<rest>liveevent/.*)$", _moved_admin("live")),
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("gloveapp.accounts.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("gloveapp.api.urls")),
