@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.http import HttpRequest, HttpResponsePermanentRedirect
 from django.urls import include, path, re_path
+from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 
@@ -28,6 +29,7 @@ urlpatterns = [
     re_path(r"^admin/conversations/(?P<rest>liveevent/.*)$", _moved_admin("live")),
     path("admin/", admin.site.urls),
     path("", include("gloveapp.accounts.urls")),
+    path("api/", TemplateView.as_view(template_name="api/index.html"), name="api-index"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("gloveapp.api.urls")),

@@ -171,7 +171,7 @@ def check_extra_fields(extra: Mapping[str, Any], where: str) -> None:
             raise ExtraFieldError(
                 f"{path}: field names must be 1 to {MAX_EXTRA_KEY_LENGTH} characters", str(key)
             )
-        if _depth(value) > MAX_EXTRA_DEPTH:
+        if json_depth(value, cap=MAX_EXTRA_DEPTH) > MAX_EXTRA_DEPTH:
             raise ExtraFieldError(f"{path} is nested deeper than {MAX_EXTRA_DEPTH} levels", key)
         try:
             encoded = json.dumps(value, allow_nan=False, ensure_ascii=False).encode()
@@ -185,18 +185,28 @@ def check_extra_fields(extra: Mapping[str, Any], where: str) -> None:
             )
 
 
-def _depth(value: Any) -> int:
-    # Iterative, so a hostile document cannot exhaust the stack here either.
+# A JSON-valued field (a tool's input, a result's data, a permission's input, a chat tool's
+# parameters) nests at most this deep: every walk over JSON (encoding, these checks, the
+# database driver, the live relay) recurses, and Python stops near a thousand levels with a
+# RecursionError, a 500. No Glove tool input or result comes near this.
+MAX_JSON_DEPTH = 64
+
+
+def json_depth(value: Any, *, cap: int) -> int:
+    """How deep `value` nests lists/objects, counted up to just past `cap`.
+
+    Iterative, so a hostile document cannot exhaust the stack here either.
+    """
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, Mapping):
             deepest = max(deepest, depth)
-            if depth <= MAX_EXTRA_DEPTH:
+            if depth <= cap:
                 stack.extend((item, depth + 1) for item in node.values())
         elif isinstance(node, list | tuple):
             deepest = max(deepest, depth)
-            if depth <= MAX_EXTRA_DEPTH:
+            if depth <= cap:
                 stack.extend((item, depth + 1) for item in node)
     return deepest
