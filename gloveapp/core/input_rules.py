@@ -103,21 +103,25 @@ def first_unstorable(value: Any, path: str = "") -> tuple[str, str]:
     """Where in a JSON value the first NUL or lone surrogate is, and which: (path, problem).
 
     `problem` is "" when there is none. Keys are checked too (reported at their parent).
+    Walked with a stack, not recursion: a hostile document thousands of levels deep must
+    get its answer here, not a RecursionError (a 500).
     """
-    if isinstance(value, str):
-        return path, unstorable_text_problem(value)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and unstorable_text_problem(key):
-                return path, unstorable_text_problem(key)
-            found = first_unstorable(item, f"{path}.{key}" if path else str(key))
-            if found[1]:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            found = first_unstorable(item, f"{path}[{index}]")
-            if found[1]:
-                return found
+    pending: list[tuple[Any, str]] = [(value, path)]
+    while pending:
+        node, where = pending.pop()
+        if isinstance(node, str):
+            problem = unstorable_text_problem(node)
+            if problem:
+                return where, problem
+        elif isinstance(node, dict):
+            children = []
+            for key, item in node.items():
+                if isinstance(key, str) and unstorable_text_problem(key):
+                    return where, unstorable_text_problem(key)
+                children.append((item, f"{where}.{key}" if where else str(key)))
+            pending.extend(reversed(children))  # first child on top: document order
+        elif isinstance(node, (list, tuple)):
+            pending.extend(reversed([(item, f"{where}[{i}]") for i, item in enumerate(node)]))
     return path, ""
 
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from gloveapp.conversations.models import LiveEvent, Message, Permission, Task
+from gloveapp.conversations.models import Message, Permission, Task
+from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -202,3 +203,15 @@ def test_it_still_accepts_json_nested_a_reasonable_depth(owner_client, session_i
     answer = _send(owner_client, "POST", f"/api/sessions/{session_id}/messages", body)
 
     assert answer.status_code == 200, answer.content[:300]
+
+
+def test_it_refuses_an_unknown_message_field_nested_thousands_deep(owner_client, session_id):
+    # Unknown keys are kept verbatim (bounded); found by the schema fuzz's "deep nesting".
+    body = f'{{"messages": [{{"sender": "agent", "provider_options": {deep(3_000)}}}]}}'
+    before = _written(session_id)
+
+    answer = _send(owner_client, "POST", f"/api/sessions/{session_id}/messages", body)
+
+    assert answer.status_code == 400, answer.content[:300]
+    assert answer.json()["field"] == "messages[0].provider_options"
+    assert _written(session_id) == before

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
 
-from gloveapp.agents.demo import DEFAULT_DEMO_PASSWORD, DEFAULT_STAFF_PASSWORD, demo_setup
+from gloveapp.demo.bootstrap import DEFAULT_DEMO_PASSWORD, DEFAULT_STAFF_PASSWORD, demo_setup
 from tests.pages.conftest import PASSWORD
 
 

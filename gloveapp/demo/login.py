@@ -1,11 +1,11 @@
+"""The login page, naming the demo's logins while they still have their development passwords."""
+
 from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
-from django.templatetags.static import static
-from django.views.generic import RedirectView
 
-from gloveapp.agents.demo import demo_logins
+from gloveapp.demo.bootstrap import demo_logins
 
 
 class LoginView(auth_views.LoginView):
@@ -17,12 +17,3 @@ class LoginView(auth_views.LoginView):
         context = super().get_context_data(**kwargs)
         context["demo_logins"] = demo_logins() if settings.GLOVE_DEMO_LOGIN_HINT else []
         return context
-
-
-class FaviconView(RedirectView):
-    """Browsers ask for /favicon.ico on every page that names none (the admin's)."""
-
-    permanent = True
-
-    def get_redirect_url(self, *args, **kwargs) -> str:
-        return static("favicon.svg")

@@ -1,1 +1,0 @@
-"""Logging in: the login page (with the demo's logins while they still work) and the favicon."""
