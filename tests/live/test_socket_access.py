@@ -34,9 +34,7 @@ async def test_it_closes_an_anonymous_socket(chat):
     assert await refusal_code(socket(chat.id)) == 4401
 
 
-async def test_it_closes_another_users_socket_as_if_the_session_did_not_exist(
-    chat, other_cookie
-):
+async def test_it_closes_another_users_socket_as_if_the_session_did_not_exist(chat, other_cookie):
     # The same code as an unknown id: the close must not tell an outsider the id is taken.
     outsider = await refusal_code(socket(chat.id, other_cookie))
     unknown = await refusal_code(socket("no-such-session", other_cookie))
