@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from gloveapp.conversations import serialization
-from gloveapp.conversations.models import Message, Permission, Session, Task
+from gloveapp.conversations.models import PERSON_MESSAGE, Message, Permission, Session, Task
 from gloveapp.core import input_rules
 from gloveapp.core.store import apply_task_updates, permission_key
 from gloveapp.core.types import PERMISSION_STATUSES, PermissionStatus, TokenUsage
@@ -182,7 +182,25 @@ def messages_append(*, session_id: str, messages: list[CoreMessage]) -> list[Mes
                 for row, message in zip(rows, messages, strict=True)
             ],
         )
+        if not session.title:
+            _title_from_first_message(session, rows)
     return rows
+
+
+TITLE_LENGTH = 60
+
+
+def _title_from_first_message(session: Session, rows: list[Message]) -> None:
+    """An untitled chat takes its name from the first message a person sent in it."""
+    first = Message.objects.filter(PERSON_MESSAGE, pk__in=[row.pk for row in rows]).first()
+    if first is None:
+        return
+    line = " ".join(first.text.split())
+    title = line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+    # Only if still untitled: a title set meanwhile (by the person) wins.
+    if Session.objects.filter(pk=session.pk, title="").update(title=title):
+        session.title = title
+        _announce_session(session)
 
 
 # -- counters -----------------------------------------------------------------------------

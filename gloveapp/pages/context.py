@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Count, Q
 
 from gloveapp.agents.config import get_agent_spec
 from gloveapp.conversations.access import may_speak
-from gloveapp.conversations.models import Message, Session, Task
+from gloveapp.conversations.models import PERSON_MESSAGE, Message, Session, Task
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
 from inbox.models import InboxItem
@@ -60,7 +61,14 @@ class Entry:
 
 
 def sessions_for(user: Any) -> list[Session]:
-    return list(Session.objects.filter(owner=user).order_by("-created_at", "-pk"))
+    """The user's chats, each with `person_turns`: the messages they sent (the runtime's
+    `turn_count` counts model calls, two or more per answer that used a tool)."""
+    sent = Q(messages__in=Message.objects.filter(PERSON_MESSAGE))
+    return list(
+        Session.objects.filter(owner=user)
+        .annotate(person_turns=Count("messages", filter=sent))
+        .order_by("-created_at", "-pk")
+    )
 
 
 def _tool_templates(agent_name: str) -> dict[str, str]:

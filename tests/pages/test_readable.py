@@ -1,0 +1,101 @@
+"""What a person reads on the chat pages: JSON as JSON, plain times, turns as people count."""
+
+from __future__ import annotations
+
+import pytest
+
+from gloveapp.conversations.services import messages_append
+from gloveapp.core.types import InboxItem as CoreInboxItem
+from gloveapp.core.types import Message, ToolCall, ToolResult, ToolResultData
+from inbox.services import inbox_item_add
+
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+
+
+def page(client, session) -> str:
+    response = client.get(f"/sessions/{session.pk}/")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_it_shows_tool_inputs_and_results_as_json_not_python(session, owner_client):
+    messages_append(
+        session_id=session.pk,
+        messages=[
+            Message(
+                sender="agent",
+                text="",
+                tool_calls=[ToolCall("no_such_tool", {"payment": "saved_card"}, "call_1")],
+            ),
+            Message(
+                sender="user",
+                text="",
+                tool_results=[
+                    ToolResult(
+                        "no_such_tool",
+                        ToolResultData(status="success", data={"blocking": False, "note": None}),
+                        "call_1",
+                    )
+                ],
+            ),
+        ],
+    )
+
+    html = page(owner_client, session)
+
+    assert "&quot;payment&quot;: &quot;saved_card&quot;" in html
+    assert "&quot;blocking&quot;: false" in html
+    assert "&quot;note&quot;: null" in html
+    assert "&#x27;payment&#x27;" not in html
+    assert "False" not in html
+
+
+def test_it_says_just_now_instead_of_zero_minutes(session, owner_client):
+    inbox_item_add(
+        session_id=session.pk,
+        item=CoreInboxItem(id="inbox_1_now", tag="restock_watch", request="Tell me"),
+    )
+
+    html = page(owner_client, session)
+
+    assert "0\xa0minutes" not in html and "0 minutes" not in html
+    assert "just now" in html
+
+
+def test_it_counts_turns_as_the_customer_sent_messages(session, owner_client):
+    messages_append(
+        session_id=session.pk,
+        messages=[
+            Message(sender="user", text="Menu?"),
+            Message(sender="agent", text="", tool_calls=[ToolCall("show_menu", {}, "c1")]),
+            Message(sender="user", text="", tool_results=[]),
+            Message(sender="agent", text="Here it is."),
+            Message(sender="user", text="A Kenya AA, please."),
+            Message(sender="agent", text="Added."),
+        ],
+    )
+    session.refresh_from_db()
+    session.turn_count = 8  # the runtime counts model calls
+    session.save(update_fields=["turn_count"])
+
+    listing = owner_client.get("/").content.decode()
+
+    assert "2 turns" in listing
+    assert "8 turns" not in listing
+
+
+def test_it_titles_a_chat_from_its_first_message(owner, owner_client):
+    from gloveapp.conversations.services import session_create
+
+    untitled = session_create(owner=owner, agent_name="coffee", title="")
+    messages_append(
+        session_id=untitled.pk,
+        messages=[Message(sender="user", text="Do you have Yirgacheffe in 250 g bags today?")],
+    )
+
+    listing = owner_client.get("/").content.decode()
+    chat = page(owner_client, untitled)
+
+    assert "Untitled chat" not in listing
+    assert "Do you have Yirgacheffe in 250 g bags" in listing
+    assert "Do you have Yirgacheffe in 250 g bags" in chat.split("</h1>")[0]
