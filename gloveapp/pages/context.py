@@ -9,6 +9,7 @@ reloaded later shows a past result exactly as it first appeared.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,33 @@ class Entry:
     text: str = ""
     framework_context: str | None = None
     tools: list[ToolEntry] = field(default_factory=list)
+    # For the inbox's "[Inbox: N item(s) resolved]" banner: what a person reads instead,
+    # ("Restock watch", "Back in stock"), one per item; the raw text stays one click away.
+    answers: list[tuple[str, str]] = field(default_factory=list)
+
+
+# One item of `gloveapp.core.inbox_context.resolved_banner_text`, up to the next item.
+_BANNER_ITEM = re.compile(
+    r'^- \[(?P<tag>[^\]\n]*)\] Request: ".*?" -> Response: "(?P<response>.*)" '
+    r"\(resolved [^)\n]*\)$",
+    re.M | re.S,
+)
+
+
+def inbox_banner_answers(text: str) -> list[tuple[str, str]]:
+    """("Restock watch", "Back in stock") for each item of a resolved-items banner, or []
+    when the text is not one (then the page shows it as it is)."""
+    if not text.startswith("[Inbox:") or "resolved]" not in text.split("\n", 1)[0]:
+        return []
+    items = re.split(r"\n(?=- \[)", text.split("\n", 1)[1] if "\n" in text else "")
+    answers = []
+    for item in items:
+        match = _BANNER_ITEM.match(item)
+        if match is None:
+            return []
+        label = match["tag"].replace("_", " ").strip().capitalize() or "Inbox item"
+        answers.append((label, match["response"]))
+    return answers
 
 
 def sessions_for(user: Any) -> list[Session]:
@@ -105,6 +133,9 @@ def timeline(session: Session, messages: list[Message]) -> list[Entry]:
                     seq=message.seq,
                     text=message.text,
                     framework_context=message.framework_context or "skill",
+                    answers=inbox_banner_answers(message.text)
+                    if message.framework_context == "inbox"
+                    else [],
                 )
             )
             continue

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gloveapp.conversations.services import messages_append
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message, ToolCall, ToolResult, ToolResultData
 from inbox.services import inbox_item_add
+from tests.pages.test_history import page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
-
-
-def page(client, session) -> str:
-    response = client.get(f"/sessions/{session.pk}/")
-    assert response.status_code == 200
-    return response.content.decode()
 
 
 def test_it_shows_tool_inputs_and_results_as_json_not_python(session, owner_client):
@@ -99,3 +96,29 @@ def test_it_titles_a_chat_from_its_first_message(owner, owner_client):
     assert "Untitled chat" not in listing
     assert "Do you have Yirgacheffe in 250 g bags" in listing
     assert "Do you have Yirgacheffe in 250 g bags" in chat.split("</h1>")[0]
+
+
+def test_it_shows_the_inbox_banner_as_friendly_answers_with_the_raw_text_one_click_away(
+    session, owner_client
+):
+    raw = (
+        "[Inbox: 2 item(s) resolved]\n"
+        '- [restock_watch] Request: "Notify when Yirgacheffe is back" -> Response: '
+        '"Back in stock: 12 bags" (resolved 2030-01-01T10:00:00.000Z)\n'
+        '- [barista_question] Request: "Oat milk?" -> Response: "Yes, "Oatly"" '
+        "(resolved null)"
+    )
+    messages_append(
+        session_id=session.pk,
+        messages=[Message(sender="user", text=raw, framework_context="inbox")],
+    )
+
+    html = page(owner_client, session)
+    note = html.split('data-context="inbox"')[1].split("</details>")[0]
+    friendly, _, details = note.partition("<details")
+    friendly = " ".join(re.sub(r"<[^>]+>", "", friendly).split())
+
+    assert "Restock watch answered: Back in stock: 12 bags" in friendly
+    assert "Barista question answered: Yes, &quot;Oatly&quot;" in friendly
+    assert "[Inbox:" not in friendly
+    assert "[Inbox: 2 item(s) resolved]" in details
