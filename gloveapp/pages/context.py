@@ -19,6 +19,7 @@ from django.db.models import Count, Q
 from gloveapp.agents.config import get_agent_spec
 from gloveapp.conversations.access import may_speak
 from gloveapp.conversations.models import PERSON_MESSAGE, Message, Session, Task
+from gloveapp.core.executor import permission_denied_message
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
 from inbox.models import InboxItem
@@ -40,6 +41,15 @@ class ToolEntry:
     data: Any = None
     message: str | None = None
     render_data: Any = None
+    # The customer declined the permission prompt: the message is the text meant for the
+    # model; the page says it in plain words and keeps that text under "Details".
+    denied: bool = False
+
+    @property
+    def shown_message(self) -> str | None:
+        if self.denied:
+            return f"You didn't allow {self.tool_name.replace('_', ' ')}, so it did not run."
+        return self.message
 
     @property
     def template(self) -> str:
@@ -177,6 +187,7 @@ def _attach_result(
     tool.data = result.get("data")
     tool.message = result.get("message")
     tool.render_data = result.get("renderData", result.get("render_data"))
+    tool.denied = tool.status == "error" and tool.message == permission_denied_message(tool_name)
 
 
 def pending_text(entries: list[Entry], text: str) -> str:

@@ -122,3 +122,35 @@ def test_it_shows_the_inbox_banner_as_friendly_answers_with_the_raw_text_one_cli
     assert "Barista question answered: Yes, &quot;Oatly&quot;" in friendly
     assert "[Inbox:" not in friendly
     assert "[Inbox: 2 item(s) resolved]" in details
+
+
+def test_it_tells_the_customer_in_plain_words_that_a_tool_they_declined_did_not_run(
+    session, owner_client
+):
+    from gloveapp.core.executor import permission_denied_message
+
+    messages_append(
+        session_id=session.pk,
+        messages=[
+            Message(sender="agent", text="", tool_calls=[ToolCall("checkout", {}, "call_9")]),
+            Message(
+                sender="user",
+                text="",
+                tool_results=[
+                    ToolResult(
+                        "checkout",
+                        ToolResultData.error(permission_denied_message("checkout")),
+                        "call_9",
+                    )
+                ],
+            ),
+        ],
+    )
+
+    html = page(owner_client, session)
+    card = html.split('data-tool="checkout"')[1]
+    shown, _, details = card.partition("<details")
+
+    assert "You didn&#x27;t allow checkout, so it did not run." in shown
+    assert "Permission denied for tool" not in shown
+    assert "Permission denied for tool" in details.split("</details>")[0]
