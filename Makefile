@@ -27,9 +27,12 @@ install: $(STAMP)
 
 # The mesh demo: chats join the mesh on the database transport, and the roastery agent runs
 # beside the server as a peer (ask Brew "ask the roastery about Kenya AA").
+# HOST and PORT choose where the server listens (`make run PORT=8001`); a taken port is
+# reported before anything is set up.
 run: install
+	@sh .ci/check-port $(HOST) $(PORT) $(PY)
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py setup_demo
+	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py setup_demo
 	@# The turn worker and the mesh demo's roastery peer run beside the server; Ctrl-C (or the
 	@# server exiting) stops all three.
 	@export MESH_TRANSPORT=$${MESH_TRANSPORT:-database} GLOVE_CHAT_MESH=$${GLOVE_CHAT_MESH:-true}; \

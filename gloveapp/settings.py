@@ -7,6 +7,7 @@ rule-based demo model. Each external part is switched on by its own variable.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import dj_database_url
@@ -43,6 +44,25 @@ SECRET_KEY = os.environ.get("SECRET_KEY") or DEV_SECRET_KEY
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# Production over HTTPS (examples/production.env): GLOVE_HTTPS=1 redirects plain HTTP,
+# marks the cookies secure and sends HSTS; each part can be set on its own too.
+GLOVE_HTTPS = env_bool("GLOVE_HTTPS", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", GLOVE_HTTPS)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", GLOVE_HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", GLOVE_HTTPS)
+SECURE_HSTS_SECONDS = int(
+    os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600 if GLOVE_HTTPS else 0))
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Behind a proxy that always sets X-Forwarded-Proto / X-Forwarded-For (and strips a
+# client's own): trust them for "is this HTTPS" and for the client address (login lockout).
+GLOVE_BEHIND_PROXY = env_bool("GLOVE_BEHIND_PROXY", False)
+if GLOVE_BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -54,6 +74,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "channels",
     "django_tasks_db",
@@ -67,10 +88,13 @@ INSTALLED_APPS = [
     "gloveapp.api",
     "gloveapp.turns",
     "gloveapp.pages",
+    "axes",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves STATIC_ROOT (collectstatic) with DEBUG off, straight from the ASGI app.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -78,6 +102,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login attempt.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "gloveapp.urls"
@@ -213,6 +239,25 @@ GLOVE_LIVE_POLL_SECONDS = float(os.environ.get("GLOVE_LIVE_POLL_SECONDS", "0.25"
 GLOVE_LIVE_GAP_SECONDS = float(os.environ.get("GLOVE_LIVE_GAP_SECONDS", "10"))
 GLOVE_LIVE_REPLAY_LIMIT = int(os.environ.get("GLOVE_LIVE_REPLAY_LIMIT", "500"))
 
+# django-axes counts failed logins (the site's and the admin's, both go through
+# authenticate()): after AXES_FAILURE_LIMIT failures for one username from one address, that
+# pair is locked for AXES_COOLOFF_HOURS and gets 429. `manage.py axes_reset` unlocks.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = float(os.environ.get("AXES_COOLOFF_HOURS", "1"))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Behind a proxy, the client address comes from the header the proxy sets (see the
+# production settings in the README); directly, from the socket.
+AXES_IPWARE_META_PRECEDENCE_ORDER = env_list(
+    "AXES_IP_HEADERS",
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if GLOVE_BEHIND_PROXY else ["REMOTE_ADDR"],
+)
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -228,9 +273,18 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # The project-level assets (vendored htmx, live.js, css) live in the gloveapp package,
 # which is not an installed app itself.
 STATICFILES_DIRS = [BASE_DIR / "gloveapp" / "static"]
+# WhiteNoise serves the static files with DEBUG off too, straight from the app folders (no
+# collectstatic step to forget; `collectstatic` into STATIC_ROOT still works for a proxy).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+# ...so a missing STATIC_ROOT is normal, not worth WhiteNoise's warning on every start.
+warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+# The login page names the demo's logins while they keep their development passwords; on by
+# default only in debug (`make run`), as each check hashes a password.
+GLOVE_DEMO_LOGIN_HINT = env_bool("GLOVE_DEMO_LOGIN_HINT", DEBUG)
 
 # Turns one user may start per minute: chat pages and `runner.submit_message` (mesh wake-ups
 # included) count stored turns; /api/chat, whose turns run in the client, is throttled at the
@@ -262,6 +316,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "The Glove remote store, inbox resolution and workspace inbox.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the installed sidecar package, served as our own static files: the
+    # docs work offline and nothing loads from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Several Glove types have a `status`; name each choice set instead of a hash suffix.
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "gloveapp.core.types.TASK_STATUSES",

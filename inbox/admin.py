@@ -18,6 +18,8 @@ from django.db.models import Case, IntegerField, QuerySet, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.utils import timezone
+from django.utils.timesince import timesince
 
 from gloveapp.core import input_rules
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
@@ -74,21 +76,27 @@ def _resolve(request: HttpRequest, item_id: str, response: str) -> tuple[bool, s
     return True, f'Resolved inbox item "{item_id}".'
 
 
+def _ago(moment) -> str:
+    if (timezone.now() - moment).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(moment, depth=1)} ago"
+
+
 @admin.register(InboxItem)
 class InboxItemAdmin(admin.ModelAdmin):
     form = InboxItemAdminForm
+    # Compact columns: beside the admin's sidebar and the filters, ten raw columns (full ids,
+    # full dates) ran off a 1280-1440 px screen. Ids, exact times and expiry are on the
+    # item's page.
     list_display = (
-        "id",
-        "tag",
-        "status",
-        "blocking",
         "short_request",
-        "session",
-        "created_at",
-        "expires_at",
-        "resolved_at",
-        "resolved_by",
+        "tag",
+        "state",
+        "short_session",
+        "asked",
+        "resolution",
     )
+    list_display_links = ("short_request",)
     list_filter = (
         "status",
         "tag",
@@ -118,7 +126,27 @@ class InboxItemAdmin(admin.ModelAdmin):
 
     @admin.display(description="request")
     def short_request(self, item: InboxItem) -> str:
-        return item.request if len(item.request) <= 80 else item.request[:79] + "…"
+        return item.request if len(item.request) <= 60 else item.request[:59] + "…"
+
+    @admin.display(description="status", ordering="status")
+    def state(self, item: InboxItem) -> str:
+        label = item.get_status_display()
+        return f"{label}, blocking" if item.blocking else label
+
+    @admin.display(description="session", ordering="session_id")
+    def short_session(self, item: InboxItem) -> str:
+        session_id = item.session_id or ""
+        return session_id if len(session_id) <= 14 else session_id[:13] + "…"
+
+    @admin.display(description="asked", ordering="created_at")
+    def asked(self, item: InboxItem) -> str:
+        return _ago(item.created_at)
+
+    @admin.display(description="resolved", ordering="resolved_at")
+    def resolution(self, item: InboxItem) -> str:
+        if item.resolved_at is None:
+            return "—"
+        return f"{item.resolved_by or '?'}, {_ago(item.resolved_at)}"
 
     def get_ordering(self, request: HttpRequest) -> list[Any]:
         pending_first = Case(

@@ -56,8 +56,11 @@ def verify(*, secret: str, timestamp: str, signature: str, body: bytes, now: flo
             f"{TIMESTAMP_HEADER} is more than {skew} seconds away from the server's clock; "
             "the request is refused as a possible replay."
         )
-    # Constant-time comparison: timing must not reveal how much of a guess was right.
-    if not hmac.compare_digest(sign(secret, timestamp, body), signature.strip()):
+    # Constant-time comparison: timing must not reveal how much of a guess was right. On
+    # bytes: compare_digest refuses a str with non-ASCII characters (a header may hold any
+    # byte) with a TypeError instead of answering "no match".
+    offered = signature.strip().encode("utf-8", "surrogateescape")
+    if not hmac.compare_digest(sign(secret, timestamp, body).encode(), offered):
         raise exceptions.AuthenticationFailed(f"{SIGNATURE_HEADER} does not match the body.")
 
 

@@ -125,3 +125,21 @@ async def turn_worker(transactional_db):
         pass
     # The worker's database work ran in asgiref's thread, which keeps its own connection.
     await sync_to_async(connections.close_all)()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that failed because PostgreSQL had no free connections says so plainly."""
+    from tests.pg_budget import explain_refusal
+
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is None:
+        return
+    exc: BaseException | None = call.excinfo.value
+    while exc is not None:
+        explained = explain_refusal(exc)
+        if explained:
+            report.sections.append(("PostgreSQL connections", explained))
+            return
+        exc = exc.__cause__ or exc.__context__

@@ -31,10 +31,25 @@ def _first_error(detail: Any, prefix: str = "") -> tuple[str, str]:
     return prefix, str(detail)
 
 
+def _encodable(detail: Any) -> Any:
+    """The error detail with every lone surrogate escaped (`\\ud800`): error messages echo
+    the input ("got \"...\""), and the JSON renderer cannot encode a lone surrogate."""
+    if isinstance(detail, str):
+        escaped = detail.encode("utf-8", "backslashreplace").decode("utf-8")
+        # Keep DRF's ErrorDetail (its code) when nothing needed escaping.
+        return detail if escaped == detail else escaped
+    if isinstance(detail, dict):
+        return {_encodable(key): _encodable(value) for key, value in detail.items()}
+    if isinstance(detail, list):
+        return [_encodable(value) for value in detail]
+    return detail
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]):
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
+    response.data = _encodable(response.data)
     if isinstance(exc, ValidationError):
         field, message = _first_error(response.data)
         text = f"{field}: {message}" if field else message

@@ -36,6 +36,10 @@ class JsonValueField(serializers.JSONField):
     """Any JSON value PostgreSQL's jsonb can hold."""
 
     def to_internal_value(self, data: Any) -> Any:
+        # Before anything walks it: a thousand levels would be a RecursionError (a 500).
+        limit = input_rules.MAX_JSON_DEPTH
+        if input_rules.json_depth(data, cap=limit) > limit:
+            raise serializers.ValidationError(f"must not be nested more than {limit} levels deep")
         value = super().to_internal_value(data)
         _reject_unstorable(value)
         return value
@@ -143,15 +147,21 @@ class ToolResultSerializer(KeepsUnknownKeys):
     duration_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
 
 
+def list_of(child: serializers.Serializer, **kwargs: Any) -> serializers.ListSerializer:
+    """`Child(many=True, ...)` whose items may not be null: `many=True` hands `allow_null`
+    to the child as well, and a null item then reached the runtime as None (a 500)."""
+    return serializers.ListSerializer(child=child, **kwargs)
+
+
 class MessageSerializer(KeepsUnknownKeys):
     """glove-core's `Message` (§1.1 of the contract)."""
 
     sender = serializers.ChoiceField(choices=["user", "agent"])
     id = StrictCharField(required=False, allow_null=True, max_length=200)
     text = TextField(required=False, allow_blank=True, default="")
-    content = ContentPartSerializer(many=True, required=False, allow_null=True)
-    tool_calls = ToolCallSerializer(many=True, required=False, allow_null=True)
-    tool_results = ToolResultSerializer(many=True, required=False, allow_null=True)
+    content = list_of(ContentPartSerializer(), required=False, allow_null=True)
+    tool_calls = list_of(ToolCallSerializer(), required=False, allow_null=True)
+    tool_results = list_of(ToolResultSerializer(), required=False, allow_null=True)
     is_compaction = serializers.BooleanField(required=False, default=False)
     is_skill_injection = serializers.BooleanField(required=False, default=False)
     framework_context = StrictCharField(required=False, allow_null=True, max_length=50)

@@ -41,6 +41,16 @@ class Session(models.Model):
         return self.title or self.id
 
 
+# What a person calls "a message I sent": a user message with text that is not a tool's
+# result, a compaction summary, a skill or a framework banner (the inbox's). Turns are
+# counted and chats titled by these.
+PERSON_MESSAGE = (
+    models.Q(sender="user", is_compaction=False, is_skill_injection=False)
+    & models.Q(framework_context__isnull=True)
+    & ~models.Q(text="")
+)
+
+
 class Message(models.Model):
     """One Glove message. `seq` orders a session's history; compaction markers stay in it."""
 

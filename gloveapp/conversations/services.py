@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 
 from gloveapp.conversations import serialization
 from gloveapp.conversations.append import append_to_existing
-from gloveapp.conversations.models import Message, Permission, Session, Task
+from gloveapp.conversations.models import PERSON_MESSAGE, Message, Permission, Session, Task
 from gloveapp.core import input_rules
 from gloveapp.core.store import apply_task_updates, permission_key
 from gloveapp.core.types import PERMISSION_STATUSES, PermissionStatus, TokenUsage
@@ -161,13 +161,37 @@ def messages_append(*, session_id: str, messages: list[CoreMessage]) -> list[Mes
     # first write creates the row, under the full locking path.
     rows = append_to_existing(session_id=session_id, fields=fields, messages=messages)
     if rows is not None:
+        _title_from_first_message(session_id, rows)
         return rows
     with transaction.atomic():
         lock_session(session_id)  # creates it, or raises SessionGone
         rows = append_to_existing(session_id=session_id, fields=fields, messages=messages)
     if rows is None:  # cannot happen under the lock; never report an append that was not made
         raise SessionGone(session_id)
+    _title_from_first_message(session_id, rows)
     return rows
+
+
+TITLE_LENGTH = 60
+
+
+def _title_from_first_message(session_id: str, rows: list[Message]) -> None:
+    """An untitled chat takes its name from the first message a person sent in it."""
+    # Cheap sieve before any query: only appends carrying a user's text can name a chat, and
+    # most appends (agent replies, tool results) carry none.
+    if not any(row.sender == "user" and row.text for row in rows):
+        return
+    with transaction.atomic():
+        if not Session.objects.filter(pk=session_id, title="").exists():
+            return
+        first = Message.objects.filter(PERSON_MESSAGE, pk__in=[row.pk for row in rows]).first()
+        if first is None:
+            return
+        line = " ".join(first.text.split())
+        title = line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+        # Only if still untitled: a title set meanwhile (by the person) wins.
+        if Session.objects.filter(pk=session_id, title="").update(title=title):
+            _announce_session(Session.objects.get(pk=session_id))
 
 
 # -- counters -----------------------------------------------------------------------------

@@ -103,21 +103,25 @@ def first_unstorable(value: Any, path: str = "") -> tuple[str, str]:
     """Where in a JSON value the first NUL or lone surrogate is, and which: (path, problem).
 
     `problem` is "" when there is none. Keys are checked too (reported at their parent).
+    Walked with a stack, not recursion: a hostile document thousands of levels deep must
+    get its answer here, not a RecursionError (a 500).
     """
-    if isinstance(value, str):
-        return path, unstorable_text_problem(value)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and unstorable_text_problem(key):
-                return path, unstorable_text_problem(key)
-            found = first_unstorable(item, f"{path}.{key}" if path else str(key))
-            if found[1]:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            found = first_unstorable(item, f"{path}[{index}]")
-            if found[1]:
-                return found
+    pending: list[tuple[Any, str]] = [(value, path)]
+    while pending:
+        node, where = pending.pop()
+        if isinstance(node, str):
+            problem = unstorable_text_problem(node)
+            if problem:
+                return where, problem
+        elif isinstance(node, dict):
+            children = []
+            for key, item in node.items():
+                if isinstance(key, str) and unstorable_text_problem(key):
+                    return where, unstorable_text_problem(key)
+                children.append((item, f"{where}.{key}" if where else str(key)))
+            pending.extend(reversed(children))  # first child on top: document order
+        elif isinstance(node, (list, tuple)):
+            pending.extend(reversed([(item, f"{where}[{i}]") for i, item in enumerate(node)]))
     return path, ""
 
 
@@ -171,7 +175,7 @@ def check_extra_fields(extra: Mapping[str, Any], where: str) -> None:
             raise ExtraFieldError(
                 f"{path}: field names must be 1 to {MAX_EXTRA_KEY_LENGTH} characters", str(key)
             )
-        if _depth(value) > MAX_EXTRA_DEPTH:
+        if json_depth(value, cap=MAX_EXTRA_DEPTH) > MAX_EXTRA_DEPTH:
             raise ExtraFieldError(f"{path} is nested deeper than {MAX_EXTRA_DEPTH} levels", key)
         try:
             encoded = json.dumps(value, allow_nan=False, ensure_ascii=False).encode()
@@ -185,18 +189,28 @@ def check_extra_fields(extra: Mapping[str, Any], where: str) -> None:
             )
 
 
-def _depth(value: Any) -> int:
-    # Iterative, so a hostile document cannot exhaust the stack here either.
+# A JSON-valued field (a tool's input, a result's data, a permission's input, a chat tool's
+# parameters) nests at most this deep: every walk over JSON (encoding, these checks, the
+# database driver, the live relay) recurses, and Python stops near a thousand levels with a
+# RecursionError, a 500. No Glove tool input or result comes near this.
+MAX_JSON_DEPTH = 64
+
+
+def json_depth(value: Any, *, cap: int) -> int:
+    """How deep `value` nests lists/objects, counted up to just past `cap`.
+
+    Iterative, so a hostile document cannot exhaust the stack here either.
+    """
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, Mapping):
             deepest = max(deepest, depth)
-            if depth <= MAX_EXTRA_DEPTH:
+            if depth <= cap:
                 stack.extend((item, depth + 1) for item in node.values())
         elif isinstance(node, list | tuple):
             deepest = max(deepest, depth)
-            if depth <= MAX_EXTRA_DEPTH:
+            if depth <= cap:
                 stack.extend((item, depth + 1) for item in node)
     return deepest

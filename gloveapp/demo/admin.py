@@ -12,10 +12,14 @@ RESTOCK_BAGS = 12
 
 @admin.register(Coffee)
 class CoffeeAdmin(admin.ModelAdmin):
-    list_display = ("name", "origin", "price_cents", "stock")
+    list_display = ("name", "origin", "price", "stock")
     list_editable = ("stock",)
     ordering = ("position",)
     actions = ("restock_and_notify",)
+
+    @admin.display(description="Price", ordering="price_cents")
+    def price(self, coffee: Coffee) -> str:
+        return shop.money(coffee.price_cents)
 
     def get_queryset(self, request):
         # The shelf is filled from the catalogue on first sight, here as in the chat.
@@ -49,9 +53,14 @@ class CoffeeAdmin(admin.ModelAdmin):
 
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "session", "total_cents", "payment", "created_at")
+    list_display = ("__str__", "session", "total", "payment", "created_at")
     list_filter = ("payment",)
-    readonly_fields = ("session", "lines", "total_cents", "payment", "created_at")
+    # Orders are records: every field read-only, the total shown as money.
+    fields = readonly_fields = ("session", "lines", "total", "payment", "created_at")
+
+    @admin.display(description="Total", ordering="total_cents")
+    def total(self, order: Order) -> str:
+        return shop.money(order.total_cents)
 
     def has_add_permission(self, request):
         return False

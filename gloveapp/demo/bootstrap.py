@@ -56,6 +56,27 @@ def _account(username: str, password: str | None, default: str, *, staff: bool) 
     return DemoAccount(username=username, password=shown, created=created)
 
 
+@dataclass(frozen=True, slots=True)
+class DemoLogin:
+    username: str
+    password: str
+    staff: bool
+
+
+def demo_logins() -> list[DemoLogin]:
+    """The demo accounts that still have their development passwords, for the login page."""
+    User = get_user_model()
+    found = []
+    for username, password, staff in (
+        (DEMO_USERNAME, DEFAULT_DEMO_PASSWORD, False),
+        (STAFF_USERNAME, DEFAULT_STAFF_PASSWORD, True),
+    ):
+        user = User.objects.filter(username=username, is_active=True).first()
+        if user is not None and user.check_password(password):
+            found.append(DemoLogin(username=username, password=password, staff=staff))
+    return found
+
+
 def demo_setup(*, demo_password: str | None = None, staff_password: str | None = None) -> DemoSetup:
     agent_name = settings.GLOVE_DEFAULT_AGENT
     spec = get_agent_spec(agent_name)  # fails early, and clearly, on a misconfigured agent

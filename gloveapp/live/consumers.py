@@ -8,7 +8,8 @@ client's cursor, then forwards live ones. Every frame is JSON
 for `resync`, which tells the client to reload its state instead of catching up.
 
 Close codes in the 44xx range are final (a client should not reconnect):
-4401 not logged in, 4403 not allowed to watch, 4404 no such stream. A socket is
+4401 not logged in (also sent when the user logs out or changes their password), 4403
+not allowed to watch, 4404 no such stream. A socket is
 authorised only when it connects, so when its stream ends (a `final_events` frame) it is
 then closed with 4404: nothing recorded later on that stream reaches it.
 """
@@ -23,6 +24,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from gloveapp.live.groups import stream_group
 from gloveapp.live.relay import StoredFrame, ensure_relay_started
 from gloveapp.live.replay import replay_after
+from gloveapp.live.signout import user_group
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -64,7 +66,8 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         self._relay = await ensure_relay_started()
         self._stream = stream
         self._held: list[StoredFrame] | None = []
-        self.groups = [stream_group(stream)]
+        # The user's group too: their logout or password change closes this socket.
+        self.groups = [stream_group(stream), user_group(user.pk)]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         self._relay.watch(stream, self)
@@ -117,13 +120,18 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         if self._relay is not None:
             self._relay.unwatch(self._stream, self)
 
-    async def _end(self) -> None:
-        """The stream is gone: stop relaying and close for good."""
+    async def _end(self, code: int = CLOSE_NOT_FOUND) -> None:
+        """The stream is gone (or the user's login ended): stop relaying and close for good."""
         self._ended = True
         self._unwatch()
         for group in self.groups:
             await self.channel_layer.group_discard(group, self.channel_name)
-        await self.close(code=CLOSE_NOT_FOUND)
+        await self.close(code=code)
+
+    async def user_signed_out(self, message: dict) -> None:
+        """The user logged out or changed their password (gloveapp.live.signout)."""
+        if not self._ended:
+            await self._end(CLOSE_UNAUTHENTICATED)
 
     async def _refuse(self, code: int) -> None:
         # Accept before closing: a browser reads the close code only of an accepted socket,

@@ -2,8 +2,9 @@
 
 The generic `StreamConsumer` (gloveapp.live) does the relaying; this edge says which stream
 (`session:<id>`) and who may watch it (`gloveapp.conversations.access`). Close codes: 4401
-not logged in, 4403 not the owner (nor staff), 4404 no such session; when the session is
-deleted the socket gets the `session.deleted` frame and is then closed with 4404.
+not logged in, 4404 no such session *or* not the owner (nor staff): an outsider must not
+learn from the code that an id is taken. When the session is deleted the socket gets the
+`session.deleted` frame and is then closed with 4404.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 
 from gloveapp.conversations.access import session_watch_verdict
-from gloveapp.live.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, StreamConsumer
+from gloveapp.live.consumers import CLOSE_NOT_FOUND, StreamConsumer
 from gloveapp.live.streams import session_stream
 
-_VERDICT_CLOSE_CODES = {"forbidden": CLOSE_FORBIDDEN, "missing": CLOSE_NOT_FOUND}
+_VERDICT_CLOSE_CODES = {"forbidden": CLOSE_NOT_FOUND, "missing": CLOSE_NOT_FOUND}
 
 
 class SessionConsumer(StreamConsumer):

@@ -9,14 +9,17 @@ reloaded later shows a past result exactly as it first appeared.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Count, Q
 
 from gloveapp.agents.config import get_agent_spec
 from gloveapp.conversations.access import may_speak
-from gloveapp.conversations.models import Message, Session, Task
+from gloveapp.conversations.models import PERSON_MESSAGE, Message, Session, Task
+from gloveapp.core.executor import permission_denied_message
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
 from inbox.models import InboxItem
@@ -38,6 +41,15 @@ class ToolEntry:
     data: Any = None
     message: str | None = None
     render_data: Any = None
+    # The customer declined the permission prompt: the message is the text meant for the
+    # model; the page says it in plain words and keeps that text under "Details".
+    denied: bool = False
+
+    @property
+    def shown_message(self) -> str | None:
+        if self.denied:
+            return f"You didn't allow {self.tool_name.replace('_', ' ')}, so it did not run."
+        return self.message
 
     @property
     def template(self) -> str:
@@ -57,10 +69,44 @@ class Entry:
     text: str = ""
     framework_context: str | None = None
     tools: list[ToolEntry] = field(default_factory=list)
+    # For the inbox's "[Inbox: N item(s) resolved]" banner: what a person reads instead,
+    # ("Restock watch", "Back in stock"), one per item; the raw text stays one click away.
+    answers: list[tuple[str, str]] = field(default_factory=list)
+
+
+# One item of `gloveapp.core.inbox_context.resolved_banner_text`, up to the next item.
+_BANNER_ITEM = re.compile(
+    r'^- \[(?P<tag>[^\]\n]*)\] Request: ".*?" -> Response: "(?P<response>.*)" '
+    r"\(resolved [^)\n]*\)$",
+    re.M | re.S,
+)
+
+
+def inbox_banner_answers(text: str) -> list[tuple[str, str]]:
+    """("Restock watch", "Back in stock") for each item of a resolved-items banner, or []
+    when the text is not one (then the page shows it as it is)."""
+    if not text.startswith("[Inbox:") or "resolved]" not in text.split("\n", 1)[0]:
+        return []
+    items = re.split(r"\n(?=- \[)", text.split("\n", 1)[1] if "\n" in text else "")
+    answers = []
+    for item in items:
+        match = _BANNER_ITEM.match(item)
+        if match is None:
+            return []
+        label = match["tag"].replace("_", " ").strip().capitalize() or "Inbox item"
+        answers.append((label, match["response"]))
+    return answers
 
 
 def sessions_for(user: Any) -> list[Session]:
-    return list(Session.objects.filter(owner=user).order_by("-created_at", "-pk"))
+    """The user's chats, each with `person_turns`: the messages they sent (the runtime's
+    `turn_count` counts model calls, two or more per answer that used a tool)."""
+    sent = Q(messages__in=Message.objects.filter(PERSON_MESSAGE))
+    return list(
+        Session.objects.filter(owner=user)
+        .annotate(person_turns=Count("messages", filter=sent))
+        .order_by("-created_at", "-pk")
+    )
 
 
 def _tool_templates(agent_name: str) -> dict[str, str]:
@@ -97,6 +143,9 @@ def timeline(session: Session, messages: list[Message]) -> list[Entry]:
                     seq=message.seq,
                     text=message.text,
                     framework_context=message.framework_context or "skill",
+                    answers=inbox_banner_answers(message.text)
+                    if message.framework_context == "inbox"
+                    else [],
                 )
             )
             continue
@@ -138,6 +187,7 @@ def _attach_result(
     tool.data = result.get("data")
     tool.message = result.get("message")
     tool.render_data = result.get("renderData", result.get("render_data"))
+    tool.denied = tool.status == "error" and tool.message == permission_denied_message(tool_name)
 
 
 def pending_text(entries: list[Entry], text: str) -> str:

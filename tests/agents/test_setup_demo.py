@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
+from django.test import RequestFactory
 
 from gloveapp.conversations.models import Session
 from gloveapp.demo.models import Coffee
@@ -31,8 +32,10 @@ def test_it_creates_a_customer_a_staff_member_and_a_first_chat(monkeypatch):
 
     output = setup_demo()
 
-    assert authenticate(username="demo", password="demo-coffee") is not None
-    staff = authenticate(username="staff", password="staff-coffee")
+    # A request, as every login carries: the lockout (django-axes) counts per address.
+    request = RequestFactory().post("/accounts/login/")
+    assert authenticate(request, username="demo", password="demo-coffee") is not None
+    staff = authenticate(request, username="staff", password="staff-coffee")
     assert staff.is_staff and staff.is_superuser
     session = Session.objects.get(owner__username="demo")
     assert session.agent_name == "coffee"
@@ -56,7 +59,10 @@ def test_it_is_idempotent_and_keeps_changed_passwords(monkeypatch):
 
     assert get_user_model().objects.filter(username__in=["demo", "staff"]).count() == 2
     assert Session.objects.filter(owner__username="demo").count() == 1
-    assert authenticate(username="demo", password="my-own-password") is not None
+    assert (
+        authenticate(RequestFactory().post("/"), username="demo", password="my-own-password")
+        is not None
+    )
     assert "demo (existing account, password unchanged)" in output
     assert "staff / staff-coffee" in output  # still the default, so still worth printing
 
@@ -68,8 +74,14 @@ def test_it_takes_passwords_from_the_environment(monkeypatch):
     setup_demo()
     setup_demo()
 
-    assert authenticate(username="demo", password="from-the-env-1") is not None
-    assert authenticate(username="staff", password="from-the-env-2") is not None
+    assert (
+        authenticate(RequestFactory().post("/"), username="demo", password="from-the-env-1")
+        is not None
+    )
+    assert (
+        authenticate(RequestFactory().post("/"), username="staff", password="from-the-env-2")
+        is not None
+    )
 
 
 def test_it_keeps_staff_stock_changes():

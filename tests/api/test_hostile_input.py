@@ -8,6 +8,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from gloveapp.conversations.models import Message
+from inbox.models import InboxItem
 from tests.persistence.helpers import post_item
 from tests.persistence.test_resolve_api import SECRET, signed_post
 
@@ -36,17 +37,30 @@ def test_it_refuses_deep_json_at_the_resolve_endpoint_too(django_user_model):
     assert answer.status_code == 400
 
 
-@pytest.mark.parametrize("stamp", ["\u00b2", "1" * 400, "9" * 5000, "-5", " 12"])
-def test_it_refuses_a_webhook_timestamp_that_is_not_plain_unix_seconds(settings, stamp):
+@pytest.mark.parametrize(
+    ("header", "value", "named"),
+    [
+        *(
+            ("HTTP_X_GLOVE_TIMESTAMP", stamp, "Unix time")
+            for stamp in ["\u00b2", "1" * 400, "9" * 5000, "-5", " 12"]
+        ),
+        # Headers arrive as latin-1: a byte 0x80-0xFF is a non-ASCII character, which
+        # hmac.compare_digest refuses with a TypeError (a 500) when compared as text.
+        *(
+            ("HTTP_X_GLOVE_SIGNATURE", signature, "X-Glove-Signature")
+            for signature in ["sha256=\u00e9" + "0" * 63, "\u00ff", "sha256=caf\u00e9"]
+        ),
+    ],
+)
+def test_it_refuses_a_hostile_webhook_header_naming_it(settings, header, value, named):
     settings.GLOVE_WEBHOOK_SECRET = SECRET
     post_item("inbox_1_hostile")
 
-    answer = signed_post(
-        {"itemId": "inbox_1_hostile", "response": "x"}, HTTP_X_GLOVE_TIMESTAMP=stamp
-    )
+    answer = signed_post({"itemId": "inbox_1_hostile", "response": "x"}, **{header: value})
 
     assert answer.status_code == 401
-    assert "Unix time" in answer.json()["error"]
+    assert named in answer.json()["error"]
+    assert InboxItem.objects.get(pk="inbox_1_hostile").status == "pending"
 
 
 def test_it_throttles_the_chat_proxy_per_user(owner_client, settings):

@@ -2,19 +2,104 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import time
 import warnings
 from urllib.parse import quote, urlencode
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
+from django.test import Client
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from schemathesis.core import NOT_SET
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
-EXAMPLES_PER_OPERATION = 15
+EXAMPLES_PER_OPERATION = 10  # for each way of bending a request (HOSTILE)
+# Ways a hostile caller bends a schema-valid request (issue 15 found a 500 behind each).
+HOSTILE = ("as generated", "lone surrogate", "null in a list", "deep nesting", "non-ASCII header")
+SECRET = "a-long-random-webhook-secret-for-fuzzing"
+
+
+def _leaves(value, path=()):
+    """Paths to every string, list and object in a JSON value (the body itself included)."""
+    yield path, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _leaves(item, (*path, index))
+
+
+def _replace(value, path, new):
+    if not path:
+        return new
+    head, *rest = path
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[head] = _replace(value[head], rest, new)
+    return copy
+
+
+def _get(value, path):
+    for step in path:
+        value = value[step]
+    return value
+
+
+def bend(body, how: str, draw, free_form: frozenset[str] = frozenset()):
+    """`body` with one hostile change, at a place the fuzzer picks."""
+    if how == "lone surrogate":
+        places = [(p, v) for p, v in _leaves(body) if isinstance(v, str)]
+        if places:
+            path, text = draw(st.sampled_from(places))
+            return _replace(body, path, text + "\ud800")
+    elif how == "null in a list":
+        # Every list nested inside a list item (a message's content, tool_calls, ...)
+        # gets a null; the request is otherwise as valid as the schema made it.
+        for path, items in list(_leaves(body)):
+            if isinstance(items, list) and any(isinstance(step, int) for step in path):
+                body = _replace(body, path, [*items, None])
+    elif how == "deep nesting":
+        # Every object gets each free-form JSON field (any value by the schema: tool inputs,
+        # results, parameters) thousands of levels deep; where a field is unknown the
+        # server ignores it.
+        levels = draw(st.sampled_from([1_000, 3_000]))
+        nested = 0
+        for _ in range(levels):
+            nested = [nested]
+        objects = [p for p, v in _leaves(body) if isinstance(v, dict)]
+        for path in sorted(objects, key=len, reverse=True):
+            current = _get(body, path)
+            body = _replace(body, path, {**current, **dict.fromkeys(free_form, nested)})
+    return body
+
+
+def free_form_fields(schema: dict) -> frozenset[str]:
+    """Names of the properties the OpenAPI schema lets hold any JSON value."""
+    typed = {"type", "$ref", "allOf", "oneOf", "anyOf", "enum"}
+    names = set()
+    for component in schema.get("components", {}).get("schemas", {}).values():
+        for name, prop in component.get("properties", {}).items():
+            if not typed & set(prop):
+                names.add(name)
+    return frozenset(names)
+
+
+def _dumps(body) -> str:
+    # Deeply nested bodies are built by the test itself: encode them without recursion
+    # limits getting in the way of the request the server must survive.
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))
+    try:
+        return json.dumps(body, default=str)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def test_it_serves_an_openapi_3_schema_and_its_docs(owner_client):
@@ -24,9 +109,12 @@ def test_it_serves_an_openapi_3_schema_and_its_docs(owner_client):
     assert owner_client.get("/api/docs/").status_code == 200
 
 
-def test_it_never_answers_a_fuzzed_request_with_a_5xx(owner_client, session_id):
+def test_it_never_answers_a_fuzzed_request_with_a_5xx(owner_client, session_id, settings):
+    settings.GLOVE_WEBHOOK_SECRET = SECRET  # so signed-webhook headers are checked too
     raw = owner_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     schema = schemathesis.openapi.from_dict(raw)
+    free_form = free_form_fields(raw)
+    assert {"input_args", "data", "renderData", "input", "parameters"} <= free_form
     # DELETE last: once it removes the owner's session, every later case would be a 404.
     operations = sorted(
         (result.ok() for result in schema.get_all_operations()),
@@ -35,18 +123,25 @@ def test_it_never_answers_a_fuzzed_request_with_a_5xx(owner_client, session_id):
     assert len(operations) >= 20
     failures: list[str] = []
     seen: list[int] = []
+    owner_client.raise_request_exception = False  # a 500 is collected, not raised
+    anonymous = Client(raise_request_exception=False)
 
-    for operation in operations:
+    for operation, how in itertools.product(operations, HOSTILE):
         # Half the cases use the owner's real session, so the fuzz reaches the services
         # behind the 404 instead of stopping at "no such session".
-        @given(case=operation.as_strategy(), own_session=st.booleans())
-        @settings(
+        @given(
+            case=operation.as_strategy(),
+            own_session=st.booleans(),
+            how=st.just(how),
+            data=st.data(),
+        )
+        @hypothesis_settings(
             max_examples=EXAMPLES_PER_OPERATION,
             database=None,
             deadline=None,
             suppress_health_check=list(HealthCheck),
         )
-        def probe(case, own_session: bool) -> None:
+        def probe(case, own_session: bool, how: str, data) -> None:
             params = dict(case.path_parameters or {})
             if own_session and "session_id" in params:
                 params["session_id"] = session_id
@@ -55,24 +150,34 @@ def test_it_never_answers_a_fuzzed_request_with_a_5xx(owner_client, session_id):
                 path = path.replace("{" + name + "}", quote(str(value), safe=""))
             if case.query:
                 path += "?" + urlencode(case.query, doseq=True)
-            kwargs = {}
+            client = owner_client
+            kwargs: dict = {}
             if case.body is not NOT_SET:
                 kwargs = {
-                    "data": json.dumps(case.body, default=str),
+                    "data": _dumps(bend(case.body, how, data.draw, free_form)),
                     "content_type": "application/json",
                 }
+            if how == "non-ASCII header":
+                # Headers arrive as latin-1: any byte 0x80-0xFF is a non-ASCII character.
+                kwargs["HTTP_X_GLOVE_SIGNATURE"] = data.draw(
+                    st.sampled_from(["sha256=caf\u00e9", "\u00ff" * 64, "sha256=" + "\u00e9" * 64])
+                )
+                kwargs["HTTP_X_GLOVE_TIMESTAMP"] = str(int(time.time()))
+                # Anonymous: a logged-in caller is authenticated before the signature is read.
+                client = anonymous
             with warnings.catch_warnings():
                 # The chat stream is async; the test client drains it synchronously.
                 warnings.simplefilter("ignore")
-                response = owner_client.generic(case.method, path, **kwargs)
+                response = client.generic(case.method, path, **kwargs)
                 if response.streaming:
                     b"".join(response)
             seen.append(response.status_code)
             if response.status_code >= 500:
-                failures.append(f"{case.method} {path} {kwargs.get('data', '')[:300]}")
+                sent = kwargs.get("data", "")[:300]
+                failures.append(f"{how} -> {response.status_code}: {case.method} {path} {sent}")
 
         probe()
 
-    assert failures == []
+    assert not failures, "\n".join(failure[:600] for failure in failures)
     # The fuzz got past validation into the services, not only 400s and 404s.
     assert sum(200 <= status < 300 for status in seen) > len(operations)

@@ -34,8 +34,12 @@ async def test_it_closes_an_anonymous_socket(chat):
     assert await refusal_code(socket(chat.id)) == 4401
 
 
-async def test_it_closes_another_users_socket(chat, other_cookie):
-    assert await refusal_code(socket(chat.id, other_cookie)) == 4403
+async def test_it_closes_another_users_socket_as_if_the_session_did_not_exist(chat, other_cookie):
+    # The same code as an unknown id: the close must not tell an outsider the id is taken.
+    outsider = await refusal_code(socket(chat.id, other_cookie))
+    unknown = await refusal_code(socket("no-such-session", other_cookie))
+
+    assert outsider == unknown == 4404
 
 
 async def test_it_closes_a_socket_for_an_unknown_session(owner_cookie):
@@ -54,4 +58,4 @@ async def test_it_lets_staff_watch_any_session(chat, staff):
 async def test_it_sends_nothing_to_a_refused_socket_before_closing(chat, other_cookie):
     await acommit_event(chat.id, title="secret")
     communicator = socket(chat.id, other_cookie, last_event_id=0)
-    assert await refusal_code(communicator) == 4403
+    assert await refusal_code(communicator) == 4404

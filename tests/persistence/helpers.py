@@ -13,6 +13,7 @@ from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
 from inbox.services import inbox_item_add
+from tests.pg_budget import django_concurrency_for, explain_refusal
 
 
 def post_item(
@@ -44,27 +45,38 @@ def snapshot() -> dict[str, Any]:
 
 
 def run_in_threads(count: int, target: Callable[[int], Any]) -> list[Any]:
-    """Run `target(i)` in `count` threads released together; each closes its connections.
+    """Run `target(0..count-1)` in threads released together; each closes its connections.
 
     Every thread has its own database connection, so this is real concurrency against the
-    database, not interleaving on one connection.
+    database, not interleaving on one connection. On a shared PostgreSQL the threads are
+    capped to the connections it has free (tests/pg_budget.py); each then runs several
+    targets in turn, so all `count` still race for the same rows.
     """
-    barrier = threading.Barrier(count)
+    workers = django_concurrency_for(count)
+    barrier = threading.Barrier(workers)
     results: list[Any] = [None] * count
 
-    def work(index: int) -> None:
+    def work(first: int) -> None:
         try:
             barrier.wait(timeout=30)
-            results[index] = target(index)
-        except BaseException as exc:  # the caller inspects what each thread ended with
-            results[index] = exc
+            for index in range(first, count, workers):
+                try:
+                    results[index] = target(index)
+                except BaseException as exc:  # the caller inspects what each target ended with
+                    results[index] = exc
+        except BaseException as exc:
+            results[first] = exc
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(workers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
     assert not any(thread.is_alive() for thread in threads), "a worker thread hung"
+    for outcome in results:
+        explained = explain_refusal(outcome) if isinstance(outcome, BaseException) else None
+        if explained:
+            raise AssertionError(explained) from outcome
     return results

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -260,3 +262,25 @@ def test_it_renames_a_session_through_the_service(owner):
     assert answer.status_code == 302
     event = LiveEvent.objects.filter(type="session.updated").latest("id")
     assert event.payload["session"]["title"] == "Yirgacheffe watch"
+
+
+def test_it_styles_the_bulk_resolve_page_like_the_rest_of_the_admin(owner):
+    post_item("inbox_1_a")
+    changelist = owner.get(CHANGELIST).content.decode()
+
+    confirm = owner.post(
+        CHANGELIST, {"action": "resolve_selected", "_selected_action": ["inbox_1_a"]}
+    ).content.decode()
+
+    # Django's own pages draw breadcrumbs as an <ol>; a <div> of them is left unstyled.
+    assert '<ol class="breadcrumbs">' in changelist
+    assert '<ol class="breadcrumbs">' in confirm
+    assert 'aria-current="page">Resolve inbox items</li>' in confirm
+
+
+def test_it_shows_coffee_prices_as_money(owner):
+    page = owner.get("/admin/demo/coffee/").content.decode()
+
+    assert "Price cents" not in page and "PRICE CENTS" not in page
+    assert "Price" in page
+    assert re.search(r"\$\d+\.\d\d", page)
