@@ -25,6 +25,7 @@ statements in the caller's transaction.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -32,7 +33,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from gloveapp.conversations.group_append import append_grouped
-from gloveapp.conversations.models import Message, Session
+from gloveapp.conversations.models import Message, Session, is_person_message
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.live.eventlog import LIVE_EVENTS_CHANNEL, record_events
 from gloveapp.live.models import LiveEvent
@@ -42,32 +43,48 @@ from gloveapp.live.streams import session_stream
 _JSON_COLUMNS = ("content", "tool_calls", "tool_results", "extra")
 _TEXT_COLUMNS = ("sender", "msg_id", "text", "framework_context", "reasoning_content")
 _BOOL_COLUMNS = ("is_compaction", "is_skill_injection")
+TITLE_LENGTH = 60
+
+
+def chat_title(fields: list[dict[str, Any]]) -> str:
+    """The title an untitled chat takes from these messages: the first a person sent."""
+    for values in fields:
+        if is_person_message(values):
+            line = " ".join(values["text"].split())
+            return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+    return ""
 
 
 def append_to_existing(
-    *, session_id: str, fields: list[dict[str, Any]], messages: list[CoreMessage]
+    *,
+    session_id: str,
+    fields: list[dict[str, Any]],
+    messages: list[CoreMessage],
+    on_titled: Callable[[], None] | None = None,
 ) -> list[Message] | None:
     """Append validated `fields` (one dict per message); None if the session row is missing.
 
     Outside a transaction on PostgreSQL this is one autocommitted statement, shared with the
     concurrent appends to the same session in this process (`group_append`); inside one
-    (or on SQLite) it joins the caller's transaction.
+    (or on SQLite) it joins the caller's transaction. An untitled session takes its title
+    from the first message a person sent, in the same statement; `on_titled` then runs
+    after commit (to announce it).
     """
     now = timezone.now()
     wires = [message.to_dict() for message in messages]
     if connection.vendor == "postgresql":
         if connection.in_atomic_block:  # the rows must commit with the caller's transaction
-            return _append_postgresql(session_id, fields, wires, now)
+            return _append_postgresql(session_id, fields, wires, now, on_titled)
         return append_grouped(
             session_id,
             fields,
             wires,
             lambda group_fields, group_wires: _append_postgresql(
-                session_id, group_fields, group_wires, now
+                session_id, group_fields, group_wires, now, on_titled
             ),
         )
     with transaction.atomic():
-        return _append_stepwise(session_id, fields, wires, now)
+        return _append_stepwise(session_id, fields, wires, now, on_titled)
 
 
 def postgresql_statement(
@@ -97,9 +114,10 @@ def postgresql_statement(
     sql = f"""
         WITH s AS (
             UPDATE {session_table}
-               SET updated_at = %(now)s, last_seq = last_seq + %(count)s
+               SET updated_at = %(now)s, last_seq = last_seq + %(count)s,
+                   title = CASE WHEN title = '' THEN %(title)s ELSE title END
              WHERE id = %(session_id)s
-            RETURNING last_seq - %(count)s AS base,
+            RETURNING last_seq - %(count)s AS base, title AS title,
                       pg_advisory_xact_lock(%(lock_key)s) AS locked{notify}
         ), r AS (
             SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb) AS x({columns})
@@ -123,7 +141,7 @@ def postgresql_statement(
              ORDER BY r.ord
             RETURNING id
         )
-        SELECT m.id, m.seq, (SELECT count(*) FROM e) FROM m ORDER BY m.seq
+        SELECT m.id, m.seq, (SELECT count(*) FROM e), s.title FROM m, s ORDER BY m.seq
     """
     params = {
         "now": now,
@@ -133,12 +151,25 @@ def postgresql_statement(
         "channel": LIVE_EVENTS_CHANNEL,
         "stream": stream,
         "rows": json.dumps(rows),
+        "title": chat_title(fields),
     }
     return sql, params
 
 
+def _titled(candidate: str, title: str, on_titled: Callable[[], None] | None) -> None:
+    # The session now bears this append's candidate title: it was just named (or, rarely,
+    # already had that very name; announcing it again is harmless). Outside a transaction
+    # the statement has committed already and this runs at once.
+    if on_titled is not None and candidate and title == candidate:
+        transaction.on_commit(on_titled, robust=True)
+
+
 def _append_postgresql(
-    session_id: str, fields: list[dict[str, Any]], wires: list[dict], now: Any
+    session_id: str,
+    fields: list[dict[str, Any]],
+    wires: list[dict],
+    now: Any,
+    on_titled: Callable[[], None] | None = None,
 ) -> list[Message] | None:
     sql, params = postgresql_statement(session_id, fields, wires, now)
     with connection.cursor() as cursor:
@@ -146,26 +177,33 @@ def _append_postgresql(
         inserted = cursor.fetchall()
     if not inserted:
         return None
-    # Outside a transaction the statement has committed already and this runs at once.
     transaction.on_commit(notify_committed, robust=True)
+    _titled(params["title"], inserted[0][3], on_titled)
     return [
         Message(id=pk, session_id=session_id, seq=seq, created_at=now, **values)
-        for (pk, seq, _), values in zip(inserted, fields, strict=True)
+        for (pk, seq, _, _), values in zip(inserted, fields, strict=True)
     ]
 
 
 def _append_stepwise(
-    session_id: str, fields: list[dict[str, Any]], wires: list[dict], now: Any
+    session_id: str,
+    fields: list[dict[str, Any]],
+    wires: list[dict],
+    now: Any,
+    on_titled: Callable[[], None] | None = None,
 ) -> list[Message] | None:
+    candidate = chat_title(fields)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {Session._meta.db_table} SET updated_at = %s, last_seq = last_seq + %s "
-            "WHERE id = %s RETURNING last_seq",
-            [now, len(fields), session_id],
+            f"UPDATE {Session._meta.db_table} SET updated_at = %s, last_seq = last_seq + %s, "
+            "title = CASE WHEN title = '' THEN %s ELSE title END "
+            "WHERE id = %s RETURNING last_seq, title",
+            [now, len(fields), candidate, session_id],
         )
         found = cursor.fetchone()
     if found is None:
         return None
+    _titled(candidate, found[1], on_titled)
     start = found[0] - len(fields) + 1
     rows = Message.objects.bulk_create(
         [

@@ -51,6 +51,18 @@ PERSON_MESSAGE = (
 )
 
 
+def is_person_message(values: dict) -> bool:
+    """PERSON_MESSAGE for a message's column values not yet written (the append titles a
+    chat by it in the same statement); keep the two in step."""
+    return (
+        values.get("sender") == "user"
+        and not values.get("is_compaction")
+        and not values.get("is_skill_injection")
+        and values.get("framework_context") is None
+        and bool(values.get("text"))
+    )
+
+
 class Message(models.Model):
     """One Glove message. `seq` orders a session's history; compaction markers stay in it."""
 

@@ -9,13 +9,14 @@ Writes that need a session row create it on first use, as Glove's stores do, so 
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from gloveapp.conversations import serialization
 from gloveapp.conversations.append import append_to_existing
-from gloveapp.conversations.models import PERSON_MESSAGE, Message, Permission, Session, Task
+from gloveapp.conversations.models import Message, Permission, Session, Task
 from gloveapp.core import input_rules
 from gloveapp.core.store import apply_task_updates, permission_key
 from gloveapp.core.types import PERMISSION_STATUSES, PermissionStatus, TokenUsage
@@ -134,6 +135,11 @@ def lock_session(session_id: str) -> Session:
     if session is not None:
         return session
     if was_used(session_id):
+        # Race: a concurrent writer may have created the session (and written its events)
+        # after the read above; the row commits with those events, so read it once more.
+        session = Session.objects.select_for_update().filter(pk=session_id).first()
+        if session is not None:
+            return session
         raise SessionGone(session_id)
     try:
         with transaction.atomic():  # savepoint: another writer may create it first
@@ -159,39 +165,30 @@ def messages_append(*, session_id: str, messages: list[CoreMessage]) -> list[Mes
         return []
     # The common case, a session that exists, is one statement (see `append`); only a
     # first write creates the row, under the full locking path.
-    rows = append_to_existing(session_id=session_id, fields=fields, messages=messages)
+    append = partial(
+        append_to_existing,
+        session_id=session_id,
+        fields=fields,
+        messages=messages,
+        on_titled=partial(_announce_title, session_id),
+    )
+    rows = append()
     if rows is not None:
-        _title_from_first_message(session_id, rows)
         return rows
     with transaction.atomic():
         lock_session(session_id)  # creates it, or raises SessionGone
-        rows = append_to_existing(session_id=session_id, fields=fields, messages=messages)
+        rows = append()
     if rows is None:  # cannot happen under the lock; never report an append that was not made
         raise SessionGone(session_id)
-    _title_from_first_message(session_id, rows)
     return rows
 
 
-TITLE_LENGTH = 60
-
-
-def _title_from_first_message(session_id: str, rows: list[Message]) -> None:
-    """An untitled chat takes its name from the first message a person sent in it."""
-    # Cheap sieve before any query: only appends carrying a user's text can name a chat, and
-    # most appends (agent replies, tool results) carry none.
-    if not any(row.sender == "user" and row.text for row in rows):
-        return
+def _announce_title(session_id: str) -> None:
+    """The append named an untitled chat after its first person message: tell the pages."""
     with transaction.atomic():
-        if not Session.objects.filter(pk=session_id, title="").exists():
-            return
-        first = Message.objects.filter(PERSON_MESSAGE, pk__in=[row.pk for row in rows]).first()
-        if first is None:
-            return
-        line = " ".join(first.text.split())
-        title = line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
-        # Only if still untitled: a title set meanwhile (by the person) wins.
-        if Session.objects.filter(pk=session_id, title="").update(title=title):
-            _announce_session(Session.objects.get(pk=session_id))
+        session = Session.objects.filter(pk=session_id).first()
+        if session is not None:
+            _announce_session(session)
 
 
 # -- counters -----------------------------------------------------------------------------

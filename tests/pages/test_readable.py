@@ -154,3 +154,46 @@ def test_it_tells_the_customer_in_plain_words_that_a_tool_they_declined_did_not_
     assert "You didn&#x27;t allow checkout, so it did not run." in shown
     assert "Permission denied for tool" not in shown
     assert "Permission denied for tool" in details.split("</details>")[0]
+
+
+def test_it_keeps_a_title_and_skips_framework_messages_when_naming(owner, owner_client):
+    from gloveapp.conversations.models import Session
+    from gloveapp.conversations.services import session_create
+
+    named = session_create(owner=owner, agent_name="coffee", title="My order")
+    untitled = session_create(owner=owner, agent_name="coffee", title="")
+    for session in (named, untitled):
+        messages_append(
+            session_id=session.pk,
+            messages=[
+                Message(sender="user", text="[Inbox] banner", framework_context="inbox"),
+                Message(sender="agent", text="Hello there"),
+                Message(sender="user", text="  A   flat white,\nplease  "),
+            ],
+        )
+
+    assert Session.objects.get(pk=named.pk).title == "My order"
+    assert Session.objects.get(pk=untitled.pk).title == "A flat white, please"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"sender": "user", "text": "hi"},
+        {"sender": "user", "text": ""},
+        {"sender": "agent", "text": "hi"},
+        {"sender": "user", "text": "hi", "is_compaction": True},
+        {"sender": "user", "text": "hi", "is_skill_injection": True},
+        {"sender": "user", "text": "hi", "framework_context": "inbox"},
+    ],
+)
+def test_it_names_chats_by_the_same_rule_the_pages_count_turns_by(session, values):
+    from gloveapp.conversations.models import PERSON_MESSAGE
+    from gloveapp.conversations.models import Message as MessageRow
+    from gloveapp.conversations.models import is_person_message
+
+    row = MessageRow.objects.create(session=session, seq=999, **values)
+
+    assert MessageRow.objects.filter(PERSON_MESSAGE, pk=row.pk).exists() == is_person_message(
+        values
+    )

@@ -101,11 +101,11 @@ async def test_it_rolls_back_a_batch_that_fails_half_way_through_the_write(monke
     else:
         real_append = services.append_to_existing
 
-        def crash(*, session_id, fields, messages):
+        def crash(*, session_id, fields, messages, **options):
             # One statement on PostgreSQL: the session row is updated and the first message
             # inserted before the second is refused.
             fields = [fields[0], {**fields[1], "sender": "martian"}]
-            return real_append(session_id=session_id, fields=fields, messages=messages)
+            return real_append(session_id=session_id, fields=fields, messages=messages, **options)
 
         monkeypatch.setattr(services, "append_to_existing", crash)
     with pytest.raises((RuntimeError, DataError)):
