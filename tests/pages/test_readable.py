@@ -188,9 +188,8 @@ def test_it_keeps_a_title_and_skips_framework_messages_when_naming(owner, owner_
     ],
 )
 def test_it_names_chats_by_the_same_rule_the_pages_count_turns_by(session, values):
-    from gloveapp.conversations.models import PERSON_MESSAGE
+    from gloveapp.conversations.models import PERSON_MESSAGE, is_person_message
     from gloveapp.conversations.models import Message as MessageRow
-    from gloveapp.conversations.models import is_person_message
 
     row = MessageRow.objects.create(session=session, seq=999, **values)
 
