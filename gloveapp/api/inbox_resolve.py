@@ -11,12 +11,13 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from inbox.services import resolve_inbox_item
 from inbox.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookSignatureAuthentication
@@ -38,7 +39,7 @@ ErrorBody = inline_serializer("InboxResolveError", {"error": serializers.CharFie
 
 class InboxResolveApi(APIView):
     authentication_classes = [
-        TokenAuthentication,
+        CachedTokenAuthentication,
         WebhookSignatureAuthentication,
         SessionAuthentication,
     ]
