@@ -1,0 +1,137 @@
+"""The workspace inbox: `/api/inbox/history` latency as entries grow, and `inbox_push` over MCP.
+
+Starts its own server (Daphne, one process, as `make run`) with a fresh database, loads
+1k, then 10k, then 100k entries for one user (through `import_workspace_inbox`), and at each
+size times the first page (`limit=100`) and a deep page (`before=` an entry 90% of the way
+down). Then it times `inbox_push` calls through the MCP SDK's client over streamable HTTP.
+Prints JSON.
+
+Floor: history must not grow with the number of entries: p50 at 100k / p50 at 1k <= 1.5
+for both pages (the (owner, ts, id) index makes every page one range scan). Anchor: the
+first run on this 2-core machine (README).
+
+    .venv/bin/python bench/workspace_inbox.py
+    .venv/bin/python bench/workspace_inbox.py --database-url postgres://postgres@127.0.0.1:5432/glove_test
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.api.liveserver import LiveServer  # noqa: E402
+from tests.workspaces.mcp_client import mcp_session  # noqa: E402
+
+SIZES = (1_000, 10_000, 100_000)
+REQUESTS = 200
+PUSHES = 300
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
+
+
+def write_entries(path: Path, workspace_id: str, start: int, count: int) -> list[str]:
+    ids = []
+    base_ts = 1_700_000_000_000
+    with path.open("w") as out:
+        for n in range(start, start + count):
+            entry_id = str(uuid.UUID(int=n + 1, version=4))
+            ids.append(entry_id)
+            line = {
+                "id": entry_id,
+                "ts": base_ts + n * 1000,
+                "workspaceId": workspace_id,
+                "workspaceLabel": "Bench",
+                "comments": f"Status check-in {n}: all green.",
+            }
+            out.write(json.dumps(line) + "\n")
+    return ids
+
+
+async def time_history(client: httpx.AsyncClient, params: dict) -> dict:
+    latencies = []
+    for _ in range(REQUESTS):
+        started = time.perf_counter()
+        response = await client.get("/api/inbox/history", params=params)
+        latencies.append(time.perf_counter() - started)
+        if response.status_code != 200 or len(response.json()["entries"]) != 100:
+            raise RuntimeError(f"history failed: {response.status_code} {response.text[:200]}")
+    return {
+        "p50_ms": round(percentile(latencies, 0.5) * 1000, 2),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+    }
+
+
+async def time_pushes(url: str, token: str) -> dict:
+    async with mcp_session(url, token) as session:
+        started = time.perf_counter()
+        for n in range(PUSHES):
+            result = await session.call_tool("inbox_push", {"comments": f"push {n}"})
+            if result.isError:
+                raise RuntimeError(result.content[0].text)
+        elapsed = time.perf_counter() - started
+    return {"calls": PUSHES, "calls_per_s": round(PUSHES / elapsed, 1)}
+
+
+async def run(server: LiveServer) -> dict:
+    token = server.token_for("bench")
+    folder = Path(tempfile.mkdtemp(prefix="glove-bench-ws-"))
+    created = server.manage(
+        "create_workspace", "--label", "Bench", "--root", str(folder), "--owner", "bench"
+    )
+    workspace_id = re.search(r"^id:\s+(\S+)", created, re.M).group(1)
+    mcp_token = re.search(r"^token:\s+(\S+)", created, re.M).group(1)
+    results: dict = {"history": {}}
+    loaded = 0
+    ids: list[str] = []
+    async with httpx.AsyncClient(
+        base_url=server.url, headers={"Authorization": f"Token {token}"}, timeout=60
+    ) as client:
+        for size in SIZES:
+            file = folder / "entries.jsonl"
+            ids += write_entries(file, workspace_id, loaded, size - loaded)
+            server.manage("import_workspace_inbox", str(file))
+            loaded = size
+            deep = ids[len(ids) // 10]  # ids are oldest first: 90% of the way down
+            results["history"][str(size)] = {
+                "first_page": await time_history(client, {"limit": 100}),
+                "deep_cursor": await time_history(client, {"limit": 100, "before": deep}),
+            }
+    small, large = results["history"]["1000"], results["history"]["100000"]
+    results["growth_100k_over_1k"] = {
+        page: round(large[page]["p50_ms"] / small[page]["p50_ms"], 2)
+        for page in ("first_page", "deep_cursor")
+    }
+    results["floor_ok"] = all(v <= 1.5 for v in results["growth_100k_over_1k"].values())
+    results["inbox_push_mcp"] = await time_pushes(f"{server.url}/mcp/{workspace_id}", mcp_token)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", default=None)
+    args = parser.parse_args()
+    with LiveServer(database_url=args.database_url) as server:
+        results = asyncio.run(run(server))
+    results["database"] = "postgresql" if args.database_url else "sqlite"
+    print(json.dumps(results, indent=2))
+    if not results["floor_ok"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
