@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import workspace_stream
@@ -25,6 +25,9 @@ from inbox.workspaces.services import (
 )
 
 BATCH = 1000
+# After a bulk load this large, refresh the planner's statistics at once: until autovacuum
+# gets to it, PostgreSQL may plan the history query as if the table were still small.
+ANALYZE_AFTER = 1000
 
 
 @dataclass
@@ -111,6 +114,9 @@ def entries_import(*, lines: Iterable[str]) -> ImportReport:
             _store(batch, report)
             batch = []
     _store(batch, report)
+    if report.imported >= ANALYZE_AFTER and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {WorkspaceEntry._meta.db_table}")
     return report
 
 
