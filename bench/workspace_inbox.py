@@ -77,6 +77,7 @@ async def time_history(client: httpx.AsyncClient, params: dict) -> dict:
 
 
 async def time_pushes(url: str, token: str) -> dict:
+    headers = {"Authorization": f"Bearer {token}"}
     async with mcp_session(url, token) as session:
         started = time.perf_counter()
         for n in range(PUSHES):
@@ -84,7 +85,24 @@ async def time_pushes(url: str, token: str) -> dict:
             if result.isError:
                 raise RuntimeError(result.content[0].text)
         elapsed = time.perf_counter() - started
-    return {"calls": PUSHES, "calls_per_s": round(PUSHES / elapsed, 1)}
+    sdk = round(PUSHES / elapsed, 1)
+    # The same tool call as one bare JSON-RPC POST (what a stateless server receives), to
+    # tell the SDK client's own cost from the server's.
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "inbox_push", "arguments": {"comments": "raw push"}},
+    }
+    accept = {**headers, "Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(headers=accept, timeout=30) as http:
+        started = time.perf_counter()
+        for _ in range(PUSHES):
+            response = await http.post(url, json=call)
+            if response.status_code != 200 or 'isError": true' in response.text:
+                raise RuntimeError(response.text[:200])
+        raw = round(PUSHES / (time.perf_counter() - started), 1)
+    return {"calls": PUSHES, "sdk_client_calls_per_s": sdk, "raw_jsonrpc_calls_per_s": raw}
 
 
 async def run(server: LiveServer) -> dict:

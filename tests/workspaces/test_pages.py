@@ -163,3 +163,35 @@ def test_legacy_notifications_are_listed_for_their_user_only(workspace, ann, bob
     assert "Nightly cron finished" not in login(bob).get("/notifications/").content.decode()
     chat = Session.objects.create(id="chat-ann", owner=ann)
     assert 'href="/notifications/"' in login(ann).get(f"/sessions/{chat.pk}/").content.decode()
+
+
+def test_the_seed_route_appends_an_entry_only_in_debug(workspace, ann, bob, settings):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(ann)
+    body = {"workspaceId": workspace.pk, "comments": "seeded"}
+    assert api.post("/api/inbox/seed", body, format="json").status_code == 404
+    settings.DEBUG = True
+    seeded = api.post("/api/inbox/seed", body, format="json")
+    assert seeded.status_code == 200
+    assert seeded.json()["entry"]["comments"] == "seeded"
+    bad = api.post("/api/inbox/seed", {"workspaceId": workspace.pk}, format="json")
+    assert bad.status_code == 400 and bad.json()["field"] == "docs"
+    intruder = APIClient()
+    intruder.force_authenticate(bob)
+    refused = intruder.post("/api/inbox/seed", body, format="json")
+    assert refused.status_code == 400 and refused.json()["field"] == "workspaceId"
+
+
+def test_the_routes_are_in_the_openapi_schema(ann):
+    schema = login(ann).get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    for path in [
+        "/api/inbox/history",
+        "/api/inbox/seed",
+        "/api/inbox/{entry_id}",
+        "/api/inbox/{entry_id}/read",
+        "/api/workspaces/{workspace_id}/file",
+        "/api/inbox/resolve",
+    ]:
+        assert path in schema["paths"], path
