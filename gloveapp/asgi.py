@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django, websockets through Channels, MCP through the SDK."""
 
 from __future__ import annotations
 
@@ -30,13 +30,26 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from gloveapp.api.workspace_mcp import mcp_endpoint  # noqa: E402
 from gloveapp.routing import websocket_urlpatterns  # noqa: E402
+
+
+async def http_app(scope, receive, send):
+    """`/mcp/<workspace_id>` goes to the workspace MCP server; everything else to Django."""
+    if scope["path"].startswith("/mcp/"):
+        await mcp_endpoint(scope, receive, send)
+    else:
+        await django_asgi_app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_app,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
+        # Servers with an ASGI lifespan (uvicorn) start the MCP session manager up front;
+        # Daphne has none, and the endpoint starts it on the first MCP request instead.
+        "lifespan": mcp_endpoint,
     }
 )

@@ -381,6 +381,10 @@ GLOVE_TURN_POLL_SECONDS = float(os.environ.get("GLOVE_TURN_POLL_SECONDS", "0.02"
 # Live pushes from a turn (text deltas, tool use) give up after this long: a frozen Redis
 # slows the live push only; the stored events reach pages through the event log.
 GLOVE_LIVE_SEND_TIMEOUT_SECONDS = float(os.environ.get("GLOVE_LIVE_SEND_TIMEOUT_SECONDS", "0.2"))
+# The workspace inbox: the server's URL as agents reach it (printed into .mcp.json), and the
+# largest workspace file the inbox renders or serves (bigger ones are explained, not read).
+GLOVE_PUBLIC_URL = os.environ.get("GLOVE_PUBLIC_URL", "http://127.0.0.1:8000")
+GLOVE_WORKSPACE_FILE_MAX_BYTES = int(os.environ.get("GLOVE_WORKSPACE_FILE_MAX_BYTES", str(1 << 20)))
 
 LOGGING = {
     "version": 1,

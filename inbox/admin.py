@@ -241,3 +241,7 @@ class InboxItemAdmin(admin.ModelAdmin):
             "action": "resolve_selected",
         }
         return TemplateResponse(request, "admin/inbox/inboxitem/resolve_selected.html", context)
+
+
+# The workspace inbox registers its own models.
+from inbox.workspaces import admin as _workspace_admin  # noqa: E402, F401

@@ -63,3 +63,15 @@ class InboxItem(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.tag}] {self.request[:60]}"
+
+
+# The workspace inbox's models live in their own module; importing them here registers them
+# with the inbox app.
+from inbox.workspaces.models import (  # noqa: E402
+    Notification,
+    Workspace,
+    WorkspaceEntry,
+    WorkspaceEntryRead,
+)
+
+__all__ = ["InboxItem", "Notification", "Workspace", "WorkspaceEntry", "WorkspaceEntryRead"]

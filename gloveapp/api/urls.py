@@ -8,11 +8,39 @@ from __future__ import annotations
 
 from django.urls import path
 
-from gloveapp.api import chat, chat_url, inbox_resolve, inbox_views, sessions, store_views
+from gloveapp.api import (
+    chat,
+    chat_url,
+    inbox_resolve,
+    inbox_views,
+    sessions,
+    store_views,
+    workspace_inbox,
+)
 from gloveapp.turns.api import TurnCancelApi
 
 urlpatterns = [
     path("inbox/resolve", inbox_resolve.InboxResolveApi.as_view(), name="inbox-resolve"),
+    # The workspace inbox, after `inbox/resolve` so that word is never read as an entry id.
+    path(
+        "inbox/history", workspace_inbox.InboxHistoryApi.as_view(), name="workspace-inbox-history"
+    ),
+    path("inbox/seed", workspace_inbox.InboxSeedApi.as_view(), name="workspace-inbox-seed"),
+    path(
+        "inbox/<str:entry_id>/read",
+        workspace_inbox.InboxEntryReadApi.as_view(),
+        name="workspace-inbox-read",
+    ),
+    path(
+        "inbox/<str:entry_id>",
+        workspace_inbox.InboxEntryApi.as_view(),
+        name="workspace-inbox-entry",
+    ),
+    path(
+        "workspaces/<str:workspace_id>/file",
+        workspace_inbox.WorkspaceFileApi.as_view(),
+        name="workspace-file",
+    ),
     path("sessions", sessions.SessionListApi.as_view(), name="api-sessions"),
     path("sessions/<str:session_id>", sessions.SessionDetailApi.as_view(), name="api-session"),
     path(

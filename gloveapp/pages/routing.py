@@ -1,11 +1,13 @@
-"""Websocket routes of the pages (the chat page's live socket)."""
+"""Websocket routes of the pages (the chat page's and the inbox page's live sockets)."""
 
 from __future__ import annotations
 
 from django.urls import path
 
 from gloveapp.pages.consumers import SessionConsumer
+from gloveapp.pages.workspace_consumer import WorkspaceConsumer
 
 websocket_urlpatterns = [
     path("ws/sessions/<str:session_id>/", SessionConsumer.as_asgi()),
+    path("ws/workspaces/<str:workspace_id>/", WorkspaceConsumer.as_asgi()),
 ]

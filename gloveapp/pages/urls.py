@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from gloveapp.pages import views
+from gloveapp.pages import views, workspace_inbox
 
 urlpatterns = [
     path("", views.session_list, name="session-list"),
@@ -13,4 +13,16 @@ urlpatterns = [
     path("sessions/<str:session_id>/messages", views.message_create, name="message-create"),
     path("sessions/<str:session_id>/slots/<str:slot_id>", views.slot_answer, name="slot-answer"),
     path("sessions/<str:session_id>/cancel", views.turn_cancel, name="turn-cancel"),
+    path("inbox/", workspace_inbox.inbox_page, name="workspace-inbox"),
+    path(
+        "inbox/entries/<str:entry_id>",
+        workspace_inbox.entry_detail,
+        name="workspace-inbox-detail",
+    ),
+    path(
+        "inbox/entries/<str:entry_id>/reply",
+        workspace_inbox.entry_reply,
+        name="workspace-inbox-reply",
+    ),
+    path("notifications/", workspace_inbox.notifications_page, name="notifications"),
 ]

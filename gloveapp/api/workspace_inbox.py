@@ -1,0 +1,233 @@
+"""The workspace inbox's REST routes (DRF). An edge: checks who asks, calls a selector or a
+service, answers. Everything is scoped to the entry's owner; anyone else gets the 404 that an
+id which does not exist gets, so ids do not leak.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mimetypes
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gloveapp.api.parsers import SafeJSONParser
+from inbox.workspaces import paths, selectors, services
+
+CHUNK = 64 * 1024
+# Served inline (the page shows them in <img>); anything else is a download, so a workspace
+# file can never run as a page on this origin (an .html or .svg would).
+INLINE_IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp", "image/avif"}
+
+ErrorSerializer = inline_serializer(
+    "WorkspaceInboxError",
+    {"error": serializers.CharField(), "field": serializers.CharField(required=False)},
+)
+
+
+class DocSerializer(serializers.Serializer):
+    path = serializers.CharField()
+
+
+class EntrySerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    ts = serializers.IntegerField(help_text="Epoch milliseconds.")
+    workspaceId = serializers.CharField()
+    workspaceLabel = serializers.CharField(required=False)
+    docs = DocSerializer(many=True, required=False)
+    comments = serializers.CharField(required=False)
+    readAt = serializers.DateTimeField(allow_null=True)
+
+
+HistorySerializer = inline_serializer(
+    "WorkspaceInboxHistory",
+    {"entries": EntrySerializer(many=True), "hasMore": serializers.BooleanField()},
+)
+
+
+def _error(status_code: int, error: str, **extra: Any) -> Response:
+    return Response({"error": error, **extra}, status=status_code)
+
+
+def _not_found() -> Response:
+    return _error(404, "not_found")
+
+
+def entry_payload(entry: Any, read_at: Any) -> dict:
+    return services.entry_wire(entry, read_at=read_at, with_read=True)
+
+
+class WorkspaceApiView(APIView):
+    parser_classes = [SafeJSONParser]
+
+
+class InboxHistoryApi(WorkspaceApiView):
+    @extend_schema(
+        operation_id="workspace_inbox_history",
+        parameters=[
+            OpenApiParameter("limit", int, description="1-200, default 100."),
+            OpenApiParameter("before", str, description="An entry id: entries older than it."),
+            OpenApiParameter("workspaceId", str, description="Only this workspace's entries."),
+        ],
+        responses={200: HistorySerializer, 400: ErrorSerializer},
+    )
+    def get(self, request: Request) -> Response:
+        try:
+            page = selectors.history(
+                user=request.user,
+                limit=request.query_params.get("limit"),
+                before=request.query_params.get("before"),
+                workspace_id=request.query_params.get("workspaceId"),
+            )
+        except selectors.BadParameter as exc:
+            return _error(400, f"{exc.name}: {exc}", field=exc.name)
+        entries = [entry_payload(e, page.read_at.get(e.pk)) for e in page.entries]
+        return Response({"entries": entries, "hasMore": page.has_more})
+
+
+class InboxSeedApi(WorkspaceApiView):
+    """Dev only (DEBUG): append an entry without running an agent."""
+
+    @extend_schema(
+        operation_id="workspace_inbox_seed",
+        request=inline_serializer(
+            "WorkspaceInboxSeed",
+            {
+                "workspaceId": serializers.CharField(),
+                "docs": DocSerializer(many=True, required=False),
+                "comments": serializers.CharField(required=False),
+            },
+        ),
+        responses={
+            200: inline_serializer("WorkspaceInboxSeeded", {"entry": EntrySerializer()}),
+            400: ErrorSerializer,
+            404: ErrorSerializer,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        if not settings.DEBUG:
+            return _not_found()
+        body = request.data
+        if not isinstance(body, dict):
+            return _error(400, "invalid json")
+        workspace = selectors.owned_workspace(request.user, body.get("workspaceId"))
+        if workspace is None:
+            return _error(400, "workspaceId: no such workspace", field="workspaceId")
+        try:
+            entry = services.entry_push(
+                workspace=workspace, docs=body.get("docs"), comments=body.get("comments")
+            )
+        except services.EntryInvalid as exc:
+            return _error(400, str(exc), field=exc.field)
+        return Response({"entry": entry_payload(entry, None)})
+
+
+class InboxEntryApi(WorkspaceApiView):
+    @extend_schema(
+        operation_id="workspace_inbox_delete", responses={204: None, 404: ErrorSerializer}
+    )
+    def delete(self, request: Request, entry_id: str) -> Response:
+        entry = selectors.owned_entry(request.user, entry_id)
+        if entry is None or not services.entry_delete(entry=entry):
+            return _not_found()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+ReadSerializer = inline_serializer(
+    "WorkspaceInboxRead", {"id": serializers.UUIDField(), "readAt": serializers.DateTimeField()}
+)
+
+
+class InboxEntryReadApi(WorkspaceApiView):
+    @extend_schema(
+        operation_id="workspace_inbox_mark_read",
+        request=None,
+        responses={200: ReadSerializer, 404: ErrorSerializer},
+    )
+    def put(self, request: Request, entry_id: str) -> Response:
+        entry = selectors.owned_entry(request.user, entry_id)
+        if entry is None:
+            return _not_found()
+        read_at = services.entry_mark_read(entry=entry, user=request.user)
+        return Response({"id": str(entry.pk), "readAt": read_at.isoformat()})
+
+    @extend_schema(
+        operation_id="workspace_inbox_mark_unread", responses={204: None, 404: ErrorSerializer}
+    )
+    def delete(self, request: Request, entry_id: str) -> Response:
+        entry = selectors.owned_entry(request.user, entry_id)
+        if entry is None:
+            return _not_found()
+        services.entry_mark_read(entry=entry, user=request.user, read=False)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def max_file_bytes() -> int:
+    return int(getattr(settings, "GLOVE_WORKSPACE_FILE_MAX_BYTES", 1024 * 1024))
+
+
+async def _stream(fd: int, size: int) -> AsyncIterator[bytes]:
+    """At most `size` bytes (the size checked against the cap), even if the file grows."""
+    try:
+        left = size
+        while left > 0:
+            chunk = await asyncio.to_thread(os.read, fd, min(CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            yield chunk
+    finally:
+        os.close(fd)
+
+
+def content_type_for(path: str) -> str:
+    guessed, _ = mimetypes.guess_type(path)
+    return guessed or "application/octet-stream"
+
+
+class WorkspaceFileApi(WorkspaceApiView):
+    @extend_schema(
+        operation_id="workspace_file",
+        parameters=[OpenApiParameter("path", str, required=True, description="Relative path.")],
+        responses={
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            400: ErrorSerializer,
+            404: ErrorSerializer,
+            413: ErrorSerializer,
+        },
+    )
+    def get(self, request: Request, workspace_id: str) -> Any:
+        workspace = selectors.owned_workspace(request.user, workspace_id)
+        if workspace is None:
+            return _error(404, "workspace_not_found")
+        rel = request.query_params.get("path", "")
+        if not rel:
+            return _error(400, "path: path required", field="path")
+        try:
+            opened = paths.open_inside(workspace.root, rel)
+        except paths.PathRefused as exc:
+            return _error(400, "invalid_path", field="path", message=str(exc))
+        except paths.FileMissing:
+            return _error(404, "file_not_found")
+        if opened.size > max_file_bytes():
+            os.close(opened.fd)
+            return _error(413, "file_too_large", sizeBytes=opened.size)
+        content_type = content_type_for(rel)
+        response = StreamingHttpResponse(_stream(opened.fd, opened.size), content_type=content_type)
+        response["Content-Length"] = str(opened.size)
+        name = os.path.basename(rel).replace('"', "")
+        disposition = "inline" if content_type in INLINE_IMAGE_TYPES else "attachment"
+        response["Content-Disposition"] = f'{disposition}; filename="{name}"'
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Content-Security-Policy"] = "sandbox; default-src 'none'"
+        response["Cache-Control"] = "private, no-store"  # docs are live: always the disk's copy
+        return response

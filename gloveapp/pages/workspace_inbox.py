@@ -1,0 +1,164 @@
+"""The inbox page at `/inbox/` (Linear-style), its partials, replies, and Notifications.
+
+An edge: each view checks who asks (the owner; anyone else gets a 404), calls a selector or
+a service and renders. The page works without JavaScript (rows are links, the reply bar is a
+form); `static/glove/workspace_inbox.js` adds keyboard, live updates, undo and paging.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from gloveapp.live.replay import current_cursor
+from gloveapp.turns import runner
+from inbox.workspaces import render as doc_render
+from inbox.workspaces import selectors, services
+from inbox.workspaces.models import Notification, Workspace
+
+PAGE_SIZE = 50
+MAX_REPLY_CHARS = 10_000
+
+
+def _row(entry: Any, read_at: Any) -> dict:
+    comments = entry.comments or ""
+    preview = ""
+    for line in comments.splitlines():
+        stripped = line.strip().lstrip("#>*- ").replace("**", "").replace("`", "").strip()
+        if stripped:
+            preview = stripped
+            break
+    if not preview and entry.docs:
+        more = len(entry.docs) - 1
+        preview = f"📄 {entry.docs[0]['path']}" + (f" · +{more} more" if more else "")
+    return {
+        "entry": entry,
+        "id": str(entry.pk),
+        "label": entry.workspace_label or entry.workspace_id,
+        "preview": preview,
+        "read": read_at is not None,
+        "when": datetime.fromtimestamp(entry.ts / 1000, tz=UTC),
+    }
+
+
+def _rows(user: Any, before: Any = None) -> tuple[list[dict], bool]:
+    page = selectors.history(user=user, limit=PAGE_SIZE, before=before)
+    return [_row(e, page.read_at.get(e.pk)) for e in page.entries], page.has_more
+
+
+def _detail_context(user: Any, entry: Any) -> dict:
+    workspace = entry.workspace
+    max_bytes = int(getattr(settings, "GLOVE_WORKSPACE_FILE_MAX_BYTES", 1024 * 1024))
+    docs = [
+        doc_render.render_doc(
+            workspace_id=workspace.pk, root=workspace.root, rel=doc["path"], max_bytes=max_bytes
+        )
+        for doc in entry.docs
+    ]
+    return {
+        "entry": entry,
+        "row": _row(entry, True),
+        "workspace": workspace,
+        "docs": docs,
+        "comments_html": doc_render.markdown_html(entry.comments) if entry.comments else "",
+    }
+
+
+@login_required
+@require_GET
+def inbox_page(request: HttpRequest) -> HttpResponse:
+    user = request.user
+    if request.GET.get("part") == "rows":
+        try:
+            rows, has_more = _rows(user, before=request.GET.get("before"))
+        except selectors.BadParameter:
+            rows, has_more = [], False
+        response = render(request, "inbox/_entry_rows.html", {"rows": rows})
+        response["X-Has-More"] = "1" if has_more else "0"
+        return response
+    # The cursor is read before the state it belongs to: an event committed in between is
+    # replayed to the page, never lost.
+    last_event_id = current_cursor()
+    rows, has_more = _rows(user)
+    selected = None
+    wanted = request.GET.get("entry")
+    if wanted:
+        entry = selectors.owned_entry(user, wanted)
+        if entry is not None:
+            services.entry_mark_read(entry=entry, user=user)
+            selected = _detail_context(user, entry)
+            for row in rows:
+                if row["id"] == str(entry.pk):
+                    row["read"] = True
+    workspaces = list(Workspace.objects.filter(owner=user).values_list("pk", flat=True))
+    return render(
+        request,
+        "inbox/workspace_inbox.html",
+        {
+            "rows": rows,
+            "has_more": has_more,
+            "selected": selected,
+            "workspace_ids": workspaces,
+            "last_event_id": last_event_id,
+            "unread": selectors.unread_count(user),
+        },
+    )
+
+
+@login_required
+@require_GET
+def entry_detail(request: HttpRequest, entry_id: str) -> HttpResponse:
+    entry = selectors.owned_entry(request.user, entry_id)
+    if entry is None:
+        raise Http404("No such entry.")
+    if request.GET.get("part") == "row":
+        page_read = entry.reads.filter(user=request.user).values_list("read_at", flat=True)
+        return render(request, "inbox/_entry_rows.html", {"rows": [_row(entry, page_read.first())]})
+    return render(request, "inbox/_entry_detail.html", _detail_context(request.user, entry))
+
+
+def reply_text(entry: Any, text: str) -> str:
+    """The reply as the chat receives it: the entry quoted, then what the user wrote."""
+    label = entry.workspace_label or entry.workspace_id
+    when = datetime.fromtimestamp(entry.ts / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    quoted = [f"Inbox entry from {label} ({when}):"]
+    quoted += (entry.comments or "").strip().splitlines()[:20]
+    quoted += [f"📄 {doc['path']}" for doc in entry.docs]
+    body = "\n".join("> " + line if line else ">" for line in quoted)
+    return f"{body}\n\n{text}".strip()
+
+
+@login_required
+@require_POST
+async def entry_reply(request: HttpRequest, entry_id: str) -> HttpResponse:
+    user = await request.auser()
+    entry = await sync_to_async(selectors.owned_entry)(user, entry_id)
+    if entry is None:
+        raise Http404("No such entry.")
+    text = request.POST.get("text", "").strip()
+    if len(text) > MAX_REPLY_CHARS or "\x00" in text:
+        return HttpResponse("That reply is too long.", status=400, content_type="text/plain")
+    session = await sync_to_async(services.workspace_reply_session)(workspace=entry.workspace)
+    if text:
+        try:
+            await runner.submit_message(session_id=session.pk, text=reply_text(entry, text))
+        except runner.QueueFull as exc:
+            return HttpResponse(str(exc), status=429, content_type="text/plain")
+    response = HttpResponseRedirect(reverse("chat", args=[session.pk]))
+    response.status_code = 303
+    return response
+
+
+@login_required
+@require_GET
+def notifications_page(request: HttpRequest) -> HttpResponse:
+    notifications = Notification.objects.filter(user=request.user).select_related("workspace")
+    return render(request, "inbox/notifications.html", {"notifications": list(notifications[:100])})

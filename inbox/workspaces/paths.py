@@ -1,0 +1,105 @@
+"""Where a doc path may point: inside the workspace root, after resolving symlinks.
+
+Django-free. The same rules run when an agent pushes a doc and every time a file is read for
+the inbox page, because the folder can change in between (a file replaced by a symlink).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+MAX_PATH_CHARS = 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class PathRefused(ValueError):
+    """The path is malformed or points outside the workspace ("invalid_path")."""
+
+
+class FileMissing(LookupError):
+    """Nothing readable at this path (missing, moved, a directory, ...)."""
+
+
+@dataclass(frozen=True)
+class OpenedFile:
+    fd: int
+    size: int
+    real_path: str
+
+
+def check_relative(rel: object) -> str:
+    """The path's own shape: a non-empty relative POSIX path, no tricks. Returns it."""
+    if not isinstance(rel, str) or not rel:
+        raise PathRefused("must be a non-empty string")
+    if len(rel) > MAX_PATH_CHARS:
+        raise PathRefused(f"must be at most {MAX_PATH_CHARS} characters")
+    if _CONTROL.search(rel):
+        raise PathRefused("must not contain NUL or control characters")
+    if rel.startswith(("/", "\\", "~")) or _WINDOWS_DRIVE.match(rel):
+        raise PathRefused(f"must be relative to the workspace root: {rel}")
+    if "\\" in rel:
+        raise PathRefused(f"must use forward slashes: {rel}")
+    # An agent that URL-encodes a path means some other path than the file it names; refuse
+    # rather than guess (and `%2e%2e/` must never become `../` somewhere further down).
+    if unquote(rel) != rel:
+        raise PathRefused(f"must not be URL-encoded: {rel}")
+    normal = os.path.normpath(rel)
+    if normal == ".." or normal.startswith("../") or os.path.isabs(normal):
+        raise PathRefused(f"refused to escape workspace: {rel}")
+    return rel
+
+
+def _inside(root: str, candidate: str) -> bool:
+    return candidate == root or candidate.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def resolve_inside(root: str, rel: object) -> str:
+    """The real path `rel` names under `root`, or PathRefused if it leads outside."""
+    rel = check_relative(rel)
+    real_root = os.path.realpath(root)
+    candidate = os.path.realpath(os.path.join(real_root, rel))
+    if not _inside(real_root, candidate):
+        raise PathRefused(f"refused to escape workspace: {rel}")
+    return candidate
+
+
+def open_inside(root: str, rel: object) -> OpenedFile:
+    """Open a regular file inside the root for reading; the caller closes `fd`.
+
+    Resolving then opening leaves a window in which a component could be swapped for a
+    symlink, so the opened descriptor itself is checked again: O_NOFOLLOW refuses a symlink
+    as the last component, and /proc/self/fd tells where the open file really is.
+    """
+    real = resolve_inside(root, rel)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(real, flags)
+    except FileNotFoundError as exc:
+        raise FileMissing(str(rel)) from exc
+    except OSError as exc:  # ELOOP (a symlink swapped in), EACCES, ENOTDIR, ...
+        raise FileMissing(str(rel)) from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileMissing(str(rel))
+        proc = Path(f"/proc/self/fd/{fd}")
+        if proc.exists():
+            opened = os.path.realpath(os.readlink(proc))
+            if not _inside(os.path.realpath(root), opened):
+                raise PathRefused(f"refused to escape workspace: {rel}")
+        return OpenedFile(fd=fd, size=info.st_size, real_path=real)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_existing_file(root: str, rel: object) -> None:
+    """Push-time check: the path is inside the root and names a readable regular file."""
+    opened = open_inside(root, rel)
+    os.close(opened.fd)

@@ -1,0 +1,113 @@
+"""Reads of the workspace inbox, always scoped to one user."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from inbox.workspaces.models import Workspace, WorkspaceEntry, WorkspaceEntryRead
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 200
+BADGE_CAP = 100  # the badge says "99+" beyond this; counting further is wasted work
+
+
+class BadParameter(ValueError):
+    def __init__(self, name: str, problem: str) -> None:
+        self.name = name
+        super().__init__(problem)
+
+
+@dataclass
+class HistoryPage:
+    entries: list[WorkspaceEntry]
+    read_at: dict[uuid.UUID, Any]
+    has_more: bool
+
+
+def parse_limit(raw: Any, *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -> int:
+    if raw is None or raw == "":
+        return default
+    if isinstance(raw, bool):
+        raise BadParameter("limit", "must be a positive integer")
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise BadParameter("limit", "must be a positive integer") from None
+    if isinstance(raw, float) and raw != value:
+        raise BadParameter("limit", "must be a positive integer")
+    if value < 1:
+        raise BadParameter("limit", "must be a positive integer")
+    return min(value, maximum)
+
+
+def owned_workspace(user: Any, workspace_id: Any) -> Workspace | None:
+    # A NUL would reach the database driver, which refuses it with an error (a 500).
+    if not isinstance(workspace_id, str) or not workspace_id or len(workspace_id) > 64:
+        return None
+    if "\x00" in workspace_id:
+        return None
+    if user is None or not user.is_authenticated:
+        return None
+    return Workspace.objects.filter(pk=workspace_id, owner=user).first()
+
+
+def owned_entry(user: Any, entry_id: Any) -> WorkspaceEntry | None:
+    try:
+        pk = uuid.UUID(str(entry_id))
+    except ValueError:
+        return None
+    if user is None or not user.is_authenticated:
+        return None
+    return WorkspaceEntry.objects.select_related("workspace").filter(pk=pk, owner=user).first()
+
+
+def entries_page(
+    *, owner_id: Any, limit: int, before: Any = None, workspace_id: str | None = None
+) -> tuple[list[WorkspaceEntry], bool]:
+    """Newest first, `limit` entries older than the `before` entry (keyset on (ts, id))."""
+    rows = WorkspaceEntry.objects.filter(owner_id=owner_id)
+    if workspace_id is not None:
+        rows = rows.filter(workspace_id=workspace_id)
+    if before not in (None, ""):
+        try:
+            cursor_id = uuid.UUID(str(before))
+        except ValueError:
+            raise BadParameter("before", "must be the id of an entry") from None
+        cursor = rows.filter(pk=cursor_id).values_list("ts", flat=True).first()
+        if cursor is None:
+            raise BadParameter("before", "no such entry (deleted, or not yours)")
+        # `ts <= cursor` bounds the index range so a deep page starts at the cursor; the OR
+        # then drops the cursor's own ts ties that come at or after it.
+        rows = rows.filter(ts__lte=cursor).exclude(ts=cursor, id__gte=cursor_id)
+    page = list(rows.order_by("-ts", "-id")[: limit + 1])
+    return page[:limit], len(page) > limit
+
+
+def history(
+    *, user: Any, limit: Any = None, before: Any = None, workspace_id: Any = None
+) -> HistoryPage:
+    limit = parse_limit(limit)
+    scope_id = None
+    if workspace_id not in (None, ""):
+        workspace = owned_workspace(user, workspace_id)
+        if workspace is None:
+            raise BadParameter("workspaceId", "no such workspace")
+        scope_id = workspace.pk
+    entries, has_more = entries_page(
+        owner_id=user.pk, limit=limit, before=before, workspace_id=scope_id
+    )
+    reads = dict(
+        WorkspaceEntryRead.objects.filter(
+            user=user, entry_id__in=[e.pk for e in entries]
+        ).values_list("entry_id", "read_at")
+    )
+    return HistoryPage(entries=entries, read_at=reads, has_more=has_more)
+
+
+def unread_count(user: Any, *, cap: int = BADGE_CAP) -> int:
+    if user is None or not user.is_authenticated:
+        return 0
+    unread = WorkspaceEntry.objects.filter(owner=user).exclude(reads__user=user)
+    return unread.values("pk")[:cap].count()

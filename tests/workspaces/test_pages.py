@@ -1,0 +1,197 @@
+"""The inbox page, its partials, replies and live socket: the owner's, and nobody else's."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from gloveapp.asgi import application
+from gloveapp.conversations.models import Session
+from gloveapp.live.relay import stop_relay
+from inbox.workspaces.services import entry_delete, entry_push, workspace_create
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+FRAME_TIMEOUT = 10
+
+
+@pytest.fixture(autouse=True)
+async def _stop_relay_after_test():
+    yield
+    await stop_relay()
+
+
+@pytest.fixture
+def ann(db):
+    return get_user_model().objects.create_user("ann", password="pw-ann-123456")
+
+
+@pytest.fixture
+def bob(db):
+    return get_user_model().objects.create_user("bob", password="pw-bob-123456")
+
+
+@pytest.fixture
+def folder(tmp_path):
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "report.md").write_text("# Report\n\n<script>alert(1)</script>**bold**\n")
+    (root / "page.html").write_text('<p onclick="x()">hi</p><script>alert(2)</script>')
+    (root / "big.txt").write_bytes(b"a" * ((1 << 20) + 10))
+    (outside / "secret.txt").write_text("top secret")
+    return root, outside
+
+
+@pytest.fixture
+def workspace(ann, folder):
+    workspace, _ = workspace_create(label="Macro", root=str(folder[0]), owner=ann)
+    return workspace
+
+
+def login(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_it_renders_docs_live_sanitised_and_explains_what_it_cannot_show(workspace, folder, ann):
+    root, outside = folder
+    entry = entry_push(
+        workspace=workspace,
+        docs=[{"path": "report.md"}, {"path": "page.html"}, {"path": "big.txt"}],
+        comments="See *this*",
+    )
+    # Docs are pointers: an edit after the push shows on the next read.
+    (root / "report.md").write_text("# Report v2\n\n<script>alert(1)</script>\n\n**bold**\n")
+    html = login(ann).get(f"/inbox/entries/{entry.pk}").content.decode()
+    assert "<h1>Report v2</h1>" in html
+    assert "<strong>bold</strong>" in html
+    assert "<script>" not in html and "onclick" not in html
+    assert "File too large to render" in html
+    # A file replaced by a symlink leading outside, then a file removed.
+    os.remove(root / "page.html")
+    os.symlink(outside / "secret.txt", root / "page.html")
+    html = login(ann).get(f"/inbox/entries/{entry.pk}").content.decode()
+    assert "Invalid path" in html and "top secret" not in html
+    os.remove(root / "report.md")
+    html = login(ann).get(f"/inbox/entries/{entry.pk}").content.decode()
+    assert "File not found at this path" in html
+
+
+def test_another_user_cannot_open_reply_to_or_see_the_entry(workspace, ann, bob):
+    entry = entry_push(workspace=workspace, comments="private plans")
+    intruder = login(bob)
+    assert intruder.get(f"/inbox/entries/{entry.pk}").status_code == 404
+    assert intruder.get(f"/inbox/entries/{entry.pk}?part=row").status_code == 404
+    assert intruder.post(f"/inbox/entries/{entry.pk}/reply", {"text": "hi"}).status_code == 404
+    page = intruder.get(f"/inbox/?entry={entry.pk}").content.decode()
+    assert "private plans" not in page
+    assert login(ann).get(f"/inbox/?entry={entry.pk}").content.decode().count("private plans")
+
+
+def test_the_badge_counts_unread_entries_and_opening_one_reads_it(workspace, ann):
+    first = entry_push(workspace=workspace, comments="one")
+    entry_push(workspace=workspace, comments="two")
+    client = login(ann)
+    assert 'data-count="2"' in client.get("/").content.decode()
+    client.get(f"/inbox/?entry={first.pk}")
+    assert 'data-count="1"' in client.get("/").content.decode()
+
+
+def test_a_reply_opens_the_workspaces_chat_session(workspace, ann):
+    entry = entry_push(workspace=workspace, comments="Which index?")
+    response = login(ann).post(f"/inbox/entries/{entry.pk}/reply", {"text": ""})
+    assert response.status_code == 303
+    session = Session.objects.get(owner=ann)
+    assert response["Location"] == f"/sessions/{session.pk}/"
+    again = login(ann).post(f"/inbox/entries/{entry.pk}/reply", {"text": ""})
+    assert again["Location"] == response["Location"]  # one session per workspace
+
+
+def _cookie(user) -> str:
+    return f"sessionid={login(user).cookies['sessionid'].value}"
+
+
+def _socket(workspace_id: str, cookie: str, last_event_id: int = 0) -> WebsocketCommunicator:
+    return WebsocketCommunicator(
+        application,
+        f"/ws/workspaces/{workspace_id}/?last_event_id={last_event_id}",
+        headers=[(b"origin", b"http://testserver"), (b"cookie", cookie.encode())],
+    )
+
+
+async def test_the_owners_socket_hears_pushes_and_deletes_and_nobody_elses_does(
+    workspace, ann, bob
+):
+    cookie = await database_sync_to_async(_cookie)(ann)
+    intruder_cookie = await database_sync_to_async(_cookie)(bob)
+    refused = _socket(workspace.pk, intruder_cookie)
+    connected, _ = await refused.connect(timeout=FRAME_TIMEOUT)
+    assert (await refused.receive_output(timeout=FRAME_TIMEOUT))["code"] == 4404
+    unknown = _socket("ws-nope", cookie)
+    await unknown.connect(timeout=FRAME_TIMEOUT)
+    assert (await unknown.receive_output(timeout=FRAME_TIMEOUT))["code"] == 4404
+
+    communicator = _socket(workspace.pk, cookie)
+    connected, _ = await communicator.connect(timeout=FRAME_TIMEOUT)
+    assert connected
+    entry = await database_sync_to_async(entry_push)(workspace=workspace, comments="live!")
+    frame = await communicator.receive_json_from(timeout=FRAME_TIMEOUT)
+    assert frame["type"] == "workspace.entry.pushed"
+    assert frame["payload"]["entry"]["comments"] == "live!"
+    await database_sync_to_async(entry_delete)(entry=entry)
+    frame = await communicator.receive_json_from(timeout=FRAME_TIMEOUT)
+    assert frame == {
+        "id": frame["id"],
+        "type": "workspace.entry.deleted",
+        "payload": {"id": str(entry.pk)},
+    }
+    await communicator.disconnect()
+
+
+def test_legacy_notifications_are_listed_for_their_user_only(workspace, ann, bob):
+    from inbox.workspaces.services import notification_create
+
+    notification_create(user=ann, text="Nightly cron finished", source="cron")
+    page = login(ann).get("/notifications/").content.decode()
+    assert "Nightly cron finished" in page
+    assert "Nightly cron finished" not in login(bob).get("/notifications/").content.decode()
+    chat = Session.objects.create(id="chat-ann", owner=ann)
+    assert 'href="/notifications/"' in login(ann).get(f"/sessions/{chat.pk}/").content.decode()
+
+
+def test_the_seed_route_appends_an_entry_only_in_debug(workspace, ann, bob, settings):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(ann)
+    body = {"workspaceId": workspace.pk, "comments": "seeded"}
+    assert api.post("/api/inbox/seed", body, format="json").status_code == 404
+    settings.DEBUG = True
+    seeded = api.post("/api/inbox/seed", body, format="json")
+    assert seeded.status_code == 200
+    assert seeded.json()["entry"]["comments"] == "seeded"
+    bad = api.post("/api/inbox/seed", {"workspaceId": workspace.pk}, format="json")
+    assert bad.status_code == 400 and bad.json()["field"] == "docs"
+    intruder = APIClient()
+    intruder.force_authenticate(bob)
+    refused = intruder.post("/api/inbox/seed", body, format="json")
+    assert refused.status_code == 400 and refused.json()["field"] == "workspaceId"
+
+
+def test_the_routes_are_in_the_openapi_schema(ann):
+    schema = login(ann).get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    for path in [
+        "/api/inbox/history",
+        "/api/inbox/seed",
+        "/api/inbox/{entry_id}",
+        "/api/inbox/{entry_id}/read",
+        "/api/workspaces/{workspace_id}/file",
+        "/api/inbox/resolve",
+    ]:
+        assert path in schema["paths"], path
