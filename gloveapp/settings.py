@@ -290,6 +290,11 @@ GLOVE_DEMO_LOGIN_HINT = env_bool("GLOVE_DEMO_LOGIN_HINT", DEBUG)
 # included) count stored turns; /api/chat, whose turns run in the client, is throttled at the
 # same rate unless GLOVE_CHAT_RATE says otherwise.
 GLOVE_TURNS_PER_USER_PER_MINUTE = int(os.environ.get("GLOVE_TURNS_PER_USER_PER_MINUTE", "30"))
+# Wake-up turns per minute of a mesh peer (`run_agent`) whose inbox session has no owner;
+# one with an owner counts against the owner's GLOVE_TURNS_PER_USER_PER_MINUTE instead.
+GLOVE_MESH_TURNS_PER_MINUTE = int(
+    os.environ.get("GLOVE_MESH_TURNS_PER_MINUTE", str(GLOVE_TURNS_PER_USER_PER_MINUTE))
+)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

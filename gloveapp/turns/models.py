@@ -103,3 +103,24 @@ class TurnSlot(models.Model):
 
     def __str__(self) -> str:
         return f"slot {self.slot_id} of {self.session_id} ({self.status})"
+
+
+class MeshPeer(models.Model):
+    """A session that is a mesh peer's inbox (`run_agent NAME --mesh-id ID` keeps it).
+
+    Its wake-up turns run on a turn worker like chat turns; the worker reads here which mesh
+    id and transport the turn's agent sends with (`run_agent` itself receives).
+    """
+
+    session = models.OneToOneField(
+        Session, primary_key=True, on_delete=models.CASCADE, related_name="mesh_peer"
+    )
+    mesh_id = models.CharField(max_length=128, unique=True)
+    transport = models.CharField(max_length=100, default="default")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    capabilities = models.JSONField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"mesh peer {self.mesh_id} ({self.session_id})"

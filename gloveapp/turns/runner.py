@@ -38,6 +38,7 @@ __all__ = [
     "submit_message_sync",
     "visible_slots",
     "wait_until_idle",
+    "wake_mesh_peer_sync",
 ]
 
 
@@ -63,6 +64,18 @@ async def submit_message(
     return await sync_to_async(submit_message_sync)(
         session_id=session_id, text=text, user_id=user_id, source=source
     )
+
+
+def wake_mesh_peer_sync(*, session_id: str, text: str) -> bool:
+    """Queue a wake-up turn of a mesh peer's inbox session (`run_agent`); False when a
+    queued turn will read the new mail anyway. Counts against the session owner's turn
+    limit, or GLOVE_MESH_TURNS_PER_MINUTE for a peer nobody owns (`TurnLimitReached`)."""
+    user_id = Session.objects.values_list("owner_id", flat=True).get(pk=session_id)
+    turn = services.turn_wake(session_id=session_id, text=text, user_id=user_id)
+    if turn is None:
+        return False
+    run_session_turns.enqueue(turn.session_id)
+    return True
 
 
 async def answer_slot(*, session_id: str, slot_id: str, value: Any) -> bool:

@@ -33,6 +33,8 @@ PERMISSION_ANSWERS: dict[Any, Any] = {
     False: False,
 }
 LIVE_STATUSES = (Turn.Status.QUEUED, Turn.Status.RUNNING)
+# `Turn.source` of a mesh peer's wake-up.
+MESH_SOURCE = "mesh"
 
 
 class QueueFull(Exception):
@@ -54,13 +56,22 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
     `TurnLimitReached` past the user's turns per minute: every turn is a paid model call.
     """
     with transaction.atomic():
+        since = timezone.now() - timedelta(minutes=1)
         if user_id is not None:
-            since = timezone.now() - timedelta(minutes=1)
             recent = Turn.objects.filter(user_id=user_id, created_at__gte=since).count()
             if recent >= settings.GLOVE_TURNS_PER_USER_PER_MINUTE:
                 raise TurnLimitReached(
                     f"You have started {recent} turns in the last minute, the most allowed; "
                     "wait a moment before sending another message."
+                )
+        elif source == MESH_SOURCE:
+            # A mesh peer nobody owns is limited as a user of its own: other agents wake it,
+            # and every wake-up is a paid model call.
+            recent = Turn.objects.filter(session_id=session_id, created_at__gte=since).count()
+            if recent >= settings.GLOVE_MESH_TURNS_PER_MINUTE:
+                raise TurnLimitReached(
+                    f"Mesh agent {session_id} started {recent} turns in the last minute, "
+                    "the most GLOVE_MESH_TURNS_PER_MINUTE allows."
                 )
         waiting = Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED).count()
         if waiting >= settings.GLOVE_MAX_QUEUED_MESSAGES:
@@ -69,6 +80,19 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
                 "wait for the agent to answer."
             )
         return Turn.objects.create(session_id=session_id, text=text, user_id=user_id, source=source)
+
+
+def turn_wake(*, session_id: str, text: str, user_id: int | None) -> Turn | None:
+    """Queue a mesh peer's wake-up turn, unless one is already queued: a queued turn reads
+    the whole inbox when it starts, so it takes this arrival too. None when coalesced.
+
+    Limits as `turn_submit`; a refused wake-up leaves the message in the inbox, where the
+    next turn of the peer finds it.
+    """
+    with transaction.atomic():
+        if Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED).exists():
+            return None
+        return turn_submit(session_id=session_id, text=text, user_id=user_id, source=MESH_SOURCE)
 
 
 def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:

@@ -21,7 +21,7 @@ from gloveapp.core.providers.errors import ModelConfigurationError, ModelProvide
 from gloveapp.core.tools import Tool
 from gloveapp.ormstore.store import DjangoStore
 from gloveapp.turns import services
-from gloveapp.turns.mesh_peer import join_chat_mesh
+from gloveapp.turns.mesh_peer import join_chat_mesh, join_peer_mesh
 from gloveapp.turns.models import Turn
 
 logger = logging.getLogger(__name__)
@@ -65,9 +65,16 @@ async def answer_turn(
             await broadcast(session_id, event_type, payload)
 
     glove.add_subscriber(forward).build()
-    leave_mesh = await join_chat_mesh(glove, session_id=session_id, spec=spec)
+    resume = turn.retried and await sync_to_async(services.turn_request_stored)(turn)
+    if turn.source == services.MESH_SOURCE and not resume:
+        if not await glove.store.get_resolved_inbox_items():
+            # A wake-up whose mail an earlier turn already read: no model call for nothing.
+            return ""
+    leave_mesh = await join_peer_mesh(glove, session_id=session_id)
+    if leave_mesh is None:
+        leave_mesh = await join_chat_mesh(glove, session_id=session_id, spec=spec)
     try:
-        if turn.retried and await sync_to_async(services.turn_request_stored)(turn):
+        if resume:
             result = await glove.resume_request(abort=abort)
         else:
             result = await glove.process_request(turn.text, abort=abort)

@@ -53,8 +53,11 @@ NAME_CACHE_SECONDS = 2.0
 class MeshMount:
     """One agent's membership of the mesh: its handler, its tools and its waiting items."""
 
-    def __init__(self, agent: Any, adapter: MeshAdapter, identity: AgentIdentity) -> None:
+    def __init__(
+        self, agent: Any, adapter: MeshAdapter, identity: AgentIdentity, *, receive: bool = True
+    ) -> None:
         self.agent = agent
+        self.receive = receive
         self.store = agent.store
         self.adapter = adapter
         self.identity = identity
@@ -170,6 +173,12 @@ class MeshMount:
         check_store = getattr(self.adapter, "check_store", None)
         if callable(check_store):
             check_store(self.store)
+        if not self.receive:
+            # The tools only: another process (a peer runner) receives for this agent and
+            # keeps it registered; a second subscriber would store every message twice.
+            for tool in self.tools:
+                self.agent.fold(tool)
+            return
         stored_by_transport = bool(getattr(self.adapter, "delivers_to_inbox", False))
         handler = self._on_stored if stored_by_transport else self.handle
         # Subscribe before registering, so nothing sent to a freshly listed agent is missed.
@@ -186,28 +195,36 @@ class MeshMount:
         if self._unsubscribe is not None:
             await self._unsubscribe()
             self._unsubscribe = None
-        if unregister:
+        if unregister and self.receive:
             await self.adapter.unregister()
 
 
 _mounts: weakref.WeakKeyDictionary[Any, MeshMount] = weakref.WeakKeyDictionary()
 
 
-async def mount_mesh(agent: Any, *, adapter: MeshAdapter, identity: AgentIdentity) -> MeshMount:
+async def mount_mesh(
+    agent: Any, *, adapter: MeshAdapter, identity: AgentIdentity, receive: bool = True
+) -> MeshMount:
     """Put `agent` (a `Glove`) on the mesh through `adapter` as `identity`.
 
     Raises `MeshStoreUnsupportedError` if the agent's store has no inbox. Mounting an agent
     that is already mounted with the same adapter and identity returns the existing mount;
-    with a different adapter or identity, the old mount is replaced.
+    with a different adapter or identity, the old mount is replaced. `receive=False` folds
+    the tools without subscribing or registering: for a turn that runs in one process while
+    another process receives the agent's messages into the same (shared) store.
     """
     if not supports_inbox(agent.store):
         raise MeshStoreUnsupportedError()
     current = _mounts.get(agent)
     if current is not None:
-        if current.adapter is adapter and current.identity == identity:
+        if (
+            current.adapter is adapter
+            and current.identity == identity
+            and current.receive == receive
+        ):
             return current
         await unmount_mesh(agent)
-    mount = MeshMount(agent, adapter, identity)
+    mount = MeshMount(agent, adapter, identity, receive=receive)
     await mount.start()
     _mounts[agent] = mount
     return mount

@@ -23,6 +23,23 @@ logger = logging.getLogger("mesh")
 WAKE_PROMPT = "New mesh messages are in your inbox. Read them and act on them."
 
 
+async def wait_for_arrival(mount: MeshMount, stop: asyncio.Event | None = None) -> bool:
+    """Wait until something arrives (True) or `stop` is set (False). The arrival flag is
+    cleared on the way out, before the caller's turn: what lands during it wakes the next."""
+    waiters = [asyncio.ensure_future(mount.arrivals.wait())]
+    if stop is not None:
+        waiters.append(asyncio.ensure_future(stop.wait()))
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+    if stop is not None and stop.is_set():
+        return False
+    mount.arrivals.clear()
+    return True
+
+
 async def serve_mesh_peer(
     mount: MeshMount,
     *,
@@ -34,18 +51,8 @@ async def serve_mesh_peer(
     run_turn = turn or (lambda: mount.agent.process_request(WAKE_PROMPT))
     turns = 0
     while max_turns is None or turns < max_turns:
-        waiters = [asyncio.ensure_future(mount.arrivals.wait())]
-        if stop is not None:
-            waiters.append(asyncio.ensure_future(stop.wait()))
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
-        if stop is not None and stop.is_set():
+        if not await wait_for_arrival(mount, stop):
             break
-        # Cleared before the turn: whatever lands during it wakes the next turn.
-        mount.arrivals.clear()
         try:
             await run_turn()
         except Exception:

@@ -12,11 +12,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
 
+from gloveapp.turns.mesh_peer import run_mesh_peer
+from gloveapp.turns.models import Turn
 from mesh.core import AgentIdentity, mount_mesh, unmount_mesh
 from mesh.layers import get_mesh_transport, mesh_transports
 from mesh.transports.database import mesh_store
 from tests.core.support import calls
-from tests.mesh.support import eventually, items, make_agent
+from tests.mesh.support import eventually, items, make_agent, quiet_period
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -37,7 +39,7 @@ def database_mesh(settings):
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
 
 
-async def test_run_agent_answers_a_question_that_waited_for_it(database_mesh):
+async def test_run_agent_answers_a_question_that_waited_for_it(database_mesh, turn_worker):
     # The roastery ran before (it is registered) and is not running when the shop asks.
     await database_mesh.adapter("roastery").register(
         AgentIdentity(id="roastery", name="Roastery", description="roasts")
@@ -66,6 +68,9 @@ async def test_run_agent_answers_a_question_that_waited_for_it(database_mesh):
         stdout=out,
     )
     assert "roastery: stopped after 1 turn(s)." in out.getvalue()
+    # The wake-up ran on the turn worker, as a queued turn like a chat turn.
+    turns = [t async for t in Turn.objects.filter(session_id="mesh:roastery")]
+    assert [(t.source, t.status, t.worker_id) for t in turns] == [("mesh", "done", "test-worker")]
     [answered] = await eventually(lambda: items(shop_store, status="resolved", blocking=True))
     assert answered.response.startswith("Roastery here: ")
     assert "bags of Kenya AA are in stock." in answered.response
@@ -91,3 +96,42 @@ def test_run_agent_refuses_an_unknown_agent_and_a_bad_id(database_mesh):
         call_command("run_agent", "nobody", "--mesh-id", "x", "--max-turns", "1")
     with pytest.raises(CommandError, match="--mesh-id"):
         call_command("run_agent", "roastery", "--mesh-id", "two words")
+
+
+async def test_a_wake_up_refused_by_the_turn_limit_leaves_the_message_for_a_later_turn(
+    database_mesh, turn_worker, settings
+):
+    settings.GLOVE_MESH_TURNS_PER_MINUTE = 0  # the roastery (owned by nobody) may not start any
+    roastery = asyncio.create_task(
+        run_mesh_peer(agent_name="roastery", mesh_id="roastery", max_turns=1, retry_delay=0.05)
+    )
+    await eventually(lambda: database_mesh.adapter("shop").get_agent("roastery"))
+    ask = calls(
+        ("glove_mesh_send_message", {"to": "roastery", "content": "Kenya AA left?"}),
+    )
+    shop, _, shop_store = make_agent("shop", [ask, "Asked."], store=mesh_store("shop"))
+    await mount_mesh(shop, adapter=database_mesh.adapter("shop"), identity=SHOP)
+    await shop.process_request("Ask the roastery about Kenya AA")
+
+    await quiet_period()
+    assert not await Turn.objects.filter(session_id="mesh:roastery").aexists()
+    [waiting] = await items(mesh_store("roastery"))
+    assert (waiting.status, waiting.response) == ("resolved", "Kenya AA left?")
+
+    settings.GLOVE_MESH_TURNS_PER_MINUTE = 30  # the peer retries on its own
+    assert await asyncio.wait_for(roastery, 30) == 1
+    [read] = await items(mesh_store("roastery"))
+    assert read.status == "consumed"
+    [reply] = await eventually(lambda: items(shop_store, tag="mesh:from:roastery"))
+    assert "bags of Kenya AA are in stock." in reply.response
+    await unmount_mesh(shop)
+
+
+async def test_run_agent_refuses_the_in_process_transport(settings):
+    settings.MESH = None
+    mesh_transports.reset()
+    with pytest.raises(CommandError, match="MESH_TRANSPORT=database or redis"):
+        await asyncio.to_thread(
+            call_command, "run_agent", "roastery", "--mesh-id", "roastery", "--max-turns", "1"
+        )
+    mesh_transports.reset()

@@ -15,8 +15,9 @@ from mesh.layers import InvalidMeshConfig
 
 class Command(BaseCommand):
     help = (
-        "Run an agent from GLOVE_AGENTS as a peer on the mesh: it wakes on every message, "
-        "acknowledgement or reply that arrives and runs one turn."
+        "Keep an agent from GLOVE_AGENTS on the mesh as a peer: every message, "
+        "acknowledgement or reply that arrives wakes it, queueing a turn that a turn worker "
+        "runs (start one with `manage.py turn_worker`)."
     )
 
     def add_arguments(self, parser):
@@ -28,7 +29,10 @@ class Command(BaseCommand):
             "--capability", action="append", default=[], help="May be given several times."
         )
         parser.add_argument(
-            "--max-turns", type=int, default=None, help="Stop after this many turns."
+            "--max-turns",
+            type=int,
+            default=None,
+            help="Stop once this many wake-up turns were queued and have run.",
         )
 
     def handle(self, *args, **options):
@@ -39,7 +43,7 @@ class Command(BaseCommand):
             raise CommandError("--max-turns must be at least 1.")
         try:
             turns = asyncio.run(self._serve(mesh_id, options))
-        except (ImproperlyConfigured, InvalidMeshConfig) as error:
+        except (ImproperlyConfigured, InvalidMeshConfig, ValueError) as error:
             raise CommandError(str(error)) from error
         self.stdout.write(f"{mesh_id}: stopped after {turns} turn(s).")
 
