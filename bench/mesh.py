@@ -285,6 +285,10 @@ def main() -> None:
             results["database_distinct_recipients"] = bench_database(
                 count, senders=4, distinct_recipients=True
             )
+            # 16 agents per process sending at once (a turn worker runs many turns).
+            results["database_16_agents_per_process"] = bench_database(
+                count * 4, senders=4, concurrency=16
+            )
     print(
         json.dumps(
             {

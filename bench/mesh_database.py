@@ -6,6 +6,9 @@ each send their share of N messages to agent b, which is registered but NOT runn
 durable case); 1% of sends are retried with the same id (they must be deduplicated). Then b
 "comes back": a new process reads its inbox, which must hold exactly N items, one per id.
 
+- concurrency: each sender process runs that many agents sending at the same time (1: one
+  send after another); the database adapter writes overlapping sends of a process in one
+  transaction (group commit).
 - msgs/s: N over the wall time of all senders (a send returns after its transaction commits,
   so "sent" is "stored").
 - send->stored latency: the duration of each send call (it ends with the commit).
@@ -36,27 +39,36 @@ def _setup_django(database_url: str) -> None:
     django.setup()
 
 
-async def _send(n: int, worker: int, recipient: str) -> list[int]:
+async def _send(n: int, worker: int, recipient: str, concurrency: int) -> list[int]:
     from mesh.core import MeshMessage, new_message_id
     from mesh.transports.database import DatabaseMeshTransport
 
-    adapter = DatabaseMeshTransport().adapter(f"a{worker}")
-    samples = []
-    for i in range(n):
-        message_id = new_message_id(f"a{worker}")
-        retries = 2 if i % 100 == 0 else 1
-        for _ in range(retries):
-            message = MeshMessage(id=message_id, from_=f"a{worker}", to=recipient, content=f"m{i}")
-            started = time.perf_counter_ns()
-            await adapter.send(message)
-            samples.append(time.perf_counter_ns() - started)
+    transport = DatabaseMeshTransport()
+    samples: list[int] = []
+
+    async def agent(index: int, count: int) -> None:
+        # `concurrency` agents of this process send at the same time (a worker running
+        # many turns); each one sends its messages one after another.
+        sender = f"a{worker}_{index}"
+        adapter = transport.adapter(sender)
+        for i in range(count):
+            message_id = new_message_id(sender)
+            retries = 2 if i % 100 == 0 else 1
+            for _ in range(retries):
+                message = MeshMessage(id=message_id, from_=sender, to=recipient, content=f"m{i}")
+                started = time.perf_counter_ns()
+                await adapter.send(message)
+                samples.append(time.perf_counter_ns() - started)
+
+    shares = [n // concurrency + (1 if i < n % concurrency else 0) for i in range(concurrency)]
+    await asyncio.gather(*[agent(index, count) for index, count in enumerate(shares)])
     return samples
 
 
-def sender_child(database_url: str, n: int, worker: int, recipient: str) -> None:
+def sender_child(database_url: str, n: int, worker: int, recipient: str, concurrency: int) -> None:
     _setup_django(database_url)
     started = time.time()
-    samples = asyncio.run(_send(n, worker, recipient))
+    samples = asyncio.run(_send(n, worker, recipient, concurrency))
     print(json.dumps({"samples_ns": samples, "started": started, "ended": time.time()}))
 
 
@@ -83,9 +95,12 @@ def _admin(url: str, sql: str) -> None:
         connection.execute(sql)
 
 
-def run(n: int, senders: int, *, distinct_recipients: bool = False) -> dict[str, Any]:
+def run(
+    n: int, senders: int, *, distinct_recipients: bool = False, concurrency: int = 1
+) -> dict[str, Any]:
     """All senders to one offline recipient "b" (its inbox serialises the writes), or each
-    sender to its own recipient "b<i>" (`distinct_recipients`)."""
+    sender to its own recipient "b<i>" (`distinct_recipients`). Each sender process runs
+    `concurrency` agents sending at the same time (their sends share transactions)."""
     recipients = [f"b{i}" if distinct_recipients else "b" for i in range(senders)]
     admin_url = os.environ.get("BENCH_PG_URL", DEFAULT_PG)
     name = f"glove_bench_mesh_{os.getpid()}"
@@ -119,6 +134,7 @@ def run(n: int, senders: int, *, distinct_recipients: bool = False) -> dict[str,
                     str(share),
                     str(worker),
                     recipients[worker],
+                    str(concurrency),
                 ],
                 cwd=ROOT,
                 env=env,
@@ -157,6 +173,7 @@ def run(n: int, senders: int, *, distinct_recipients: bool = False) -> dict[str,
         "messages": sent,
         "send_calls_including_retries": len(samples),
         "sender_processes": senders,
+        "agents_sending_at_once_per_process": concurrency,
         "recipients": len(set(recipients)),
         "msgs_per_s": round(sent / elapsed, 1),
         "send_to_stored_p50_ms": pct(50),
@@ -172,6 +189,6 @@ def run(n: int, senders: int, *, distinct_recipients: bool = False) -> dict[str,
 
 if __name__ == "__main__":
     if sys.argv[1] == "send":
-        sender_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
+        sender_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
     elif sys.argv[1] == "read":
         reader_child(sys.argv[2])

@@ -27,7 +27,7 @@ from gloveapp.core.store import (
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import iso_format
-from gloveapp.live.eventlog import record_event
+from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import session_stream
 from inbox.models import InboxItem
 from inbox.serialization import inbox_item_fields, inbox_item_to_core
@@ -43,15 +43,16 @@ def expired_response(expires_at: datetime) -> str:
     )
 
 
-def _announce(item: InboxItem) -> None:
-    record_event(
-        stream=session_stream(item.session_id),
-        type="inbox.changed",
-        payload={
-            "item": inbox_item_to_core(item).to_dict(),
-            "resolved_by": item.resolved_by,
-        },
+def _changed(item: InboxItem) -> tuple[str, dict[str, Any]]:
+    return (
+        "inbox.changed",
+        {"item": inbox_item_to_core(item).to_dict(), "resolved_by": item.resolved_by},
     )
+
+
+def _announce(item: InboxItem) -> None:
+    type, payload = _changed(item)
+    record_event(stream=session_stream(item.session_id), type=type, payload=payload)
 
 
 def _check_resolver(resolved_by: Any, user: Any) -> None:
@@ -154,6 +155,28 @@ def inbox_item_add(
             raise DuplicateInboxItem(fields["id"]) from None
         _announce(row)
     return row
+
+
+def inbox_items_deliver(*, session_id: str, items: list[CoreInboxItem]) -> list[InboxItem]:
+    """Store several resolved items that arrived for one session (mesh deliveries), in one
+    insert with one batch of `inbox.changed` events, inside the caller's transaction.
+
+    For items whose ids were just made up by the caller (`new_mesh_item_id`): a colliding id
+    fails the whole batch (an IntegrityError) instead of being checked one by one.
+    """
+    check_session_id(session_id)
+    rows = [
+        InboxItem(session_id=session_id, resolved_by="mesh", **inbox_item_fields(item))
+        for item in items
+    ]
+    with transaction.atomic(savepoint=False):
+        lock_session(session_id)
+        InboxItem.objects.bulk_create(rows)
+        record_events(
+            stream=session_stream(session_id),
+            events=[_changed(row) for row in rows],
+        )
+    return rows
 
 
 class InboxUpdateRefused(Exception):

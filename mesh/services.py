@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from gloveapp.core.types import InboxItem as CoreInboxItem
-from gloveapp.live.eventlog import record_event
+from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import mesh_stream
 from inbox.models import InboxItem
-from inbox.services import inbox_item_add, resolve_inbox_item
+from inbox.services import inbox_item_add, inbox_items_deliver, resolve_inbox_item
 from mesh.core.errors import MeshUnknownAgentError, MeshUnknownMessageError
 from mesh.core.inbound import ack_response, inbound_item, late_ack_item, waiting_tag
 from mesh.core.types import AgentIdentity, IncomingMeshMessage
@@ -86,32 +86,9 @@ def _claim(
     wire: dict[str, Any],
     item_id: str | None = None,
 ) -> int | None:
-    """Insert the delivery row; its id, or None if this message already reached this recipient.
-
-    One `INSERT ... ON CONFLICT DO NOTHING RETURNING` (PostgreSQL and SQLite >= 3.35): the
-    unique (message id, recipient) constraint is the arbiter, without a savepoint round trip.
-    The inbox item it points to is inserted right after, in the same transaction (Django's
-    foreign keys are checked at commit).
-    """
-    table = MeshDelivery._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f'INSERT INTO "{table}" '
-            "(message_id, recipient, sender, kind, body, inbox_item_id, delivered_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (message_id, recipient) DO NOTHING RETURNING id",
-            [
-                message.id,
-                recipient,
-                message.from_,
-                message.kind,
-                json.dumps(wire),
-                item_id,
-                timezone.now(),
-            ],
-        )
-        row = cursor.fetchone()
-    return row[0] if row else None
+    """Insert the delivery row; its id, or None if this message already reached this recipient
+    (the unique (message id, recipient) constraint is the arbiter; see `_claim_many`)."""
+    return _claim_many([(message, recipient, wire, item_id)]).get((message.id, recipient))
 
 
 def inbox_session_of(agent_id: str) -> str:
@@ -134,11 +111,103 @@ def _announce(delivery_id: int, recipient: str, wire: dict[str, Any]) -> None:
     )
 
 
-def _record_sender(message: IncomingMeshMessage) -> None:
-    MeshSentMessage.objects.bulk_create(
-        [MeshSentMessage(message_id=message.id, sender=message.from_, kind=message.kind)],
-        ignore_conflicts=True,
-    )
+def _claim_many(
+    deliveries: list[tuple[IncomingMeshMessage, str, dict[str, Any], str | None]],
+) -> dict[tuple[str, str], int]:
+    """Insert delivery rows for many (message, recipient, wire, item id) at once; the
+    (message id, recipient) pairs that were new, with their delivery ids.
+
+    One multi-row `INSERT ... ON CONFLICT DO NOTHING RETURNING` (PostgreSQL and SQLite >=
+    3.35): the unique (message id, recipient) constraint decides, without a savepoint or a
+    read first; a pair twice in one batch is inserted once. The inbox items the rows point
+    to are inserted right after, in the same transaction (foreign keys are checked at
+    commit)."""
+    if not deliveries:
+        return {}
+    table = MeshDelivery._meta.db_table
+    now = timezone.now()
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(deliveries))
+    params: list[Any] = []
+    for message, recipient, wire, item_id in deliveries:
+        params += [
+            message.id,
+            recipient,
+            message.from_,
+            message.kind,
+            json.dumps(wire),
+            item_id,
+            now,
+        ]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'INSERT INTO "{table}" '
+            "(message_id, recipient, sender, kind, body, inbox_item_id, delivered_at) "
+            f"VALUES {values} ON CONFLICT (message_id, recipient) DO NOTHING "
+            "RETURNING message_id, recipient, id",
+            params,
+        )
+        return {(message_id, recipient): pk for message_id, recipient, pk in cursor.fetchall()}
+
+
+def mesh_messages_deliver(
+    *, sends: list[tuple[IncomingMeshMessage, dict[str, Any], list[str]]]
+) -> list[int]:
+    """Deliver direct messages and broadcasts, each `(message, wire, recipients)`, in the
+    caller's transaction with a fixed number of statements for the whole batch: the sender
+    table, one registry read, one delivery insert (the unique (message id, recipient)
+    constraint decides what is new), per recipient session one item insert with its
+    `inbox.changed` events, per recipient one batch of `mesh.delivered` events. Returns, per
+    send, how many recipients got it now (the others had it already)."""
+    with transaction.atomic(savepoint=False):
+        MeshSentMessage.objects.bulk_create(
+            [
+                MeshSentMessage(message_id=message.id, sender=message.from_, kind=message.kind)
+                for message, _, _ in sends
+            ],
+            ignore_conflicts=True,
+        )
+        agents = {message.from_ for message, _, _ in sends}
+        for _, _, recipients in sends:
+            agents.update(recipients)
+        # One read of the registry for the senders' names and every recipient's inbox.
+        registry = {
+            agent_id: (name, inbox_session)
+            for agent_id, name, inbox_session in MeshAgent.objects.filter(
+                agent_id__in=agents
+            ).values_list("agent_id", "name", "inbox_session")
+        }
+        planned = []
+        for index, (message, wire, recipients) in enumerate(sends):
+            peer_name = registry.get(message.from_, (message.from_, ""))[0]
+            for recipient in recipients:
+                planned.append((index, message, wire, recipient, inbound_item(message, peer_name)))
+        claimed = _claim_many(
+            [(message, recipient, wire, item.id) for _, message, wire, recipient, item in planned]
+        )
+        delivered = [0] * len(sends)
+        by_session: dict[str, list[CoreInboxItem]] = {}
+        by_recipient: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        replies = []
+        for index, message, wire, recipient, item in planned:
+            delivery_id = claimed.pop((message.id, recipient), None)
+            if delivery_id is None:
+                continue  # delivered before (a retried send), or twice in this batch
+            session = registry.get(recipient, ("", ""))[1] or mesh_session_id(recipient)
+            by_session.setdefault(session, []).append(item)
+            by_recipient.setdefault(recipient, []).append(
+                ("mesh.delivered", {"delivery": delivery_id, "message": wire})
+            )
+            if message.kind == "direct" and message.in_reply_to:
+                replies.append((recipient, message.in_reply_to, message.content))
+            delivered[index] += 1
+        for session, items in by_session.items():
+            inbox_items_deliver(session_id=session, items=items)
+        for recipient, in_reply_to, content in replies:
+            # Reply implies ack, in the same transaction as the reply itself.
+            _resolve_wait(recipient, in_reply_to, content)
+        for recipient, events in by_recipient.items():
+            record_events(stream=mesh_stream(recipient), events=events)
+    return delivered
 
 
 def mesh_message_deliver(
@@ -146,31 +215,7 @@ def mesh_message_deliver(
 ) -> int:
     """Deliver a direct message or broadcast to `recipients`; returns how many got it now
     (the others had it already)."""
-    delivered = 0
-    # No savepoint of its own: callers' transactions roll it back whole on any error.
-    with transaction.atomic(savepoint=False):
-        _record_sender(message)
-        # One read of the registry for the sender's name and every recipient's inbox.
-        registry = {
-            agent_id: (name, inbox_session)
-            for agent_id, name, inbox_session in MeshAgent.objects.filter(
-                agent_id__in=[message.from_, *recipients]
-            ).values_list("agent_id", "name", "inbox_session")
-        }
-        peer_name = registry.get(message.from_, (message.from_, ""))[0]
-        for recipient in recipients:
-            item = inbound_item(message, peer_name)
-            delivery_id = _claim(message, recipient, wire, item.id)
-            if delivery_id is None:
-                continue
-            session = registry.get(recipient, ("", ""))[1] or mesh_session_id(recipient)
-            inbox_item_add(session_id=session, item=item, resolved_by="mesh")
-            if message.kind == "direct" and message.in_reply_to:
-                # Reply implies ack, in the same transaction as the reply itself.
-                _resolve_wait(recipient, message.in_reply_to, message.content)
-            _announce(delivery_id, recipient, wire)
-            delivered += 1
-    return delivered
+    return mesh_messages_deliver(sends=[(message, wire, recipients)])[0]
 
 
 def mesh_broadcast_send(
@@ -189,11 +234,40 @@ def mesh_broadcast_send(
 
 
 def mesh_direct_send(*, message: IncomingMeshMessage, wire: dict[str, Any]) -> int:
+    [outcome] = mesh_direct_send_many(sends=[(message, wire)])
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+def mesh_direct_send_many(
+    *, sends: list[tuple[IncomingMeshMessage, dict[str, Any]]]
+) -> list[int | Exception]:
+    """Several direct sends in one transaction (the database adapter's group commit): per
+    send, how many got it now (0 or 1), or the `MeshUnknownAgentError` it failed with."""
     with transaction.atomic():
-        if not message.to or not MeshAgent.objects.filter(agent_id=message.to).exists():
-            _record_sender(message)  # as glove-mesh does, even when the send then fails
-            raise MeshUnknownAgentError(message.to or "(missing `to` field)")
-        return mesh_message_deliver(message=message, wire=wire, recipients=[message.to])
+        wanted = {message.to for message, _ in sends if message.to}
+        known = set(
+            MeshAgent.objects.filter(agent_id__in=wanted).values_list("agent_id", flat=True)
+        )
+        unknown = [message for message, _ in sends if message.to not in known]
+        if unknown:
+            # As glove-mesh does, the sender is recorded even when the send then fails.
+            MeshSentMessage.objects.bulk_create(
+                [
+                    MeshSentMessage(message_id=message.id, sender=message.from_, kind=message.kind)
+                    for message in unknown
+                ],
+                ignore_conflicts=True,
+            )
+        good = [(message, wire, [message.to]) for message, wire in sends if message.to in known]
+        counts = iter(mesh_messages_deliver(sends=good) if good else [])
+        return [
+            next(counts)
+            if message.to in known
+            else MeshUnknownAgentError(message.to or "(missing `to` field)")
+            for message, _ in sends
+        ]
 
 
 def _resolve_wait(agent_id: str, message_id: str, response: str) -> bool | None:

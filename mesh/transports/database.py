@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -42,6 +43,77 @@ def mesh_store(agent_id: str, **options: Any) -> Any:
     return DjangoStore(services.mesh_session_id(agent_id), resolved_by="mesh", **options)
 
 
+class GroupCommit:
+    """Direct sends of one process that overlap share a transaction.
+
+    A send waits for the transaction that writes it to commit, as before; but while one
+    transaction is being written, the sends that arrive queue up and go together in the
+    next one (at most `max_batch`), so a process sending many messages at once (a worker
+    running many turns, an agent sending several messages) pays the fixed cost of a
+    delivery (its statements, its commit) once per batch instead of once per message. A
+    lone send goes at once, alone. If a batch fails, its sends are retried one by one, so a
+    bad send fails alone.
+    """
+
+    def __init__(self, *, max_batch: int = 200) -> None:
+        self.max_batch = max_batch
+        # Per event loop: a transport is shared by a process, which may run several loops.
+        self._queues: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
+        self._flushes: set[asyncio.Task[None]] = set()
+
+    async def send(self, message: IncomingMeshMessage, wire: dict[str, Any]) -> int:
+        loop = asyncio.get_running_loop()
+        queue = self._queues.get(loop)
+        future = loop.create_future()
+        if queue is not None:
+            queue.append((message, wire, future))  # a flush is under way: join the next batch
+            return await future
+        self._queues[loop] = queue = [(message, wire, future)]
+        flush = loop.create_task(self._flush(loop, queue))
+        self._flushes.add(flush)
+        flush.add_done_callback(self._flushes.discard)
+        return await future
+
+    async def _flush(self, loop: Any, queue: list[Any]) -> None:
+        batch: list[Any] = []
+        try:
+            while queue:
+                batch = queue[: self.max_batch]
+                del queue[: self.max_batch]
+                await self._write(batch)
+        except BaseException as error:
+            # Cancelled (the loop is closing): no sender may wait forever.
+            for _, _, future in [*batch, *queue]:
+                if future.done():
+                    continue
+                if isinstance(error, asyncio.CancelledError):
+                    future.cancel()
+                else:
+                    future.set_exception(error)
+            raise
+        finally:
+            self._queues.pop(loop, None)
+
+    async def _write(self, batch: list[Any]) -> None:
+        sends = [(message, wire) for message, wire, _ in batch]
+        try:
+            outcomes = await _run(services.mesh_direct_send_many)(sends=sends)
+        except Exception as error:
+            if len(batch) == 1:
+                outcomes = [error]
+            else:
+                for one in batch:
+                    await self._write([one])
+                return
+        for (_, _, future), outcome in zip(batch, outcomes, strict=True):
+            if future.done():
+                continue  # its sender stopped waiting (cancelled); it was written anyway
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+
 class DatabaseMeshAdapter:
     # The transport writes the recipient's inbox itself; mount_mesh only wakes the agent.
     delivers_to_inbox = True
@@ -53,8 +125,10 @@ class DatabaseMeshAdapter:
         guard: MeshGuard,
         poll_interval: float,
         inbox_session: str | None = None,
+        group_commit: GroupCommit | None = None,
     ) -> None:
         self.agent_id = agent_id
+        self.group_commit = group_commit or GroupCommit()
         # Where deliveries to this agent are written; a chat agent's inbox is its chat.
         self.inbox_session = inbox_session or services.mesh_session_id(agent_id)
         self.identifier = f"database-mesh-{agent_id}"
@@ -94,7 +168,7 @@ class DatabaseMeshAdapter:
         if message.to and not self.guard.may_message(self.agent_id, message.to):
             raise MeshAccessDeniedError(self.agent_id, message.to)
         incoming = IncomingMeshMessage.from_message(message, "direct")
-        await _run(services.mesh_direct_send)(message=incoming, wire=incoming.to_dict())
+        await self.group_commit.send(incoming, incoming.to_dict())
 
     async def broadcast(self, message: MeshMessage) -> None:
         message.from_ = self.agent_id
@@ -164,6 +238,7 @@ class DatabaseMeshTransport:
             raise ValueError("poll_interval must be a positive number of seconds")
         self.poll_interval = float(poll_interval)
         self.guard = MeshGuard(access=access)
+        self.group_commit = GroupCommit()
 
     def adapter(self, agent_id: str, *, inbox_session: str | None = None) -> DatabaseMeshAdapter:
         """`inbox_session`: the DjangoStore session that is this agent's inbox (default
@@ -173,6 +248,7 @@ class DatabaseMeshTransport:
             guard=self.guard,
             poll_interval=self.poll_interval,
             inbox_session=inbox_session,
+            group_commit=self.group_commit,
         )
 
     async def close(self) -> None:

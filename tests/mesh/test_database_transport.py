@@ -12,7 +12,7 @@ from mesh.core.peer import serve_mesh_peer
 from mesh.models import MeshDelivery
 from mesh.transports.database import DatabaseMeshTransport, mesh_store
 from tests.core.support import calls
-from tests.mesh.support import A, B, call_tool, eventually, items, make_agent
+from tests.mesh.support import A, B, C, call_tool, eventually, items, make_agent
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -68,11 +68,42 @@ async def test_the_inbox_item_delivery_row_and_live_event_commit_together(transp
     def broken_event(**kwargs):
         raise RuntimeError("event log unavailable")
 
-    monkeypatch.setattr("mesh.services.record_event", broken_event)
+    monkeypatch.setattr("mesh.services.record_events", broken_event)
     with pytest.raises(RuntimeError, match="event log unavailable"):
         await sender.send(MeshMessage(id=new_message_id("a"), from_="a", to="b", content="lost?"))
     assert [i.response for i in await items(mesh_store("b"))] == ["fine"]
     assert await MeshDelivery.objects.acount() == 1
+
+
+async def test_sends_made_at_once_share_transactions_and_each_is_delivered_once(transport):
+    import asyncio
+
+    from mesh.core import MeshUnknownAgentError
+
+    await transport.adapter("b").register(B)
+    await transport.adapter("c").register(C)
+    senders = [transport.adapter(f"a{index}") for index in range(20)]
+    retried = new_message_id("a0")
+    sends = [
+        MeshMessage(id=new_message_id(f"a{index}"), from_="", to="b", content=f"m{index}")
+        for index in range(20)
+    ]
+    sends.append(MeshMessage(id=retried, from_="", to="c", content="once"))
+    sends.append(MeshMessage(id=retried, from_="", to="c", content="once"))  # same batch
+    nobody = MeshMessage(id=new_message_id("a1"), from_="", to="nobody", content="lost")
+    outcomes = await asyncio.gather(
+        *[senders[index % 20].send(message) for index, message in enumerate(sends)],
+        senders[1].send(nobody),
+        return_exceptions=True,
+    )
+    assert outcomes[:-1] == [None] * len(sends)
+    assert isinstance(outcomes[-1], MeshUnknownAgentError)  # fails alone
+    assert sorted(i.response for i in await items(mesh_store("b"))) == sorted(
+        f"m{index}" for index in range(20)
+    )
+    assert [i.response for i in await items(mesh_store("c"))] == ["once"]
+    assert await MeshDelivery.objects.acount() == 21
+    assert await LiveEvent.objects.filter(stream="mesh:b", type="mesh.delivered").acount() == 20
 
 
 async def test_an_agent_must_use_its_mesh_inbox_as_its_store(transport):
