@@ -154,7 +154,7 @@ class _ForgingNetwork:
         from mesh.core.types import IncomingMeshMessage
 
         wire = self._guard.sign(IncomingMeshMessage.from_message(message, "direct").to_dict())
-        await self._network._fan_out(message.to, wire)
+        await self._network._fan_out_wire(message.to, wire)
 
 
 def _unsigned(honest, agent_id):
@@ -170,7 +170,7 @@ def _unsigned(honest, agent_id):
         async def deliver_direct(self, message):
             from mesh.core.types import IncomingMeshMessage
 
-            await self._network._fan_out(
+            await self._network._fan_out_wire(
                 message.to, IncomingMeshMessage.from_message(message, "direct").to_dict()
             )
 
