@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
+from inbox.access import may_resolve
 from inbox.services import resolve_inbox_item
 from inbox.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookSignatureAuthentication
 
@@ -31,7 +32,7 @@ class IsStaffOrSignedWebhook(BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
         if request.auth == "webhook":
             return True
-        return bool(request.user and request.user.is_authenticated and request.user.is_staff)
+        return may_resolve(request.user)
 
 
 ErrorBody = inline_serializer("InboxResolveError", {"error": serializers.CharField()})

@@ -38,6 +38,7 @@ from gloveapp.api.fields import (
 from gloveapp.core.store import DuplicateInboxItem, InboxItemNotFound, InboxTransitionError
 from inbox import selectors
 from inbox import services as inbox_services
+from inbox.access import may_resolve
 from inbox.services import RESOLUTION_ELSEWHERE, InboxUpdateRefused
 
 NOT_FOUND = {404: ErrorSerializer}
@@ -51,10 +52,6 @@ class Forbidden(APIException):
 
     def __init__(self, message: str, **extra: Any) -> None:
         super().__init__({"error": message, "code": "inbox_resolution_forbidden", **extra})
-
-
-def _is_staff(request: Request) -> bool:
-    return bool(getattr(request.user, "is_staff", False))
 
 
 def _check_owner_may_add(data: dict[str, Any]) -> None:
@@ -108,7 +105,7 @@ class InboxApi(ApiView):
         owned_session_exists(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        if not _is_staff(request):
+        if not may_resolve(request.user):
             _check_owner_may_add(serializer.validated_data["item"])
         try:
             with refused_input_as_400():
@@ -152,7 +149,7 @@ class InboxUpdateApi(ApiView):
                     # A resolution through the REST store is the caller's, not an agent's.
                     resolved_by="api",
                     user=request.user,
-                    may_resolve=_is_staff(request),
+                    may_resolve=may_resolve(request.user),
                 )
         except InboxUpdateRefused as exc:
             raise Forbidden(str(exc), item_id=item_id) from None

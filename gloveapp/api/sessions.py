@@ -9,8 +9,7 @@ from rest_framework.response import Response
 
 from gloveapp.api.access import ApiView, Conflict, owned_session, refused_input_as_400
 from gloveapp.api.fields import ErrorSerializer, OkSerializer
-from gloveapp.conversations import services
-from gloveapp.conversations.models import Session
+from gloveapp.conversations import selectors, services
 from gloveapp.core.input_rules import SESSION_ID_RE
 
 
@@ -44,7 +43,7 @@ class SessionListApi(ApiView):
         operation_id="sessions_list", responses={200: SessionOutputSerializer(many=True)}
     )
     def get(self, request: Request) -> Response:
-        sessions = Session.objects.filter(owner=request.user).order_by("-created_at", "-pk")
+        sessions = selectors.sessions_owned_by(request.user)
         return Response(SessionOutputSerializer(sessions, many=True).data)
 
     @extend_schema(

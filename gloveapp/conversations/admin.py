@@ -1,15 +1,19 @@
-"""Conversations in the Django admin, read-only: history is written by agents, not by hand."""
+"""Conversations in the Django admin, read-only: history is written by agents, not by hand.
+
+A session's page shows its conversation as a transcript (`transcript.py`, drawn by
+templates/admin/conversations/session/change_form.html), each message's JSON folded away.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
-from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 from gloveapp.conversations import services
-from gloveapp.conversations.models import Message, Session, Task
+from gloveapp.conversations.models import Session, Task
+from gloveapp.conversations.transcript import session_transcript
 
 # A session page shows the newest messages only; a long history would make it unusable.
 MESSAGES_SHOWN = 200
@@ -28,32 +32,6 @@ class ReadOnlyInline(admin.TabularInline):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-
-class RecentMessagesFormSet(BaseInlineFormSet):
-    def get_queryset(self) -> Any:
-        rows = super().get_queryset()
-        last = rows.order_by("-seq").values_list("seq", flat=True).first()
-        if last is None:
-            return rows
-        return rows.filter(seq__gt=last - MESSAGES_SHOWN).order_by("seq")
-
-
-class MessageInline(ReadOnlyInline):
-    model = Message
-    formset = RecentMessagesFormSet
-    fields = readonly_fields = (
-        "seq",
-        "sender",
-        "text",
-        "is_compaction",
-        "is_skill_injection",
-        "framework_context",
-        "tool_calls",
-        "tool_results",
-        "created_at",
-    )
-    verbose_name_plural = f"messages (the newest {MESSAGES_SHOWN})"
 
 
 class TaskInline(ReadOnlyInline):
@@ -78,11 +56,32 @@ class SessionAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
     )
-    fields = ("id", "title", *readonly_fields[1:])
-    inlines = [TaskInline, MessageInline]
+    # Several to a line: the page is for the conversation below them.
+    fields = (
+        ("id", "owner", "agent_name"),
+        "title",
+        ("token_count", "turn_count", "tokens_in_total", "tokens_out_total"),
+        ("created_at", "updated_at"),
+    )
+    inlines = [TaskInline]
+    # The transcript is long and the title the only field to edit: Save at the top too.
+    save_on_top = True
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Session | None = None,
+    ) -> Any:
+        if obj is not None:
+            context["transcript"] = session_transcript(obj, newest=MESSAGES_SHOWN)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     # Through the services, so live pages hear of the change like any other.
     def save_model(self, request: HttpRequest, obj: Session, form: Any, change: bool) -> None:

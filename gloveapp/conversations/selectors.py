@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from django.db import connection
-from django.db.models import JSONField
+from django.db.models import JSONField, QuerySet
 
 from gloveapp.conversations import serialization
 from gloveapp.conversations.models import Message, Permission, Session, Task
@@ -102,6 +102,11 @@ _MARKER_SQL = f"""
       FROM {_SESSION_TABLE} s
      WHERE s.id = %s AND s.owner_id = %s
 """
+
+
+def sessions_owned_by(owner: Any) -> QuerySet[Session]:
+    """The sessions `owner` owns, newest first: the API's list and the pages' chat list."""
+    return Session.objects.filter(owner=owner).order_by("-created_at", "-pk")
 
 
 def read_counter(session_id: str, field: str) -> int:

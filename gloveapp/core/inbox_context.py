@@ -8,6 +8,7 @@ Both carry `framework_context: "inbox"`, as glove-core 4.1.0 marks them.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gloveapp.core.store import InboxTransitionError, StoreError, supports_inbox
@@ -29,6 +30,30 @@ def resolved_banner_text(items: list[InboxItem]) -> str:
         for item in items
     ]
     return "\n".join(lines)
+
+
+# One item of `resolved_banner_text`, up to the next item.
+_BANNER_ITEM = re.compile(
+    r'^- \[(?P<tag>[^\]\n]*)\] Request: ".*?" -> Response: "(?P<response>.*)" '
+    r"\(resolved [^)\n]*\)$",
+    re.M | re.S,
+)
+
+
+def resolved_banner_answers(text: str) -> list[tuple[str, str]]:
+    """("Restock watch", "Back in stock") for each item of a `resolved_banner_text`, or []
+    when the text is not one: what pages show a person instead of the banner's raw text."""
+    if not text.startswith("[Inbox:") or "resolved]" not in text.split("\n", 1)[0]:
+        return []
+    items = re.split(r"\n(?=- \[)", text.split("\n", 1)[1] if "\n" in text else "")
+    answers = []
+    for item in items:
+        match = _BANNER_ITEM.match(item)
+        if match is None:
+            return []
+        label = match["tag"].replace("_", " ").strip().capitalize() or "Inbox item"
+        answers.append((label, match["response"]))
+    return answers
 
 
 def blocking_reminder_text(items: list[InboxItem]) -> str:

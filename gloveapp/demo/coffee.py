@@ -45,7 +45,9 @@ browse the coffees, check stock, fill their cart and check out.
 
 For example, when a coffee is out of stock, offer to watch for it; if the customer agrees,
 call glove_post_to_inbox with tag "restock_watch" and a request such as
-"Notify when Yirgacheffe is back in stock".
+"Notify when Yirgacheffe is back in stock". Check the stock first: never watch for a coffee
+that is in stock. When a watch is answered, check the stock again before offering a bag; if the
+shelf is still empty, say so and offer to keep watching.
 
 Keep answers short and warm. Prices are in US dollars.
 """

@@ -20,13 +20,22 @@ from typing import Any
 from gloveapp.core.abort import AbortSignal
 from gloveapp.core.providers.base import Notify, ToolSpec
 from gloveapp.core.types import Message, ModelResult, ToolCall, ToolResult
-from gloveapp.demo.catalogue import RESTOCK_TAG, CatalogueEntry, find_entry
+from gloveapp.demo.catalogue import CatalogueEntry, find_entry
 from gloveapp.demo.demo_mesh import (
     answer_mesh_question,
     ask_roastery,
     describe_sent,
     reply_with_stock,
     without_echoes,
+)
+from gloveapp.demo.demo_restock import (
+    ADD_OFFER,
+    WATCH_OFFER,
+    WATCH_OFFERS,
+    check_answered_watches,
+    check_before_watching,
+    follow_stock_check,
+    money,
 )
 
 DISCLOSURE = (
@@ -38,8 +47,6 @@ CAPABILITIES = (
     'cart ("add 2 Kenya AA"), show your cart, watch for a restock, and check out '
     '("checkout", or "checkout, pay at pickup").'
 )
-WATCH_OFFER = "Shall I watch for {name} and tell you when it is back in stock?"
-ADD_OFFER = "Shall I add a bag of {name} to your cart?"
 
 _BANNER_LINE = re.compile(
     r'^- \[(?P<tag>[^\]]+)\] Request: "(?P<request>.*)" -> Response: "(?P<response>.*)" '
@@ -58,10 +65,6 @@ _MENU = re.compile(
 )
 
 Intent = tuple[str, dict[str, Any], str]  # (tool name, input, text shown with the call)
-
-
-def money(cents: int) -> str:
-    return f"${cents / 100:.2f}"
 
 
 class DemoModel:
@@ -117,12 +120,16 @@ class DemoModel:
             return _say(CAPABILITIES)
         last = context[-1]
         if last.sender == "user" and last.tool_results:
-            follow_up = reply_with_stock(last.tool_results, context, tools)
+            follow_up = reply_with_stock(last.tool_results, context, tools) or (
+                follow_stock_check(last.tool_results, context, tools, self._find)
+            )
             return follow_up or _say(self._describe_results(last.tool_results, context))
         ask = _current_ask(context)
         news = [line for message in ask for line in _resolved_lines(message)]
         if news:
-            answer = answer_mesh_question(news, tools, self._find)
+            answer = answer_mesh_question(news, tools, self._find) or (
+                check_answered_watches(news, tools, self._find)
+            )
             return answer or _say(self._relay(without_echoes(news)))
         text = last.text.strip()
         asked = ask_roastery(text, tools, self._find)
@@ -147,19 +154,13 @@ class DemoModel:
         if _CHECKOUT.search(text):
             payment = "pickup" if _PICKUP.search(text) else "saved_card"
             return ("checkout", {"payment": payment}, "Let me get your order ready.")
-        if _WATCH.search(text) or (_YES.search(text) and "Shall I watch" in previous):
+        watch_offered = any(words in offer for words in WATCH_OFFERS)
+        if _WATCH.search(text) or (_YES.search(text) and watch_offered):
             watched = product or offered
             if watched is None:
                 return "Which coffee should I watch for?"
-            return (
-                "glove_post_to_inbox",
-                {
-                    "tag": RESTOCK_TAG,
-                    "request": f"Notify when {_short(watched)} is back in stock",
-                    "blocking": False,
-                },
-                f"I'll set up a restock watch for {watched.name}.",
-            )
+            # Never a watch for a coffee on the shelf: the stock result decides (demo_restock).
+            return check_before_watching(watched)
         if _YES.search(text) and "Shall I add" in previous and offered is not None:
             return (
                 "add_to_cart",
@@ -184,13 +185,8 @@ class DemoModel:
         return "Hello! " + CAPABILITIES
 
     def _relay(self, news: list[dict[str, str]]) -> str:
-        lines = []
-        for item in news:
-            lines.append(f"Good news from the inbox: {item['response']}")
-            product = self._find(item["request"]) or self._find(item["response"])
-            if item["tag"] == RESTOCK_TAG and product is not None:
-                lines.append(ADD_OFFER.format(name=product.name))
-        return "\n".join(lines)
+        # No offer of a bag here: only a stock result may promise one (demo_restock).
+        return "\n".join(f"From the inbox: {item['response']}" for item in news)
 
     # -- describing tool results ------------------------------------------------------------
     def _describe_results(self, results: list[ToolResult], context: list[Message]) -> str:
@@ -307,11 +303,6 @@ def _say(text: str) -> Message:
 
 def _call_id() -> str:
     return f"toolu_demo_{uuid.uuid4().hex[:16]}"
-
-
-def _short(entry: CatalogueEntry) -> str:
-    # "Notify when Yirgacheffe is back in stock", the seed's wording.
-    return entry.aliases[0].capitalize() if entry.sku == "yirgacheffe" else entry.name
 
 
 def _has_spoken(messages: list[Message]) -> bool:

@@ -9,7 +9,6 @@ reloaded later shows a past result exactly as it first appeared.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,9 +16,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Count, Q
 
 from gloveapp.agents.config import get_agent_spec
+from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations.access import may_speak
 from gloveapp.conversations.models import PERSON_MESSAGE, Message, Session, Task
 from gloveapp.core.executor import permission_denied_message
+from gloveapp.core.inbox_context import resolved_banner_answers
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
 from inbox.models import InboxItem
@@ -74,38 +75,14 @@ class Entry:
     answers: list[tuple[str, str]] = field(default_factory=list)
 
 
-# One item of `gloveapp.core.inbox_context.resolved_banner_text`, up to the next item.
-_BANNER_ITEM = re.compile(
-    r'^- \[(?P<tag>[^\]\n]*)\] Request: ".*?" -> Response: "(?P<response>.*)" '
-    r"\(resolved [^)\n]*\)$",
-    re.M | re.S,
-)
-
-
-def inbox_banner_answers(text: str) -> list[tuple[str, str]]:
-    """("Restock watch", "Back in stock") for each item of a resolved-items banner, or []
-    when the text is not one (then the page shows it as it is)."""
-    if not text.startswith("[Inbox:") or "resolved]" not in text.split("\n", 1)[0]:
-        return []
-    items = re.split(r"\n(?=- \[)", text.split("\n", 1)[1] if "\n" in text else "")
-    answers = []
-    for item in items:
-        match = _BANNER_ITEM.match(item)
-        if match is None:
-            return []
-        label = match["tag"].replace("_", " ").strip().capitalize() or "Inbox item"
-        answers.append((label, match["response"]))
-    return answers
-
-
 def sessions_for(user: Any) -> list[Session]:
     """The user's chats, each with `person_turns`: the messages they sent (the runtime's
     `turn_count` counts model calls, two or more per answer that used a tool)."""
     sent = Q(messages__in=Message.objects.filter(PERSON_MESSAGE))
     return list(
-        Session.objects.filter(owner=user)
-        .annotate(person_turns=Count("messages", filter=sent))
-        .order_by("-created_at", "-pk")
+        conversation_selectors.sessions_owned_by(user).annotate(
+            person_turns=Count("messages", filter=sent)
+        )
     )
 
 
@@ -143,7 +120,7 @@ def timeline(session: Session, messages: list[Message]) -> list[Entry]:
                     seq=message.seq,
                     text=message.text,
                     framework_context=message.framework_context or "skill",
-                    answers=inbox_banner_answers(message.text)
+                    answers=resolved_banner_answers(message.text)
                     if message.framework_context == "inbox"
                     else [],
                 )

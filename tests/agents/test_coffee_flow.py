@@ -8,6 +8,7 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from gloveapp.conversations.models import Message
+from gloveapp.demo import shop
 from gloveapp.demo.models import CartLine, Coffee, Order
 from gloveapp.turns import runner
 from inbox.models import InboxItem
@@ -15,6 +16,17 @@ from inbox.services import resolve_inbox_item
 from tests.agents.conftest import inbox_items, last_reply, next_slot, say, user_texts
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+async def news(session_id: str) -> list[str]:
+    """What the agent said after the newest inbox banner."""
+    rows = await sync_to_async(list)(
+        Message.objects.filter(session_id=session_id)
+        .order_by("seq")
+        .values_list("sender", "framework_context", "text")
+    )
+    banner = max(i for i, row in enumerate(rows) if row[1] == "inbox")
+    return [text for sender, _, text in rows[banner:] if sender == "agent" and text]
 
 
 async def watch_yirgacheffe(session_id: str) -> InboxItem:
@@ -68,17 +80,65 @@ async def test_it_gives_watches_a_deadline_when_an_inbox_ttl_is_set(session_id, 
 
 async def test_it_relays_the_resolution_on_the_next_message(session_id, staff):
     item = await watch_yirgacheffe(session_id)
+    # Staff put bags on the shelf and answer the watch by hand.
+    await Coffee.objects.filter(pk="yirgacheffe").aupdate(stock=12)
     await sync_to_async(resolve_inbox_item)(
         item.pk, "Yirgacheffe is back in stock (12 bags).", resolved_by="user", user=staff
     )
 
     await say(session_id, "anything new?")
 
+    assert any("Yirgacheffe is back in stock (12 bags)." in text for text in await news(session_id))
     reply = await last_reply(session_id)
-    assert "Good news from the inbox: Yirgacheffe is back in stock (12 bags)." in reply
+    assert "Ethiopia Yirgacheffe is back in stock: 12 bags" in reply
     assert "Shall I add a bag of Ethiopia Yirgacheffe" in reply
     await sync_to_async(item.refresh_from_db)()
     assert item.status == InboxItem.Status.CONSUMED
+
+
+async def test_it_promises_no_bag_when_a_watch_is_answered_but_the_shelf_is_empty(
+    session_id, staff
+):
+    # Outside testing found staff answering the watch in the admin without restocking: the
+    # agent offered a bag ("good news, shall I add a bag?") and then said "out of stock".
+    item = await watch_yirgacheffe(session_id)
+    await sync_to_async(resolve_inbox_item)(
+        item.pk, "Yirgacheffe is back in stock (12 bags).", resolved_by="user", user=staff
+    )
+
+    await say(session_id, "anything new?")
+
+    said = await news(session_id)
+    assert not any("Shall I add" in text or "Good news" in text for text in said)
+    reply = await last_reply(session_id)
+    assert "the roastery answered" in reply.lower()
+    assert "Ethiopia Yirgacheffe is not in stock yet" in reply
+    assert "Shall I keep watching for Ethiopia Yirgacheffe" in reply
+    await say(session_id, "yes")
+    watches = await inbox_items(session_id)
+    assert [w.status for w in watches] == [InboxItem.Status.CONSUMED, InboxItem.Status.PENDING]
+    assert watches[1].request == "Notify when Yirgacheffe is back in stock"
+
+
+async def test_it_never_sets_a_watch_for_a_coffee_in_stock(session_id):
+    await say(session_id, "notify me when Kenya AA is back in stock")
+
+    assert await inbox_items(session_id) == []
+    reply = await last_reply(session_id)
+    assert "Kenya AA is in stock" in reply
+    assert "Shall I add a bag of Kenya AA" in reply
+
+
+async def test_it_checks_the_shelf_again_before_setting_the_watch_it_offered(session_id):
+    await say(session_id, "Do you have Yirgacheffe?")
+    assert "Shall I watch" in await last_reply(session_id)
+    # Bags arrive while the customer reads the offer.
+    await sync_to_async(shop.coffee_stock_set)(sku="yirgacheffe", stock=5)
+
+    await say(session_id, "yes please")
+
+    assert await inbox_items(session_id) == []
+    assert "Ethiopia Yirgacheffe is in stock" in await last_reply(session_id)
 
 
 async def test_it_relays_the_news_only_once(session_id, staff):

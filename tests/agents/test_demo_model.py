@@ -62,14 +62,11 @@ async def test_it_introduces_itself_honestly_once():
         ("what's in my cart", "view_cart", {}),
         ("checkout", "checkout", {"payment": "saved_card"}),
         ("check out, I'll pay at pickup", "checkout", {"payment": "pickup"}),
+        # A watch starts with a look at the shelf: never a watch for a coffee in stock.
         (
             "notify me when the Yirgacheffe is back",
-            "glove_post_to_inbox",
-            {
-                "tag": "restock_watch",
-                "request": "Notify when Yirgacheffe is back in stock",
-                "blocking": False,
-            },
+            "check_stock",
+            {"coffee": "Ethiopia Yirgacheffe"},
         ),
     ],
 )
@@ -91,23 +88,91 @@ async def test_it_takes_yes_as_agreeing_to_its_last_offer():
     message = await reply_to([user("kenya?"), offer, user("yes")])
 
     [call] = message.tool_calls
-    assert call.tool_name == "glove_post_to_inbox"
-    assert call.input_args["request"] == "Notify when Kenya AA is back in stock"
+    assert (call.tool_name, call.input_args) == ("check_stock", {"coffee": "Kenya AA"})
 
 
-async def test_it_relays_a_resolved_inbox_item():
-    banner = Message(
-        sender="user",
-        framework_context="inbox",
-        text='[Inbox: 1 item(s) resolved]\n- [restock_watch] Request: "Notify when Yirgacheffe '
-        'is back in stock" -> Response: "Back in stock (12 bags)." (resolved 2030-01-01T10:00:00.000Z)',
+def stock_result(call_id: str, *, bags: int) -> Message:
+    data = {"name": "Ethiopia Yirgacheffe", "in_stock": bags > 0, "bags": bags, "price_cents": 1900}
+    result = ToolResult(
+        tool_name="check_stock", call_id=call_id, result=ToolResultData.success(data)
     )
+    return Message(sender="user", text="tool results", tool_results=[result])
 
-    message = await reply_to([user("hi"), GREETED, banner, user("hello")])
+
+async def asked_to_watch() -> list[Message]:
+    messages = [user("hi"), GREETED, user("tell me when Yirgacheffe is back")]
+    check = await reply_to(messages)
+    return [*messages, check, stock_result(check.tool_calls[0].id, bags=0)]
+
+
+async def test_it_sets_the_watch_once_the_shelf_says_out_of_stock():
+    message = await reply_to(await asked_to_watch())
+
+    [call] = message.tool_calls
+    assert call.tool_name == "glove_post_to_inbox"
+    assert call.input_args == {
+        "tag": "restock_watch",
+        "request": "Notify when Yirgacheffe is back in stock",
+        "blocking": False,
+    }
+
+
+async def test_it_sets_no_watch_when_the_shelf_has_the_coffee():
+    messages = await asked_to_watch()
+    messages[-1] = stock_result(messages[-2].tool_calls[0].id, bags=3)
+
+    message = await reply_to(messages)
 
     assert message.tool_calls is None
-    assert "Good news from the inbox: Back in stock (12 bags)." in message.text
+    assert "Ethiopia Yirgacheffe is in stock (3 bags at $19.00)" in message.text
     assert "Shall I add a bag of Ethiopia Yirgacheffe" in message.text
+
+
+BANNER = Message(
+    sender="user",
+    framework_context="inbox",
+    text='[Inbox: 1 item(s) resolved]\n- [restock_watch] Request: "Notify when Yirgacheffe '
+    'is back in stock" -> Response: "Back in stock (12 bags)." (resolved 2030-01-01T10:00:00.000Z)',
+)
+
+
+async def test_it_relays_a_resolved_watch_and_checks_the_shelf():
+    message = await reply_to([user("hi"), GREETED, BANNER, user("hello")])
+
+    assert 'was answered: "Back in stock (12 bags)."' in message.text
+    assert "Shall I add" not in message.text
+    [call] = message.tool_calls
+    assert (call.tool_name, call.input_args) == ("check_stock", {"coffee": "Ethiopia Yirgacheffe"})
+
+
+@pytest.mark.parametrize(
+    ("bags", "said", "not_said"),
+    [
+        (12, "Shall I add a bag of Ethiopia Yirgacheffe", "not in stock yet"),
+        (0, "Shall I keep watching for Ethiopia Yirgacheffe", "Shall I add"),
+    ],
+)
+async def test_it_offers_a_bag_after_an_answered_watch_only_if_the_shelf_has_one(
+    bags, said, not_said
+):
+    messages = [user("hi"), GREETED, BANNER, user("hello")]
+    check = await reply_to(messages)
+
+    message = await reply_to([*messages, check, stock_result(check.tool_calls[0].id, bags=bags)])
+
+    assert message.tool_calls is None
+    assert said in message.text
+    assert not_said not in message.text
+
+
+async def test_it_promises_no_bag_from_news_it_cannot_check():
+    tools = [tool for tool in COFFEE_TOOLS if tool.name != "check_stock"]
+
+    message = await reply_to([user("hi"), GREETED, BANNER, user("hello")], tools=tools)
+
+    assert message.tool_calls is None
+    assert "From the inbox: Back in stock (12 bags)." in message.text
+    assert "Shall I add" not in message.text
 
 
 async def test_it_reads_past_the_blocking_reminder_at_the_end():

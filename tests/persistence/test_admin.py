@@ -42,13 +42,15 @@ def staff_with(*codenames: str) -> Client:
     return client
 
 
-def test_it_keeps_customers_and_strangers_out():
+@pytest.mark.parametrize("page", [CHANGELIST, "/admin/conversations/session/s1/change/"])
+def test_it_keeps_customers_and_strangers_out(page):
+    session_create(session_id="s1", title="Do you have Yirgacheffe?")
     customer = get_user_model().objects.create_user("customer")
     signed_in = Client()
     signed_in.force_login(customer)
 
     for client in (Client(), signed_in):
-        answer = client.get(CHANGELIST)
+        answer = client.get(page)
         assert answer.status_code == 302
         assert "/admin/login/" in answer["Location"]
 
