@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from gloveapp.core.input_rules import unstorable_text_problem
+
 MAX_PATH_CHARS = 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
@@ -39,6 +41,11 @@ def check_relative(rel: object) -> str:
         raise PathRefused("must be a non-empty string")
     if len(rel) > MAX_PATH_CHARS:
         raise PathRefused(f"must be at most {MAX_PATH_CHARS} characters")
+    # A file name that is not UTF-8 arrives as lone surrogates (surrogateescape): the OS
+    # would open it, but no page, database or MCP answer can carry it. Not echoed either.
+    problem = unstorable_text_problem(rel)
+    if problem:
+        raise PathRefused(f"must not contain {problem} (file names must be UTF-8)")
     if _CONTROL.search(rel):
         raise PathRefused("must not contain NUL or control characters")
     if rel.startswith(("/", "\\", "~")) or _WINDOWS_DRIVE.match(rel):

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from gloveapp.core.input_rules import unstorable_text_problem
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import workspace_stream
 from inbox.workspaces import paths
@@ -155,8 +156,8 @@ def clean_push(*, workspace: Workspace, docs: Any, comments: Any) -> tuple[list[
     if comments is not None:
         if len(comments) > MAX_COMMENTS_CHARS:
             raise EntryInvalid("comments", f"at most {MAX_COMMENTS_CHARS} characters")
-        if "\x00" in comments:
-            raise EntryInvalid("comments", "must not contain NUL characters")
+        if problem := unstorable_text_problem(comments):
+            raise EntryInvalid("comments", f"must not contain {problem}")
     if not docs and (comments is None or not comments.strip()):
         raise EntryInvalid("docs", AT_LEAST_ONE)
     cleaned: list[dict] = []
@@ -236,8 +237,10 @@ def notification_create(
 ) -> Notification:
     if not isinstance(text, str) or not text.strip():
         raise EntryInvalid("text", "must be a non-empty string")
-    if len(text) > MAX_NOTIFICATION_CHARS or "\x00" in text:
-        raise EntryInvalid("text", f"at most {MAX_NOTIFICATION_CHARS} characters, no NUL")
+    if len(text) > MAX_NOTIFICATION_CHARS or unstorable_text_problem(text):
+        raise EntryInvalid(
+            "text", f"at most {MAX_NOTIFICATION_CHARS} characters, no NUL or lone surrogates"
+        )
     if urgency not in Notification.Urgency.values:
         raise EntryInvalid("urgency", "must be 'info' or 'important'")
     with transaction.atomic():

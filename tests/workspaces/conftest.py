@@ -49,6 +49,9 @@ def fill_folder(root: Path, outside: Path) -> None:
     (outside / "secret.txt").write_text("top secret\n")
     os.symlink(outside / "secret.txt", root / "escape.txt")
     os.symlink(root / "notes.txt", root / "inside-link.txt")
+    # A Latin-1 file name: the OS opens it, but it is no UTF-8 text (arrives as "a\udc80.md").
+    with open(os.path.join(os.fsencode(root), b"a\x80.md"), "wb") as latin1_named:
+        latin1_named.write(b"# not UTF-8 named\n")
 
 
 @pytest.fixture(scope="module")

@@ -111,6 +111,45 @@ async def test_it_refuses_a_bad_push_naming_the_field_and_stores_nothing(live, a
     assert history(live, "ann").json()["entries"] == before
 
 
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        # A Latin-1 file name that exists in the workspace (the OS would open it).
+        ({"docs": [{"path": "a\udc80.md"}]}, "docs[0].path: must not contain lone surrogate"),
+        ({"docs": [{"path": "../\ud800"}]}, "docs[0].path: must not contain lone surrogate"),
+        ({"comments": "ready \ud800"}, "comments: must not contain lone surrogate"),
+    ],
+)
+def test_it_refuses_text_no_page_can_show_and_keeps_the_inbox_readable(live, arguments, message):
+    # The SDK's client cannot even encode a lone surrogate: send the JSON-RPC call as the
+    # escaped JSON text a careless client writes.
+    workspace = live["ann"]
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "inbox_push", "arguments": arguments},
+        }
+    )
+    response = httpx.post(
+        workspace.mcp_url,
+        content=body,
+        headers={
+            "Authorization": f"Bearer {workspace.token}",
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        },
+        timeout=30,
+    )
+
+    assert response.status_code == 200
+    result = response.json()["result"]
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith(message)
+    assert history(live, "ann").status_code == 200
+
+
 async def test_it_accepts_a_symlink_that_stays_inside_the_workspace(live):
     pushed = result_json(
         await call(live["ann"], "inbox_push", {"docs": [{"path": "inside-link.txt"}]})
