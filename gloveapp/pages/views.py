@@ -155,9 +155,12 @@ async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> Ht
     session = await sync_to_async(access.owned_session)(user, session_id)
     try:
         value = slot_value(request.POST.dict())
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # JSONDecodeError, or an integer of 4,300+ digits
         return HttpResponse("The answer is not valid JSON.", status=400, content_type="text/plain")
-    answered = await runner.answer_slot(session_id=session.pk, slot_id=slot_id, value=value)
+    try:
+        answered = await runner.answer_slot(session_id=session.pk, slot_id=slot_id, value=value)
+    except ValueError as refused:
+        return HttpResponse(str(refused), status=400, content_type="text/plain")
     if not answered:
         # Already answered (another tab, a double click) or gone with a finished turn.
         raise Http404("That prompt is no longer waiting for an answer.")

@@ -149,8 +149,13 @@ async def entry_reply(request: HttpRequest, entry_id: str) -> HttpResponse:
     session = await sync_to_async(services.workspace_reply_session)(workspace=entry.workspace)
     if text:
         try:
-            await runner.submit_message(session_id=session.pk, text=reply_text(entry, text))
-        except runner.QueueFull as exc:
+            await runner.submit_message(
+                session_id=session.pk,
+                text=reply_text(entry, text),
+                user_id=user.pk,
+                source="page",
+            )
+        except (runner.QueueFull, runner.TurnLimitReached) as exc:
             return HttpResponse(str(exc), status=429, content_type="text/plain")
     response = HttpResponseRedirect(reverse("chat", args=[session.pk]))
     response.status_code = 303

@@ -7,6 +7,7 @@ same session, so two workers (or two processes) racing for a session cannot both
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from gloveapp.conversations.models import Message
+from gloveapp.core import input_rules
 from gloveapp.core.display import PERMISSION_RENDERER
 from gloveapp.core.executor import PERMISSION_ONCE
 from gloveapp.live.eventlog import record_event
@@ -278,17 +280,25 @@ def slot_close(*, turn: Turn, slot_id: str, status: str) -> None:
             _event(turn, "slot.resolved", {"slot_id": slot_public_id(turn.pk, slot_id)})
 
 
+# A slot's public id: "t<turn pk>-<slot id>" (ASCII digits only: "²".isdigit() is true).
+_PUBLIC_SLOT_ID = re.compile(r"t([0-9]{1,18})-(.+)", re.DOTALL)
+_SLOT_ID_LENGTH = TurnSlot._meta.get_field("slot_id").max_length
+
+
 def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
     """Answer a waiting prompt from any process; the worker running its turn picks it up.
-    False when nothing waits on it (answered already, expired, unknown)."""
-    turn_part, _, slot_id = public_id.partition("-")
-    if not turn_part.startswith("t") or not turn_part[1:].isdigit() or not slot_id:
+    False when nothing waits on it (answered already, expired, unknown); ValueError when
+    the answer is no storable JSON (NaN, NUL, lone surrogates)."""
+    match = _PUBLIC_SLOT_ID.fullmatch(public_id)
+    if match is None or not input_rules.could_name_a_row(match[2], max_length=_SLOT_ID_LENGTH):
         return False
+    turn_pk, slot_id = int(match[1]), match[2]
+    input_rules.check_json(value, "answer")
     with transaction.atomic():
         row = (
             TurnSlot.objects.filter(
                 session_id=session_id,
-                turn_id=int(turn_part[1:]),
+                turn_id=turn_pk,
                 slot_id=slot_id,
                 status=TurnSlot.Status.OPEN,
                 waits_for_answer=True,

@@ -113,6 +113,21 @@ def test_a_reply_opens_the_workspaces_chat_session(workspace, ann):
     assert again["Location"] == response["Location"]  # one session per workspace
 
 
+def test_a_reply_past_the_turn_limit_is_a_429_and_counts_as_the_users_turn(
+    workspace, ann, settings
+):
+    settings.GLOVE_TURNS_PER_USER_PER_MINUTE = 2
+    entry = entry_push(workspace=workspace, comments="Which index?")
+    client = login(ann)
+
+    answers = [
+        client.post(f"/inbox/entries/{entry.pk}/reply", {"text": f"Use B-tree {n}"}).status_code
+        for n in range(4)
+    ]
+
+    assert answers == [303, 303, 429, 429]
+
+
 def _cookie(user) -> str:
     return f"sessionid={login(user).cookies['sessionid'].value}"
 
