@@ -9,12 +9,13 @@ back, and the unique (message id, recipient) constraint delivers a retried send 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
 
+from gloveapp.conversations.models import Session
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.live.eventlog import record_event, record_events
@@ -63,13 +64,72 @@ def agent_identity(agent: MeshAgent) -> AgentIdentity:
     )
 
 
-def mesh_agents_list() -> list[AgentIdentity]:
-    return [agent_identity(agent) for agent in MeshAgent.objects.all()]
+def mesh_agents_list(*, viewer: str | None = None) -> list[AgentIdentity]:
+    """Every registered agent, or, for `viewer`, those it may reach (`mesh_reachable`)."""
+    agents = list(MeshAgent.objects.all())
+    if viewer is not None:
+        visible = mesh_reachable(sender=viewer, candidates=[agent.agent_id for agent in agents])
+        agents = [agent for agent in agents if agent.agent_id in visible]
+    return [agent_identity(agent) for agent in agents]
 
 
-def mesh_agent_get(agent_id: str) -> AgentIdentity | None:
+def mesh_agent_get(agent_id: str, *, viewer: str | None = None) -> AgentIdentity | None:
+    if viewer is not None and agent_id not in mesh_reachable(sender=viewer, candidates=[agent_id]):
+        return None
     agent = MeshAgent.objects.filter(agent_id=agent_id).first()
     return agent_identity(agent) if agent is not None else None
+
+
+# -- who may reach whom -----------------------------------------------------------------------
+# A chat on the mesh (GLOVE_CHAT_MESH: an agent whose inbox is a conversation session) is a
+# peer of the server's own agents, never of other people's chats: its model reads what
+# arrives, so a message from another user's chat would be a prompt injection across users.
+# Every entry point of the database transport (list, get, send, broadcast, ack) asks
+# `mesh_reachable`; what it leaves out is answered as if it did not exist, so ids don't leak.
+
+
+def _chat_owners(agent_ids: Iterable[str]) -> dict[str, str]:
+    """The chats among `agent_ids`, each with its owner's key (a chat without an owner is
+    its own owner: it shares with no one)."""
+    sessions = dict(
+        MeshAgent.objects.filter(agent_id__in=set(agent_ids))
+        .exclude(inbox_session="")
+        .values_list("agent_id", "inbox_session")
+    )
+    if not sessions:
+        return {}
+    owners = dict(
+        Session.objects.filter(pk__in=set(sessions.values())).values_list("id", "owner_id")
+    )
+    return {
+        agent_id: f"user:{owners[session]}" if owners.get(session) else f"session:{session}"
+        for agent_id, session in sessions.items()
+    }
+
+
+def mesh_reachable(*, sender: str, candidates: Iterable[str], broadcast: bool = False) -> set[str]:
+    """The `candidates` that `sender` may see and message (the access rules come on top).
+
+    Agents that are not chats: everyone. A chat: the chats of the same owner; and, for a
+    server agent (not a chat), only a chat that wrote to it before (its replies and acks),
+    never by broadcast."""
+    candidates = set(candidates)
+    chats = _chat_owners(candidates | {sender})
+    own = chats.get(sender)
+    reachable = {
+        agent_id
+        for agent_id in candidates
+        if agent_id not in chats or (own is not None and chats[agent_id] == own)
+    }
+    if own is None and not broadcast:
+        asked = [agent_id for agent_id in candidates if agent_id not in reachable]
+        if asked:
+            reachable.update(
+                MeshDelivery.objects.filter(recipient=sender, sender__in=asked)
+                .values_list("sender", flat=True)
+                .distinct()
+            )
+    return reachable
 
 
 def _name_of(agent_id: str) -> str:
@@ -225,10 +285,12 @@ def mesh_broadcast_send(
     may_receive: Callable[[str], bool],
 ) -> int:
     with transaction.atomic():
+        registered = MeshAgent.objects.values_list("agent_id", flat=True)
+        reachable = mesh_reachable(sender=message.from_, candidates=registered, broadcast=True)
         recipients = [
             agent_id
-            for agent_id in MeshAgent.objects.values_list("agent_id", flat=True)
-            if agent_id != message.from_ and may_receive(agent_id)
+            for agent_id in registered
+            if agent_id != message.from_ and agent_id in reachable and may_receive(agent_id)
         ]
         return mesh_message_deliver(message=message, wire=wire, recipients=recipients)
 
@@ -244,13 +306,24 @@ def mesh_direct_send_many(
     *, sends: list[tuple[IncomingMeshMessage, dict[str, Any]]]
 ) -> list[int | Exception]:
     """Several direct sends in one transaction (the database adapter's group commit): per
-    send, how many got it now (0 or 1), or the `MeshUnknownAgentError` it failed with."""
+    send, how many got it now (0 or 1), or the `MeshUnknownAgentError` it failed with (also
+    for an agent the sender may not reach: see `mesh_reachable`)."""
     with transaction.atomic():
         wanted = {message.to for message, _ in sends if message.to}
-        known = set(
+        registered = set(
             MeshAgent.objects.filter(agent_id__in=wanted).values_list("agent_id", flat=True)
         )
-        unknown = [message for message, _ in sends if message.to not in known]
+        by_sender: dict[str, set[str]] = {}
+        for message, _ in sends:
+            if message.to in registered:
+                by_sender.setdefault(message.from_, set()).add(message.to)
+        reachable = {
+            (sender, recipient)
+            for sender, recipients in by_sender.items()
+            for recipient in mesh_reachable(sender=sender, candidates=recipients)
+        }
+        known = {(message.from_, message.to) for message, _ in sends} & reachable
+        unknown = [message for message, _ in sends if (message.from_, message.to) not in known]
         if unknown:
             # As glove-mesh does, the sender is recorded even when the send then fails.
             MeshSentMessage.objects.bulk_create(
@@ -260,11 +333,15 @@ def mesh_direct_send_many(
                 ],
                 ignore_conflicts=True,
             )
-        good = [(message, wire, [message.to]) for message, wire in sends if message.to in known]
+        good = [
+            (message, wire, [message.to])
+            for message, wire in sends
+            if (message.from_, message.to) in known
+        ]
         counts = iter(mesh_messages_deliver(sends=good) if good else [])
         return [
             next(counts)
-            if message.to in known
+            if (message.from_, message.to) in known
             else MeshUnknownAgentError(message.to or "(missing `to` field)")
             for message, _ in sends
         ]
@@ -297,6 +374,8 @@ def mesh_ack_deliver(*, ack: IncomingMeshMessage, wire: dict[str, Any]) -> None:
         if original is None:
             raise MeshUnknownMessageError(ack.ack_of or "")
         recipient = original.sender
+        if recipient not in mesh_reachable(sender=ack.from_, candidates=[recipient]):
+            raise MeshUnknownMessageError(ack.ack_of or "")
         ack.to = recipient
         wire["to"] = recipient
         late = None

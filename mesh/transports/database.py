@@ -157,10 +157,11 @@ class DatabaseMeshAdapter:
         await _run(services.mesh_agent_unregister)(agent_id=self.agent_id)
 
     async def list_agents(self) -> list[AgentIdentity]:
-        return await _run(services.mesh_agents_list)()
+        # Only whom this agent may reach (a chat sees no other owner's chats).
+        return await _run(services.mesh_agents_list)(viewer=self.agent_id)
 
     async def get_agent(self, agent_id: str) -> AgentIdentity | None:
-        return await _run(services.mesh_agent_get)(agent_id)
+        return await _run(services.mesh_agent_get)(agent_id, viewer=self.agent_id)
 
     # -- outbound ------------------------------------------------------------------------------
     async def send(self, message: MeshMessage) -> None:
