@@ -3,10 +3,11 @@
 -- pgbench -f runs it.
 WITH s AS (
 UPDATE conversations_session
-SET updated_at = now(), last_seq = last_seq + 1
+SET updated_at = now(), last_seq = last_seq + 1,
+title = CASE WHEN title = '' THEN 'A flat white, please.' ELSE title END
 WHERE id = 'bench_pgbench'
-RETURNING last_seq - 1 AS base,
-pg_advisory_xact_lock(944742086325415868) AS locked
+RETURNING last_seq - 1 AS base, title AS title,
+pg_advisory_xact_lock(944742086325415868) AS locked, pg_notify('glove_live_events', 'session:bench_pgbench') AS notified
 ), r AS (
 SELECT * FROM jsonb_to_recordset('[{"sender": "user", "text": "A flat white, please.", "is_compaction": false, "is_skill_injection": false, "ord": 1, "wire": {"sender": "user", "text": "A flat white, please."}}]'::jsonb) AS x(sender text, msg_id text, text text, framework_context text, reasoning_content text, content jsonb, tool_calls jsonb, tool_results jsonb, extra jsonb, is_compaction boolean, is_skill_injection boolean, ord integer, wire jsonb)
 ), m AS (
@@ -29,4 +30,4 @@ FROM s, r
 ORDER BY r.ord
 RETURNING id
 )
-SELECT m.id, m.seq, (SELECT count(*) FROM e) FROM m ORDER BY m.seq;
+SELECT m.id, m.seq, (SELECT count(*) FROM e), s.title FROM m, s ORDER BY m.seq;

@@ -9,7 +9,7 @@ per transport. Prints JSON.
   item is resolved; one after another.
 - in-process `adapter_level`: what glove-mesh's in-memory transport does by itself
   (adapter.send -> handler, adapter.acknowledge -> handler), no tool and no inbox.
-- database (bench/mesh_database.py): 4 sender processes on a fresh PostgreSQL database, the
+- database (bench/lib/mesh_database.py): 4 sender processes on a fresh PostgreSQL database, the
   recipient offline, then restarted: its inbox must hold every message exactly once.
 
 In-process runs both agents in this process. Redis runs agent b in a child process (across
@@ -278,7 +278,7 @@ def main() -> None:
         elif transport == "redis":
             results["redis"] = asyncio.run(bench_redis(url, n))
         else:
-            from bench.mesh_database import run as bench_database
+            from bench.lib.mesh_database import run as bench_database
 
             count = n // 10 if args.quick else 4_000
             results["database"] = bench_database(count, senders=4)

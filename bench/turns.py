@@ -12,7 +12,11 @@ tasks from the configured backend: the database queue (default) or RQ
 Goals (issue 12): overhead p50 <= 50 ms; 50 sessions at once >= 50 turns/s.
 Anchor: a 2-core shared machine, SQLite file (or DATABASE_URL).
 
-    .venv/bin/python bench/turns.py [--backend db|rq] [--messages 10]
+    .venv/bin/python bench/turns.py [--backend both|db|rq] [--messages 10]
+
+`both` (the default, what `make bench` runs) measures each backend in a process of its own
+(the backend is chosen before Django starts); RQ uses BENCH_REDIS_URL
+(default redis://127.0.0.1:6379/3).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -131,11 +136,30 @@ async def run(backend: str, messages: int) -> dict:
     }
 
 
+def both(messages: int) -> dict:
+    results = {}
+    for backend in ("db", "rq"):
+        env = dict(os.environ)
+        if backend == "rq":
+            env["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/3")
+        done = subprocess.run(
+            [sys.executable, __file__, "--backend", backend, "--messages", str(messages)],
+            env=env,
+            stdout=subprocess.PIPE,
+            check=True,
+        )
+        results[backend] = json.loads(done.stdout)
+    return {"backends": results}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--backend", choices=["db", "rq"], default="db")
+    parser.add_argument("--backend", choices=["both", "db", "rq"], default="both")
     parser.add_argument("--messages", type=int, default=10)
     args = parser.parse_args()
+    if args.backend == "both":
+        print(json.dumps(both(args.messages), indent=2))
+        return
     setup(args.backend)
     print(json.dumps(asyncio.run(run(args.backend, args.messages)), indent=2))
 

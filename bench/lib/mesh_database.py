@@ -1,4 +1,4 @@
-"""The database transport's part of bench/mesh.py (run by it; prints JSON).
+"""The database transport's part of bench/mesh.py (run by it, not by `make bench`; prints JSON).
 
 A fresh PostgreSQL database `glove_bench_mesh_<pid>` (on BENCH_PG_URL's server, default
 postgres://postgres@127.0.0.1:5432/postgres) is created, migrated and dropped. SENDERS processes
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres"
 
 
