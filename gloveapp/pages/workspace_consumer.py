@@ -6,13 +6,11 @@ from channels.db import database_sync_to_async
 
 from gloveapp.live.consumers import CLOSE_NOT_FOUND, StreamConsumer
 from gloveapp.live.streams import workspace_stream
-from inbox.workspaces.models import Workspace
+from inbox.workspaces.selectors import owned_workspace
 
 
 def _owns(user, workspace_id: str) -> bool:
-    if "\x00" in workspace_id:
-        return False
-    return Workspace.objects.filter(pk=workspace_id[:64], owner=user).exists()
+    return owned_workspace(user, workspace_id) is not None
 
 
 class WorkspaceConsumer(StreamConsumer):

@@ -18,6 +18,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from gloveapp.core import input_rules
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import runner
 from inbox.workspaces import render as doc_render
@@ -144,8 +145,12 @@ async def entry_reply(request: HttpRequest, entry_id: str) -> HttpResponse:
     if entry is None:
         raise Http404("No such entry.")
     text = request.POST.get("text", "").strip()
-    if len(text) > MAX_REPLY_CHARS or "\x00" in text:
-        return HttpResponse("That reply is too long.", status=400, content_type="text/plain")
+    if len(text) > MAX_REPLY_CHARS or input_rules.unstorable_text_problem(text):
+        return HttpResponse(
+            "That reply is too long or holds characters that cannot be stored.",
+            status=400,
+            content_type="text/plain",
+        )
     session = await sync_to_async(services.workspace_reply_session)(workspace=entry.workspace)
     if text:
         try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
+from gloveapp.core.input_rules import unstorable_text_problem
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import workspace_stream
 from inbox.workspaces import paths
@@ -69,7 +70,7 @@ def _parse(line: str, workspaces: dict[str, Workspace | None]) -> WorkspaceEntry
     if workspace is None:
         raise ValueError(f"workspaceId: no such workspace {workspace_id!r}")
     label = data.get("workspaceLabel", "")
-    if not isinstance(label, str) or len(label) > MAX_LABEL_CHARS or "\x00" in label:
+    if not isinstance(label, str) or len(label) > MAX_LABEL_CHARS or unstorable_text_problem(label):
         raise ValueError("workspaceLabel: must be a short string")
     docs = data.get("docs", [])
     if not isinstance(docs, list) or len(docs) > MAX_DOCS:
@@ -83,7 +84,9 @@ def _parse(line: str, workspaces: dict[str, Workspace | None]) -> WorkspaceEntry
             raise ValueError(f"docs[{index}].path: {exc}") from None
     comments = data.get("comments")
     if comments is not None and (
-        not isinstance(comments, str) or len(comments) > MAX_COMMENTS_CHARS or "\x00" in comments
+        not isinstance(comments, str)
+        or len(comments) > MAX_COMMENTS_CHARS
+        or unstorable_text_problem(comments)
     ):
         raise ValueError("comments: must be a Markdown string")
     if not cleaned and (comments is None or not comments.strip()):

@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from gloveapp.core import input_rules
 from inbox.workspaces.models import Workspace, WorkspaceEntry, WorkspaceEntryRead
 
 DEFAULT_LIMIT = 100
@@ -43,10 +44,11 @@ def parse_limit(raw: Any, *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LI
 
 
 def owned_workspace(user: Any, workspace_id: Any) -> Workspace | None:
-    # A NUL would reach the database driver, which refuses it with an error (a 500).
-    if not isinstance(workspace_id, str) or not workspace_id or len(workspace_id) > 64:
-        return None
-    if "\x00" in workspace_id:
+    # An id no row can have (a NUL, a lone surrogate, too long) is not sent to the database,
+    # whose driver would refuse it with an error (a 500).
+    if not isinstance(workspace_id, str) or not input_rules.could_name_a_row(
+        workspace_id, max_length=64
+    ):
         return None
     if user is None or not user.is_authenticated:
         return None

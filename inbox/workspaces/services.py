@@ -87,9 +87,9 @@ def _new_token() -> str:
 def workspace_create(*, label: str, root: str, owner: Any) -> tuple[Workspace, str]:
     """Create a workspace; returns it and its bearer token, which is never stored in clear."""
     label = (label or "").strip()
-    if not label or len(label) > MAX_LABEL_CHARS or "\x00" in label:
+    if not label or len(label) > MAX_LABEL_CHARS or unstorable_text_problem(label):
         raise ValueError(f"label: must be 1 to {MAX_LABEL_CHARS} characters")
-    if not root or "\x00" in root:
+    if not root or unstorable_text_problem(root):
         raise ValueError("root: must be a folder path")
     real_root = os.path.realpath(os.path.expanduser(root))
     if not os.path.isdir(real_root):
