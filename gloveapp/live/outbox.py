@@ -6,6 +6,7 @@ webhook workers), so it stays light: Django and, only when configured, a Redis c
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import threading
@@ -53,12 +54,57 @@ def notify_committed() -> None:
     waker = _local_waker
     if waker is not None:
         waker()
-    if not settings.REDIS_URL:
-        return
-    try:
-        _redis_client(settings.REDIS_URL).publish(redis_wake_channel(), b"1")
-    except Exception:
-        logger.warning("live: could not wake the relays; they will poll", exc_info=True)
+    if settings.REDIS_URL:
+        _publisher.request(settings.REDIS_URL, redis_wake_channel())
+
+
+class _WakePublisher:
+    """Sends the relays' Redis wake-up from one daemon thread per process.
+
+    A commit only raises a flag, so it never waits on Redis (a frozen Redis slows the
+    wake-up, not the change), and the commits that land while one PUBLISH is on the wire
+    share the next one instead of paying a round trip each (profiled: ~9% of a busy turn
+    worker's samples were these PUBLISHes).
+    """
+
+    def __init__(self) -> None:
+        self._wanted = threading.Event()
+        self._target: tuple[str, str] | None = None
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def request(self, url: str, channel: str) -> None:
+        self._target = (url, channel)
+        self._wanted.set()
+        if self._thread is None or not self._thread.is_alive():
+            with self._start_lock:
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(
+                        target=self._run, name="glove-live:wake", daemon=True
+                    )
+                    self._thread.start()
+                    # A short-lived process (a management command, a cron job) may exit
+                    # right after its commit, before the thread had its turn.
+                    atexit.register(self._publish)
+
+    def _run(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            self._publish()
+
+    def _publish(self) -> None:
+        target = self._target
+        if target is None:
+            return
+        url, channel = target
+        try:
+            _redis_client(url).publish(channel, b"1")
+        except Exception:
+            logger.warning("live: could not wake the relays; they will poll", exc_info=True)
+
+
+_publisher = _WakePublisher()
 
 
 def redis_wake_channel() -> str:
@@ -84,7 +130,7 @@ def _redis_client(url: str):  # -> redis.Redis
         if client is None:
             import redis
 
-            # Short timeouts: this runs right after a commit, on the request's thread.
+            # Short timeouts: a dead Redis must not hold the wake-up thread for long.
             client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
             _redis_clients[url] = client
         return client
