@@ -28,6 +28,8 @@ def _moved_admin(new_app: str):
     return view
 
 
+handler400 = "gloveapp.api.errors.bad_request"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     re_path(r"^admin/agents/(?P<rest>(?:coffee|order|cartline)/.*)$", _moved_admin("demo")),

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 
@@ -45,7 +50,15 @@ def _encodable(detail: Any) -> Any:
     return detail
 
 
+def _too_large() -> dict[str, Any]:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return {"error": f"The request body is larger than the {limit:,} bytes allowed.", "field": None}
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]):
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own answer is an HTML 400 page (a debug page under DEBUG).
+        return Response(_too_large(), status=413)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -57,3 +70,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]):
     elif isinstance(response.data, dict) and "detail" in response.data:
         response.data = {"error": str(response.data["detail"])}
     return response
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The project's handler400: JSON for the API, Django's page for everything else."""
+    if not request.path.startswith("/api/"):
+        return defaults.bad_request(request, exception)
+    if isinstance(exception, RequestDataTooBig):
+        return JsonResponse(_too_large(), status=413)
+    return JsonResponse({"error": "Bad request.", "field": None}, status=400)

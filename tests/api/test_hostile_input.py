@@ -84,3 +84,18 @@ def test_it_throttles_the_chat_proxy_per_user(owner_client, settings):
 
     assert codes[:2] == [200, 200]
     assert codes[2] == 429
+
+
+TOO_LARGE = json.dumps({"messages": [{"sender": "user", "text": "x" * 3_000_000}]})
+
+
+@pytest.mark.parametrize("route", ["/api/sessions/{id}/messages", "/api/chat", "/api/sessions"])
+def test_it_answers_a_body_over_the_upload_limit_with_a_json_413(owner_client, session_id, route):
+    answer = owner_client.post(
+        route.format(id=session_id), data=TOO_LARGE, content_type="application/json"
+    )
+
+    assert answer.status_code == 413
+    assert answer["Content-Type"] == "application/json"
+    assert "larger than the 2,621,440 bytes allowed" in answer.json()["error"]
+    assert Message.objects.filter(session_id=session_id).count() == 0
