@@ -11,12 +11,12 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from gloveapp.api.auth import SameOriginJsonSessionAuthentication
 from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from inbox.access import may_resolve
@@ -42,7 +42,8 @@ class InboxResolveApi(APIView):
     authentication_classes = [
         CachedTokenAuthentication,
         WebhookSignatureAuthentication,
-        SessionAuthentication,
+        # Staff tools in the browser post plain same-origin JSON, like the store routes.
+        SameOriginJsonSessionAuthentication,
     ]
     permission_classes = [IsStaffOrSignedWebhook]
 

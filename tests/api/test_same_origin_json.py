@@ -12,6 +12,8 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
+from tests.persistence.helpers import post_item
+
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
 SITE = "http://testserver"
@@ -135,3 +137,22 @@ def test_it_leaves_token_clients_unchanged(owner_client, session_id):
     assert response.status_code == 200
     foreign = post(owner_client, messages(session_id), MESSAGE, HTTP_ORIGIN="http://evil.example")
     assert foreign.status_code == 200  # a token is not ambient: no CSRF to fear
+
+
+@pytest.fixture
+def staff_browser(django_user_model) -> APIClient:
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(django_user_model.objects.create_user("barista", is_staff=True))
+    return client
+
+
+def test_staff_resolve_inbox_items_with_same_origin_json(staff_browser):
+    post_item("inbox_same_origin")
+    body = {"itemId": "inbox_same_origin", "response": "Back in stock"}
+
+    refused = post(staff_browser, "/api/inbox/resolve", body, HTTP_ORIGIN="http://evil.example")
+    accepted = post(staff_browser, "/api/inbox/resolve", body, HTTP_ORIGIN=SITE)
+
+    assert refused.status_code == 403
+    assert accepted.status_code == 200, accepted.json()
+    assert accepted.json() == {"ok": True, "itemId": "inbox_same_origin"}
