@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.db import connection, transaction
@@ -52,6 +53,28 @@ def mesh_agent_register(*, identity: AgentIdentity, inbox_session: str = "") -> 
 
 def mesh_agent_unregister(*, agent_id: str) -> None:
     MeshAgent.objects.filter(agent_id=agent_id).delete()
+
+
+def mesh_prune(*, older_than: timedelta) -> dict[str, int]:
+    """Forget what the database transport no longer needs, older than `older_than`.
+
+    - sender rows (`MeshSentMessage`): an ack for a message sent before the cut is refused
+      as one for an unknown message;
+    - registrations of chats whose session was deleted (a chat registers itself with its
+      session as its inbox, and nothing unregisters it when the chat is deleted).
+
+    Deliveries stay: they are the record that delivers a retried send at most once.
+    """
+    cut = timezone.now() - older_than
+    with transaction.atomic():
+        senders, _ = MeshSentMessage.objects.filter(created_at__lt=cut).delete()
+        registrations, _ = (
+            MeshAgent.objects.exclude(inbox_session="")
+            .filter(registered_at__lt=cut)
+            .exclude(inbox_session__in=Session.objects.values("id"))
+            .delete()
+        )
+    return {"sent_messages": senders, "registrations": registrations}
 
 
 def agent_identity(agent: MeshAgent) -> AgentIdentity:

@@ -135,3 +135,50 @@ async def test_run_agent_refuses_the_in_process_transport(settings):
             call_command, "run_agent", "roastery", "--mesh-id", "roastery", "--max-turns", "1"
         )
     mesh_transports.reset()
+
+
+async def test_prune_mesh_forgets_old_senders_and_deleted_chats_and_keeps_the_rest():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from gloveapp.conversations.models import Session
+    from mesh.core import MeshMessage, MeshUnknownMessageError, new_message_id
+    from mesh.models import MeshAgent, MeshSentMessage
+    from mesh.transports.database import DatabaseMeshTransport
+    from tests.mesh.support import A, B
+
+    transport = DatabaseMeshTransport(poll_interval=0.01)
+    shop, roastery = transport.adapter("a"), transport.adapter("b")
+    await shop.register(A)
+    await roastery.register(B)
+    old, recent = new_message_id("a"), new_message_id("a")
+    for message_id in (old, recent):
+        await shop.send(MeshMessage(id=message_id, from_="a", to="b", content="hello"))
+    for chat in ("chat-gone", "chat-kept"):
+        await Session.objects.acreate(id=chat)
+        adapter = transport.adapter(f"chat:{chat}", inbox_session=chat)
+        await adapter.register(AgentIdentity(id=f"chat:{chat}", name=chat, description=""))
+    month_ago = timezone.now() - timedelta(days=40)
+    await MeshSentMessage.objects.filter(message_id=old).aupdate(created_at=month_ago)
+    await MeshAgent.objects.aupdate(registered_at=month_ago)
+    await Session.objects.filter(id="chat-gone").adelete()
+    out = io.StringIO()
+
+    await SyncToAsync(call_command)("prune_mesh", stdout=out)
+
+    assert out.getvalue().strip() == (
+        "Deleted 1 sent message record(s) and 1 deleted chat registration(s) older than 30 day(s)."
+    )
+    with pytest.raises(MeshUnknownMessageError):
+        await roastery.acknowledge(old, "too late")
+    await roastery.acknowledge(recent, "on time")
+    registered = await SyncToAsync(list)(MeshAgent.objects.values_list("agent_id", flat=True))
+    assert sorted(registered) == ["a", "b", "chat:chat-kept"]
+    await transport.close()
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+
+
+def test_prune_mesh_refuses_a_non_positive_number_of_days():
+    with pytest.raises(CommandError, match="--days must be a positive"):
+        call_command("prune_mesh", "--days", "0")
