@@ -25,7 +25,7 @@ from gloveapp.api.access import (
     ApiView,
     Conflict,
     NotFound,
-    owned_session_exists,
+    owned_session_id,
     refused_input_as_400,
 )
 from gloveapp.api.fields import (
@@ -87,7 +87,7 @@ class InboxApi(ApiView):
         responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         return Response(_wire(selectors.read_inbox_items(session_id)))
 
     @extend_schema(
@@ -102,7 +102,7 @@ class InboxApi(ApiView):
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         if not may_resolve(request.user):
@@ -136,7 +136,7 @@ class InboxUpdateApi(ApiView):
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         item_id = serializer.validated_data["itemId"]
@@ -172,7 +172,7 @@ class InboxResolvedApi(ApiView):
         responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         items = selectors.read_inbox_items(session_id, "resolved")
         return Response(_wire(items))
 
@@ -188,5 +188,5 @@ class InboxConsumeApi(ApiView):
         responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         return Response(_wire(inbox_services.inbox_items_consume_resolved(session_id=session_id)))
