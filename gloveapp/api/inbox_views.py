@@ -1,8 +1,8 @@
 """The remote store's inbox routes, in the paths of Glove's coffee example (contract §8.3).
 
-Stricter than Glove: a duplicate id is 409 (not a 500), an unknown item is 404 (not a
-silent no-op), and updates follow the guarded transitions (spec Decision 5), so a consumed
-item can never be resurrected over HTTP.
+Stricter than Glove: a duplicate id is 409 (not a 500; ids are per session, so only the
+session's own), an unknown item is 404 (not a silent no-op), and updates follow the guarded
+transitions (spec Decision 5), so a consumed item can never be resurrected over HTTP.
 
 Resolution is not the session owner's: a non-staff caller may only add pending, unanswered
 items and mark a resolved item consumed (what its own agent loop does). Resolving, adding
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
@@ -93,10 +93,16 @@ class InboxApi(ApiView):
     @extend_schema(
         operation_id="session_inbox_add",
         request=InputSerializer,
+        description=(
+            "Item ids are per session: an id another session's item has is granted like a "
+            "fresh one (resolvers then name the item by the global id the admin shows)."
+        ),
         responses={
             201: OkSerializer,
             400: ErrorSerializer,
-            409: ErrorSerializer,
+            409: OpenApiResponse(
+                ErrorSerializer, description="This session already has an item with this id."
+            ),
             **FORBIDDEN,
             **NOT_FOUND,
         },
