@@ -106,8 +106,9 @@ _MARKER_SQL = f"""
 
 
 def sessions_owned_by(owner: Any) -> QuerySet[Session]:
-    """The sessions `owner` owns, newest first: the API's list and the pages' chat list."""
-    return Session.objects.filter(owner=owner).order_by("-created_at", "-pk")
+    """The sessions `owner` owns, newest first: the API's list and the pages' chat list.
+    Ties go by the owner's own ids, never by the global ones they must not see."""
+    return Session.objects.filter(owner=owner).order_by("-created_at", "-key")
 
 
 def read_counter(session_id: str, field: str) -> int:
