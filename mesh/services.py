@@ -29,7 +29,8 @@ from mesh.models import MeshAgent, MeshDelivery, MeshSentMessage
 
 
 def mesh_session_id(agent_id: str) -> str:
-    """The DjangoStore session that is agent <id>'s inbox on the database transport."""
+    """The DjangoStore session that is agent <id>'s inbox on the database transport (a
+    prefix of `SERVER_ID_PREFIXES`: no user's session can hold that id)."""
     return f"mesh:{agent_id}"
 
 

@@ -42,6 +42,12 @@ class DuplicateSession(ValueError):
         super().__init__(f'You already have, or had, a session with id "{session_id}".')
 
 
+# Ids the server gives sessions nobody owns (a mesh agent's inbox is `mesh:<agent id>`,
+# `mesh.services.mesh_session_id`): a user's session never takes one as its global id, or it
+# would become that agent's inbox, readable by the user, once the agent first runs.
+SERVER_ID_PREFIXES = ("mesh:",)
+
+
 def new_session_id() -> str:
     return f"glove_{uuid.uuid4().hex}"
 
@@ -88,7 +94,8 @@ def session_create(
     session keeps it as its `key` and gets a fresh global `id`, so the answer is the same as
     for an id nobody has, and the old id's event stream is never inherited (`was_used`).
     Without an owner (the runtime, the mesh, staff tools) there is one namespace, the ids:
-    a taken or used id is a `DuplicateSession`.
+    a taken or used id is a `DuplicateSession`. An owner's id in `SERVER_ID_PREFIXES` always
+    gets a fresh global id.
     """
     key = check_session_id(session_id) if session_id is not None else new_session_id()
     input_rules.check_text(title, "title", max_length=200)
@@ -101,6 +108,8 @@ def session_create(
         if Session.objects.filter(pk=key).exists() or was_used(key):
             if owner is None:
                 raise DuplicateSession(key)
+            session_id = new_session_id()
+        elif owner is not None and key.startswith(SERVER_ID_PREFIXES):
             session_id = new_session_id()
         try:
             # Savepoint: a concurrent creator of the same id may commit between check and insert.

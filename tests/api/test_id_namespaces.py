@@ -18,11 +18,14 @@ from rest_framework.test import APIClient
 
 from gloveapp.api.chat_url import SALT
 from gloveapp.conversations.models import Session
+from gloveapp.conversations.services import SERVER_ID_PREFIXES
+from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
 from gloveapp.ormstore.store import DjangoStore
 from inbox.models import InboxItem
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_add, resolve_inbox_item
+from mesh.services import mesh_session_id
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -199,6 +202,25 @@ def test_it_signs_a_chat_url_with_the_owners_own_id(other_client, anon_client, s
     assert signing.loads(token, salt=SALT)["s"] == shared_id
     chat = {"systemPrompt": "", "messages": [{"sender": "user", "text": "Hi"}], "tools": []}
     assert anon_client.post(minted["path"], chat, format="json").status_code == 200
+
+
+def test_it_never_lets_a_user_take_a_mesh_agents_inbox(other_client):
+    # A mesh agent's inbox is the session `mesh:<agent id>`, made the first time the agent
+    # runs; a user who asked for that id first must not end up holding it.
+    inbox = mesh_session_id("roastery")
+    assert inbox.startswith(SERVER_ID_PREFIXES)
+    assert create(other_client, inbox).status_code == 201
+
+    inbox_item_add(
+        session_id=inbox,
+        item=CoreInboxItem(
+            id="inbox_1_mesh", tag="mesh:message", request="Kenya AA for Olive?", status="resolved"
+        ),
+        resolved_by="mesh",
+    )
+
+    assert other_client.get(f"/api/sessions/{inbox}/inbox").json() == []
+    assert Session.objects.get(pk=inbox).owner is None
 
 
 # -- inbox items ------------------------------------------------------------------------------
