@@ -37,9 +37,12 @@ class DuplicateSession(ValueError):
     """The caller already has (or had) a session with this id; another user's ids never
     raise it (see `session_create`)."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, *, owned: bool = True) -> None:
         self.session_id = session_id
-        super().__init__(f'You already have, or had, a session with id "{session_id}".')
+        if owned:
+            super().__init__(f'You already have, or had, a session with id "{session_id}".')
+        else:  # the global namespace of sessions nobody owns
+            super().__init__(f'A session with id "{session_id}" exists or existed.')
 
 
 # Ids the server gives sessions nobody owns (a mesh agent's inbox is `mesh:<agent id>`,
@@ -107,7 +110,7 @@ def session_create(
         session_id = key
         if Session.objects.filter(pk=key).exists() or was_used(key):
             if owner is None:
-                raise DuplicateSession(key)
+                raise DuplicateSession(key, owned=False)
             session_id = new_session_id()
         elif owner is not None and key.startswith(SERVER_ID_PREFIXES):
             session_id = new_session_id()
@@ -117,7 +120,7 @@ def session_create(
                 session = Session.objects.create(id=session_id, **values)
         except IntegrityError:
             if owner is None or _owner_had(owner, key):
-                raise DuplicateSession(key) from None
+                raise DuplicateSession(key, owned=owner is not None) from None
             # Someone else took the id in that moment: the same answer, under a fresh id.
             try:
                 with transaction.atomic():

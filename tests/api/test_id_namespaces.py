@@ -10,7 +10,6 @@ never inherited by whoever takes its id next.
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.core import signing
 from rest_framework.authtoken.models import Token
@@ -22,7 +21,6 @@ from gloveapp.conversations.services import SERVER_ID_PREFIXES
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
-from gloveapp.ormstore.store import DjangoStore
 from inbox.models import InboxItem
 from inbox.services import inbox_item_add, resolve_inbox_item
 from mesh.services import mesh_session_id
@@ -313,23 +311,3 @@ def test_it_lets_resolvers_name_items_by_their_global_id(
     assert InboxItem.objects.get(pk="inbox_1_kenya").status == "resolved"
     changed = LiveEvent.objects.filter(stream=session_stream(theirs.session_id)).last()
     assert changed.payload["item"]["id"] == "inbox_1_kenya"
-
-
-@pytest.mark.django_db(transaction=True)
-async def test_it_gives_the_runtime_store_its_sessions_own_item_ids(
-    owner_client, other_client, session_id, other_session
-):
-    await sync_to_async(owner_client.post)(
-        f"/api/sessions/{session_id}/inbox", item("inbox_1_kenya"), format="json"
-    )
-    await sync_to_async(other_client.post)(
-        f"/api/sessions/{other_session}/inbox", item("inbox_1_kenya", "Mine"), format="json"
-    )
-    theirs = await InboxItem.objects.aget(session__owner__username="other")
-    await sync_to_async(resolve_inbox_item)(theirs.id, "Back.", resolved_by="command")
-
-    store = DjangoStore(theirs.session_id)
-    assert [i.id for i in await store.get_inbox_items()] == ["inbox_1_kenya"]
-    await store.update_inbox_item("inbox_1_kenya", {"status": "consumed"})
-    assert (await InboxItem.objects.aget(pk=theirs.id)).status == "consumed"
-    assert (await InboxItem.objects.aget(pk="inbox_1_kenya")).status == "pending"
