@@ -50,9 +50,10 @@ from django.utils import timezone
 from gloveapp.conversations.models import Session
 from inbox.models import InboxItem
 owner = get_user_model().objects.create_user("bench-owner")
-session = Session.objects.create(id=%(session)r, owner=owner, title="bench")
+session = Session.objects.create(id=%(session)r, key=%(session)r, owner=owner, title="bench")
 InboxItem.objects.bulk_create(
-    InboxItem(id=f"inbox_bench_{n}", session=session, tag="bench", request="?",
+    InboxItem(id=f"inbox_bench_{n}", key=f"inbox_bench_{n}", session=session, tag="bench",
+              request="?",
               created_at=timezone.now())
     for n in range(%(items)d)
 )

@@ -74,7 +74,7 @@ async def run_sizes(backend: str, requests: int) -> dict[str, Any]:
         # Bulk rows straight into the table (the bench's set-up, not what it measures).
         from gloveapp.conversations import serialization
 
-        Session.objects.create(id=session_id, last_seq=size)
+        Session.objects.create(id=session_id, key=session_id, last_seq=size)
         rows = [
             Row(session_id=session_id, seq=seq, **serialization.message_fields(message))
             for seq, message in enumerate(history(size), start=1)

@@ -104,12 +104,14 @@ class InboxItemAdmin(admin.ModelAdmin):
         "resolved_by",
         ("session", admin.RelatedOnlyFieldListFilter),
     )
-    search_fields = ("id", "tag", "request", "response", "session__id")
+    search_fields = ("id", "key", "tag", "request", "response", "session__id")
     list_select_related = ("session",)
     date_hierarchy = "created_at"
     actions = ["resolve_selected"]
     readonly_fields = (
         "id",
+        # The id its session's side knows it by (the same as `id` unless that was taken).
+        "key",
         "session",
         "tag",
         "request",

@@ -9,8 +9,11 @@ from django.db import models
 class InboxItem(models.Model):
     """pending -> resolved -> consumed (or pending -> consumed when withdrawn).
 
-    Ids are Glove's (`inbox_<ms>_<rand>`), unique across sessions, because resolvers
-    (webhooks, the command line) name an item by id alone.
+    Two names, as sessions have: `id` is global, because resolvers (staff, webhooks, the
+    command line) name an item by id alone; `key` is the id the session's side chose (Glove's
+    `inbox_<ms>_<rand>`), unique within the session, and all that side ever sees (its store,
+    its REST routes, its live events). They are equal unless the id was already taken by
+    another session's item: then the item gets a fresh `id` (`services.inbox_item_add`).
     """
 
     class Status(models.TextChoices):
@@ -28,6 +31,7 @@ class InboxItem(models.Model):
         AGENT = "agent"
 
     id = models.CharField(primary_key=True, max_length=128)
+    key = models.CharField(max_length=128)
     session = models.ForeignKey(
         "conversations.Session", on_delete=models.CASCADE, related_name="inbox_items"
     )
@@ -59,6 +63,10 @@ class InboxItem(models.Model):
                 condition=models.Q(status="pending"),
                 name="inbox_pending_expiry_idx",
             ),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "key"], name="inbox_unique_session_key"),
+            models.CheckConstraint(condition=~models.Q(key=""), name="inbox_key_not_empty"),
         ]
 
     def __str__(self) -> str:

@@ -11,4 +11,5 @@ def read_inbox_items(session_id: str, status: str | None = None) -> list[CoreInb
     rows = InboxItem.objects.filter(session_id=session_id)
     if status is not None:
         rows = rows.filter(status=status)
-    return [inbox_item_to_core(row) for row in rows.order_by("created_at", "pk")]
+    # Ties broken by the session's own ids, never by the global ones it must not see.
+    return [inbox_item_to_core(row) for row in rows.order_by("created_at", "key")]

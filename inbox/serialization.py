@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 
 def inbox_item_fields(item: CoreInboxItem) -> dict[str, Any]:
-    """Column values of a runtime inbox item, validated. Raises ValueError."""
+    """Column values of a runtime inbox item, validated (its id is the row's `key`; the
+    service decides the global `id`). Raises ValueError."""
     if not isinstance(item, CoreInboxItem):
         raise ValueError(f"item must be an InboxItem, got {type(item).__name__}")
     if item.status not in INBOX_STATUSES:
@@ -24,7 +25,7 @@ def inbox_item_fields(item: CoreInboxItem) -> dict[str, Any]:
     if not isinstance(item.blocking, bool):
         raise ValueError("blocking must be true or false")
     return {
-        "id": check_text(item.id, "id", allow_empty=False, max_length=MAX_ID),
+        "key": check_text(item.id, "id", allow_empty=False, max_length=MAX_ID),
         "tag": check_text(item.tag, "tag", allow_empty=False, max_length=MAX_TAG),
         "request": check_text(item.request, "request"),
         "response": item.response,
@@ -38,8 +39,9 @@ def inbox_item_fields(item: CoreInboxItem) -> dict[str, Any]:
 
 
 def inbox_item_to_core(row: InboxItem) -> CoreInboxItem:
+    """The item as its session's side sees it: by the id it chose (`key`)."""
     return CoreInboxItem(
-        id=row.id,
+        id=row.key,
         tag=row.tag,
         request=row.request,
         response=row.response,

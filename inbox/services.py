@@ -8,12 +8,14 @@ concurrent resolvers exactly one wins and the others learn it was "already resol
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from gloveapp.conversations.services import check_session_id, lock_session, messages_append
@@ -129,7 +131,12 @@ def inbox_item_add(
     expires_at: datetime | None = None,
     resolved_by: str | None = None,
 ) -> InboxItem:
-    """Store a new item (any status: glove-mesh adds inbound messages already resolved)."""
+    """Store a new item (any status: glove-mesh adds inbound messages already resolved).
+
+    `item.id` becomes the row's `key`, unique within the session (`DuplicateInboxItem`
+    otherwise). It is the row's global `id` too, unless another session's item already has
+    that id: then the row gets a fresh one, and nothing on the session's side tells.
+    """
     check_session_id(session_id)
     fields = inbox_item_fields(item)
     if expires_at is not None:
@@ -138,23 +145,43 @@ def inbox_item_add(
         _check_resolver(resolved_by, None)
     if fields["status"] == Status.PENDING:
         resolved_by = None
+    key = fields["key"]
     with transaction.atomic():
-        lock_session(session_id)
-        if InboxItem.objects.filter(pk=fields["id"]).exists():
-            raise DuplicateInboxItem(fields["id"])
-        try:
-            with transaction.atomic():  # savepoint: a concurrent add of the same id may win
-                row = InboxItem.objects.create(
-                    session_id=session_id,
-                    expires_at=expires_at,
-                    resolved_by=resolved_by,
-                    consumed_at=timezone.now() if fields["status"] == Status.CONSUMED else None,
-                    **fields,
-                )
-        except IntegrityError:
-            raise DuplicateInboxItem(fields["id"]) from None
+        lock_session(session_id)  # serialises the adds of one session
+        # One read for both questions: is the key the session's already (a duplicate), and
+        # is it some other session's item id (then this item gets a fresh one, silently).
+        holders = list(
+            InboxItem.objects.filter(Q(pk=key) | Q(session_id=session_id, key=key)).values_list(
+                "session_id", "key"
+            )
+        )
+        if (session_id, key) in holders:
+            raise DuplicateInboxItem(key)
+        values = {
+            "session_id": session_id,
+            "expires_at": expires_at,
+            "resolved_by": resolved_by,
+            "consumed_at": timezone.now() if fields["status"] == Status.CONSUMED else None,
+            **fields,
+        }
+        row = _create_item(key if not holders else _fresh_item_id(), values)
         _announce(row)
     return row
+
+
+def _fresh_item_id() -> str:
+    return f"inbox_{uuid.uuid4().hex}"
+
+
+def _create_item(item_id: str, values: dict[str, Any]) -> InboxItem:
+    try:
+        with transaction.atomic():  # savepoint: a concurrent add of the same id may win
+            return InboxItem.objects.create(id=item_id, **values)
+    except IntegrityError:
+        # The session is locked, so its own keys cannot race: another session's item
+        # took this id in that moment. The same answer, under a fresh id.
+        with transaction.atomic():
+            return InboxItem.objects.create(id=_fresh_item_id(), **values)
 
 
 def inbox_items_deliver(*, session_id: str, items: list[CoreInboxItem]) -> list[InboxItem]:
@@ -165,10 +192,12 @@ def inbox_items_deliver(*, session_id: str, items: list[CoreInboxItem]) -> list[
     fails the whole batch (an IntegrityError) instead of being checked one by one.
     """
     check_session_id(session_id)
-    rows = [
-        InboxItem(session_id=session_id, resolved_by="mesh", **inbox_item_fields(item))
-        for item in items
-    ]
+    rows = []
+    for item in items:
+        fields = inbox_item_fields(item)
+        rows.append(
+            InboxItem(id=fields["key"], session_id=session_id, resolved_by="mesh", **fields)
+        )
     with transaction.atomic(savepoint=False):
         lock_session(session_id)
         InboxItem.objects.bulk_create(rows)
@@ -224,15 +253,19 @@ def inbox_item_update(
     if updates.get("resolved_at") is not None:
         resolved_at = input_rules.check_timestamp(updates["resolved_at"], "resolved_at")
 
-    scope = {"session_id": session_id}
     with transaction.atomic():
         # Race: a resolution may commit at any moment. The row lock makes it wait for this
         # transaction (SQLite's IMMEDIATE transaction does the same for the whole file), the
         # transition is checked against the locked row, and the UPDATE is conditional on the
         # status read, so nothing is decided on a stale copy.
-        row = InboxItem.objects.select_for_update().filter(pk=item_id, **scope).first()
+        row = (
+            InboxItem.objects.select_for_update().filter(session_id=session_id, key=item_id).first()
+        )
         if row is None:
             raise InboxItemNotFound(item_id)
+        # From here on the row by its global id (what `_resolve` shares with the resolvers);
+        # what the caller reads still names it by `item_id`, its key.
+        scope = {"session_id": session_id}
         check_inbox_transition(inbox_item_to_core(row), updates)
         if not may_resolve and (requested != Status.CONSUMED or answer):
             # After the transition check: what nobody may do is a 409 whoever asks.
@@ -250,25 +283,37 @@ def inbox_item_update(
         if requested is None:
             return row  # nothing to write
         if requested == Status.RESOLVED:
-            return _resolve(
-                item_id,
-                response=updates.get("response", row.response),
-                resolved_by=resolved_by,
-                user=user,
-                resolved_at=resolved_at,
-                scope=scope,
-            )
+            try:
+                return _resolve(
+                    row.pk,
+                    response=updates.get("response", row.response),
+                    resolved_by=resolved_by,
+                    user=user,
+                    resolved_at=resolved_at,
+                    scope=scope,
+                )
+            except (InboxItemNotFound, InboxTransitionError) as exc:
+                raise _named(exc, item_id) from None
         changes: dict[str, Any] = {"status": Status.CONSUMED, "consumed_at": timezone.now()}
         if "response" in updates:
             changes["response"] = response
         if "resolved_at" in updates:
             changes["resolved_at"] = resolved_at
-        claimed = InboxItem.objects.filter(pk=item_id, status=row.status, **scope).update(**changes)
+        claimed = InboxItem.objects.filter(pk=row.pk, status=row.status, **scope).update(**changes)
         if claimed != 1:
-            raise _not_pending(item_id, scope, requested)
-        row = InboxItem.objects.get(pk=item_id)
+            raise _named(_not_pending(row.pk, scope, requested), item_id)
+        row = InboxItem.objects.get(pk=row.pk)
         _announce(row)
     return row
+
+
+def _named(exc: Exception, item_id: str) -> Exception:
+    """A refusal about a row, told by the name (`key`) the session's side knows it by."""
+    if isinstance(exc, InboxTransitionError):
+        return InboxTransitionError(item_id, exc.current_status, exc.requested_status)
+    if isinstance(exc, InboxItemNotFound):
+        return InboxItemNotFound(item_id)
+    return exc
 
 
 def inbox_items_consume_resolved(*, session_id: str) -> list[CoreInboxItem]:
@@ -317,7 +362,7 @@ def _take_resolved(session_id: str) -> list[CoreInboxItem]:
     rows = list(
         InboxItem.objects.select_for_update()
         .filter(session_id=session_id, status=Status.RESOLVED)
-        .order_by("created_at", "pk")
+        .order_by("created_at", "key")
     )
     if not rows:
         return []

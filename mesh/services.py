@@ -30,7 +30,8 @@ from mesh.models import MeshAgent, MeshDelivery, MeshSentMessage
 
 
 def mesh_session_id(agent_id: str) -> str:
-    """The DjangoStore session that is agent <id>'s inbox on the database transport."""
+    """The DjangoStore session that is agent <id>'s inbox on the database transport (a
+    prefix of `SERVER_ID_PREFIXES`: no user's session can hold that id)."""
     return f"mesh:{agent_id}"
 
 
@@ -182,8 +183,8 @@ def inbox_session_of(agent_id: str) -> str:
     return session or mesh_session_id(agent_id)
 
 
-def _store(recipient: str, item: CoreInboxItem) -> None:
-    inbox_item_add(session_id=inbox_session_of(recipient), item=item, resolved_by="mesh")
+def _store(recipient: str, item: CoreInboxItem) -> InboxItem:
+    return inbox_item_add(session_id=inbox_session_of(recipient), item=item, resolved_by="mesh")
 
 
 def _announce(delivery_id: int, recipient: str, wire: dict[str, Any]) -> None:
@@ -401,7 +402,6 @@ def mesh_ack_deliver(*, ack: IncomingMeshMessage, wire: dict[str, Any]) -> None:
             raise MeshUnknownMessageError(ack.ack_of or "")
         ack.to = recipient
         wire["to"] = recipient
-        late = None
         delivery_id = _claim(ack, recipient, wire)
         if delivery_id is None:
             return
@@ -409,9 +409,8 @@ def mesh_ack_deliver(*, ack: IncomingMeshMessage, wire: dict[str, Any]) -> None:
         # the delivery row still routes the ack to the sender's handler.
         outcome = _resolve_wait(recipient, ack.ack_of or "", ack_response(ack))
         if outcome is False:
-            late = late_ack_item(ack, _name_of(ack.from_))
-            _store(recipient, late)
-            MeshDelivery.objects.filter(pk=delivery_id).update(inbox_item_id=late.id)
+            late = _store(recipient, late_ack_item(ack, _name_of(ack.from_)))
+            MeshDelivery.objects.filter(pk=delivery_id).update(inbox_item_id=late.pk)
         _announce(delivery_id, recipient, wire)
 
 

@@ -1,7 +1,8 @@
 """The REST edge's shared pieces: the JSON-only base view, 404/409 answers, refused input.
 
 Who may touch which session is `gloveapp.conversations.access` (re-exported here): a REST
-caller sees only the sessions it owns.
+caller sees only the sessions it owns, by the ids it chose (ids are per owner; the views pass
+the session's global id, which that lookup returns, to the services).
 
 Another user's session answers exactly like one that does not exist (404), so ids do not
 leak; and a GET never creates a session (Glove's coffee routes did, spec Decision 6).
@@ -17,11 +18,11 @@ from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.views import APIView
 
 from gloveapp.api.parsers import SafeJSONParser
-from gloveapp.conversations.access import owned_session, owned_session_exists
+from gloveapp.conversations.access import owned_session, owned_session_id
 from gloveapp.conversations.services import DuplicateSession
 from gloveapp.core.store import StoreError
 
-__all__ = ["owned_session", "owned_session_exists"]  # the one access rule, for the views
+__all__ = ["owned_session", "owned_session_id"]  # the one access rule, for the views
 
 
 class ApiView(APIView):

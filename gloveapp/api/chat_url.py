@@ -23,7 +23,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -36,10 +36,9 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gloveapp.api.access import ApiView, owned_session
+from gloveapp.api.access import ApiView, owned_session, owned_session_id
 from gloveapp.api.chat import ChatApi
 from gloveapp.api.fields import ErrorSerializer
-from gloveapp.conversations.models import Session
 from gloveapp.core.types import iso_format
 
 SALT = "gloveapp.chat-url"
@@ -47,13 +46,15 @@ SALT = "gloveapp.chat-url"
 
 @dataclass(frozen=True, slots=True)
 class ChatUrlGrant:
-    """`request.auth` on a signed chat URL: which session it was minted for."""
+    """`request.auth` on a signed chat URL: which session it was minted for (its global id)."""
 
     session_id: str
 
 
-def chat_url_token(*, user_id: Any, session_id: str) -> str:
-    return signing.dumps({"u": user_id, "s": session_id}, salt=SALT)
+def chat_url_token(*, user_id: Any, session_key: str) -> str:
+    # The owner's own id for the session (a signed value is readable, not secret): the
+    # token shows nothing they did not choose.
+    return signing.dumps({"u": user_id, "s": session_key}, salt=SALT)
 
 
 def chat_url_grant(token: str) -> tuple[Any, ChatUrlGrant]:
@@ -65,9 +66,13 @@ def chat_url_grant(token: str) -> tuple[Any, ChatUrlGrant]:
     except signing.BadSignature:
         raise AuthenticationFailed("This chat URL is not valid.") from None
     user = get_user_model().objects.filter(pk=payload.get("u"), is_active=True).first()
-    session_id = payload.get("s")
-    if user is None or not Session.objects.filter(pk=session_id, owner=user).exists():
-        raise AuthenticationFailed("This chat URL is not valid.")
+    key = payload.get("s")
+    try:
+        if user is None or not isinstance(key, str):
+            raise Http404
+        session_id = owned_session_id(user, key)
+    except Http404:
+        raise AuthenticationFailed("This chat URL is not valid.") from None
     return user, ChatUrlGrant(session_id=session_id)
 
 
@@ -113,7 +118,7 @@ class ChatUrlMintApi(ApiView):
     )
     def post(self, request: Request, session_id: str) -> Response:
         session = owned_session(request.user, session_id)
-        token = chat_url_token(user_id=request.user.pk, session_id=session.pk)
+        token = chat_url_token(user_id=request.user.pk, session_key=session.key)
         path = reverse("api-chat-signed", kwargs={"token": token})
         expires = timezone.now() + timedelta(seconds=settings.GLOVE_CHAT_URL_TTL_SECONDS)
         return Response(

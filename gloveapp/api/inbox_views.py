@@ -1,8 +1,8 @@
 """The remote store's inbox routes, in the paths of Glove's coffee example (contract §8.3).
 
-Stricter than Glove: a duplicate id is 409 (not a 500), an unknown item is 404 (not a
-silent no-op), and updates follow the guarded transitions (spec Decision 5), so a consumed
-item can never be resurrected over HTTP.
+Stricter than Glove: a duplicate id is 409 (not a 500; ids are per session, so only the
+session's own), an unknown item is 404 (not a silent no-op), and updates follow the guarded
+transitions (spec Decision 5), so a consumed item can never be resurrected over HTTP.
 
 Resolution is not the session owner's: a non-staff caller may only add pending, unanswered
 items and mark a resolved item consumed (what its own agent loop does). Resolving, adding
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
@@ -25,7 +25,7 @@ from gloveapp.api.access import (
     ApiView,
     Conflict,
     NotFound,
-    owned_session_exists,
+    owned_session_id,
     refused_input_as_400,
 )
 from gloveapp.api.fields import (
@@ -87,22 +87,28 @@ class InboxApi(ApiView):
         responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         return Response(_wire(selectors.read_inbox_items(session_id)))
 
     @extend_schema(
         operation_id="session_inbox_add",
         request=InputSerializer,
+        description=(
+            "Item ids are per session: an id another session's item has is granted like a "
+            "fresh one (resolvers then name the item by the global id the admin shows)."
+        ),
         responses={
             201: OkSerializer,
             400: ErrorSerializer,
-            409: ErrorSerializer,
+            409: OpenApiResponse(
+                ErrorSerializer, description="This session already has an item with this id."
+            ),
             **FORBIDDEN,
             **NOT_FOUND,
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         if not may_resolve(request.user):
@@ -136,7 +142,7 @@ class InboxUpdateApi(ApiView):
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         item_id = serializer.validated_data["itemId"]
@@ -172,7 +178,7 @@ class InboxResolvedApi(ApiView):
         responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         items = selectors.read_inbox_items(session_id, "resolved")
         return Response(_wire(items))
 
@@ -188,5 +194,5 @@ class InboxConsumeApi(ApiView):
         responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         return Response(_wire(inbox_services.inbox_items_consume_resolved(session_id=session_id)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,7 +14,8 @@ from gloveapp.core.input_rules import SESSION_ID_RE
 
 
 class SessionOutputSerializer(serializers.Serializer):
-    sessionId = serializers.CharField(source="id")
+    # The id the owner chose: ids are per owner (gloveapp.conversations.models.Session).
+    sessionId = serializers.CharField(source="key")
     title = serializers.CharField()
     # The coffee example calls the title `name`; both are sent so its UI works unchanged.
     name = serializers.CharField(source="title")
@@ -49,7 +50,21 @@ class SessionListApi(ApiView):
     @extend_schema(
         operation_id="sessions_create",
         request=InputSerializer,
-        responses={201: SessionOutputSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
+        description=(
+            "Session ids are per user: an id another user has (or had) is granted like a "
+            "fresh one, so the answer never tells whether someone else uses it."
+        ),
+        responses={
+            201: SessionOutputSerializer,
+            400: ErrorSerializer,
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description=(
+                    "You already have a session with this id, or had one and deleted it "
+                    "(an id is never reused). Never about another user's ids."
+                ),
+            ),
+        },
     )
     def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
@@ -63,12 +78,8 @@ class SessionListApi(ApiView):
                     title=data.get("title", data.get("name", "")),
                     agent_name=data.get("agentName", ""),
                 )
-        except services.DuplicateSession:
-            raise Conflict(
-                f'A session with id "{data.get("sessionId")}" already exists.',
-                code="duplicate_session",
-                field="sessionId",
-            ) from None
+        except services.DuplicateSession as exc:
+            raise Conflict(str(exc), code="duplicate_session", field="sessionId") from None
         return Response(SessionOutputSerializer(session).data, status=status.HTTP_201_CREATED)
 
 

@@ -1,7 +1,8 @@
 """The remote store's messages, counters, tasks and permissions routes.
 
-Each view checks that the caller owns the session, calls one service, and renders the
-runtime's wire format (glove-core field names).
+Each view checks that the caller owns the session (which also turns the URL's id, the
+owner's own, into the session's global id the services take), calls one service, and
+renders the runtime's wire format (glove-core field names).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rest_framework.response import Response
 from gloveapp.api.access import (
     ApiView,
     owned_session,
-    owned_session_exists,
+    owned_session_id,
     refused_input_as_400,
 )
 from gloveapp.api.fields import (
@@ -85,7 +86,7 @@ class MessagesApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         with refused_input_as_400():
@@ -155,7 +156,7 @@ class TokensApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         usage = TokenUsage(**serializer.validated_data)
@@ -182,7 +183,7 @@ class TurnsApi(ApiView):
         responses={200: OkSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         services.turn_increment(session_id=session_id)
         return Response({"ok": True})
 
@@ -194,7 +195,7 @@ class ResetCountersApi(ApiView):
         responses={200: OkSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         services.counters_reset(session_id=session_id)
         return Response({"ok": True})
 
@@ -217,7 +218,7 @@ class TasksApi(ApiView):
         operation_id="session_tasks_list", responses={200: TaskSerializer(many=True), **NOT_FOUND}
     )
     def get(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         return Response(_wire(selectors.read_tasks(session_id)))
 
     @extend_schema(
@@ -226,7 +227,7 @@ class TasksApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def put(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         with refused_input_as_400():
@@ -249,7 +250,7 @@ class TaskUpdateApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str, task_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         updates = task_updates_to_core(serializer.validated_data["updates"])
@@ -295,7 +296,7 @@ class PermissionsApi(ApiView):
         responses={200: PermissionOutputSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         query = self.QuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         key = permission_key(query.validated_data["toolName"], query.validated_data.get("input"))
@@ -308,7 +309,7 @@ class PermissionsApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def put(self, request: Request, session_id: str) -> Response:
-        owned_session_exists(request.user, session_id)
+        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

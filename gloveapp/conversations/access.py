@@ -5,6 +5,11 @@ Every edge asks here (the REST API, the pages, the chat websocket):
 - staff may see (read along), but not speak for a user;
 - anyone else learns nothing more than "no such session" (the same 404 / close code as for
   an id that does not exist), so ids do not leak.
+
+And which session an id in a URL names: for its owner, the session they hold under that
+`key` (ids are per owner, see `Session`); for staff reading along, failing that, the session
+whose global `id` it is. Every owner-facing edge resolves its id here and passes the
+session's `id` on; `address_of` is the id to show back.
 """
 
 from __future__ import annotations
@@ -32,45 +37,63 @@ def may_speak(user: Any, session: Session) -> bool:
     return session.owner_id is not None and session.owner_id == user.pk
 
 
+def address_of(user: Any, session: Session) -> str:
+    """The id `user` names `session` by: its owner's key for the owner, else its global id."""
+    return session.key if may_speak(user, session) else session.id
+
+
+def _find(user: Any, session_id: str) -> Session | None:
+    """The session `session_id` names for `user` (see the module's docstring), or None."""
+    if _unusable_id(session_id):
+        return None
+    owner_id = getattr(user, "pk", None)
+    if owner_id is not None:
+        session = Session.objects.filter(owner_id=owner_id, key=session_id).first()
+        if session is not None:
+            return session
+    if getattr(user, "is_staff", False):
+        return Session.objects.filter(pk=session_id).first()
+    return None
+
+
 def viewable_session(user: Any, session_id: str) -> Session:
     """The session if `user` may see it; otherwise the same 404 as for no session."""
-    if _unusable_id(session_id):
-        raise Http404("Session not found.")
-    try:
-        session = Session.objects.get(pk=session_id)
-    except Session.DoesNotExist:
-        raise Http404("Session not found.") from None
-    if not may_see(user, session):
+    session = _find(user, session_id)
+    if session is None or not may_see(user, session):
         raise Http404("Session not found.")
     return session
 
 
 def owned_session(user: Any, session_id: str) -> Session:
-    """The session if `user` may speak in it (its owner); otherwise the same 404."""
-    if _unusable_id(session_id):
+    """The session its owner `user` holds under `session_id` (their key); otherwise the
+    same 404 as for no session."""
+    owner_id = getattr(user, "pk", None)
+    if owner_id is None or _unusable_id(session_id):
         raise Http404("Session not found.")
     try:
-        return Session.objects.get(pk=session_id, owner=user)
+        return Session.objects.get(owner_id=owner_id, key=session_id)
     except Session.DoesNotExist:
         raise Http404("Session not found.") from None
 
 
-def owned_session_exists(user: Any, session_id: str) -> None:
-    """`owned_session` when the caller needs only the check (one cheap query).
+def owned_session_id(user: Any, session_id: str) -> str:
+    """`owned_session`'s global id, when the caller needs nothing else (one cheap query,
+    a probe of the unique (owner, key) index).
 
     Raw SQL on purpose: it runs before every write of the remote store, and building the
-    ORM's EXISTS query cost more than the database answering it (profiled, issue 13).
+    ORM's query cost more than the database answering it (profiled, issue 13).
     """
     owner_id = getattr(user, "pk", None)
     if owner_id is not None and not _unusable_id(session_id):
         with connection.cursor() as cursor:
-            cursor.execute(_OWNED_SQL, [session_id, owner_id])
-            if cursor.fetchone() is not None:
-                return
+            cursor.execute(_OWNED_SQL, [owner_id, session_id])
+            row = cursor.fetchone()
+            if row is not None:
+                return row[0]
     raise Http404("Session not found.")
 
 
-_OWNED_SQL = f"SELECT 1 FROM {Session._meta.db_table} WHERE id = %s AND owner_id = %s"
+_OWNED_SQL = f'SELECT id FROM {Session._meta.db_table} WHERE owner_id = %s AND "key" = %s'
 
 
 def usable_session_id(session_id: str) -> bool:
@@ -78,11 +101,12 @@ def usable_session_id(session_id: str) -> bool:
     return not _unusable_id(session_id)
 
 
-def session_watch_verdict(*, user: Any, session_id: str) -> Verdict:
-    """May `user` watch the session's live stream? Same rule as `viewable_session`."""
-    if _unusable_id(session_id):
-        return "missing"
-    session = Session.objects.filter(id=session_id).only("owner_id").first()
+def session_watch_verdict(*, user: Any, session_id: str) -> tuple[Verdict, str | None]:
+    """May `user` watch the live stream of the session `session_id` names for them? Same
+    rule as `viewable_session`; with "allowed", the session's global id (its stream's)."""
+    session = _find(user, session_id)
     if session is None:
-        return "missing"
-    return "allowed" if may_see(user, session) else "forbidden"
+        return "missing", None
+    if not may_see(user, session):
+        return "forbidden", None
+    return "allowed", session.id

@@ -41,12 +41,21 @@ class TaskInline(ReadOnlyInline):
 
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
-    list_display = ("id", "title", "agent_name", "owner", "turn_count", "token_count", "updated_at")
+    list_display = (
+        "shown_id",
+        "title",
+        "agent_name",
+        "owner",
+        "turn_count",
+        "token_count",
+        "updated_at",
+    )
     list_filter = ("agent_name",)
-    search_fields = ("id", "title", "owner__username")
+    search_fields = ("id", "key", "title", "owner__username")
     list_select_related = ("owner",)
     readonly_fields = (
         "id",
+        "key",
         "owner",
         "agent_name",
         "token_count",
@@ -58,7 +67,7 @@ class SessionAdmin(admin.ModelAdmin):
     )
     # Several to a line: the page is for the conversation below them.
     fields = (
-        ("id", "owner", "agent_name"),
+        ("id", "key", "owner", "agent_name"),
         "title",
         ("token_count", "turn_count", "tokens_in_total", "tokens_out_total"),
         ("created_at", "updated_at"),
@@ -69,6 +78,11 @@ class SessionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.display(description="id", ordering="id")
+    def shown_id(self, session: Session) -> str:
+        """The global id; its owner's own id beside it when the two differ (it was taken)."""
+        return session.id if session.key == session.id else f"{session.id} (owner's: {session.key})"
 
     def render_change_form(
         self,

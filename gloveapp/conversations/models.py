@@ -8,9 +8,17 @@ from django.db import models
 
 
 class Session(models.Model):
-    """One conversation with one agent. The id is the runtime store's `identifier`."""
+    """One conversation with one agent.
+
+    Two names: `id`, global, is the runtime store's `identifier` and what staff, the admin
+    and every table below use; `key` is the id its owner chose and addresses it by, unique
+    per owner. They are equal unless the id asked for was taken (or once used) by someone
+    else: then the session gets a fresh `id`, and the owner, who still sees only `key`,
+    learns nothing about another user's ids (`services.session_create`).
+    """
 
     id = models.CharField(primary_key=True, max_length=128)
+    key = models.CharField(max_length=128)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -36,9 +44,31 @@ class Session(models.Model):
     class Meta:
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["owner", "-updated_at"])]
+        constraints = [
+            # The owner's routes find a session by (owner, key): one probe of this index.
+            models.UniqueConstraint(fields=["owner", "key"], name="session_unique_owner_key"),
+            # A row written without its key would be unreachable by its owner: refuse it.
+            models.CheckConstraint(condition=~models.Q(key=""), name="session_key_not_empty"),
+        ]
 
     def __str__(self) -> str:
         return self.title or self.id
+
+
+class RetiredSessionKey(models.Model):
+    """A deleted session's key: its owner cannot create that id again (a 409, as for a
+    session they still have), so an owner's ids are never reused either."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=128)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "key"], name="retired_session_key_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.key
 
 
 # What a person calls "a message I sent": a user message with text that is not a tool's

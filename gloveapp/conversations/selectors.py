@@ -46,7 +46,8 @@ def read_messages(session_id: str, *, since_compaction: bool) -> list[CoreMessag
 def read_owned_messages(
     session_id: str, *, owner: Any, since_compaction: bool
 ) -> list[CoreMessage] | None:
-    """`read_messages` of a session `owner` owns, None if it does not (or does not exist).
+    """`read_messages` of the session `owner` holds under `session_id` (their key, see
+    `Session`), None if they hold none.
 
     The hot GET of the remote store: the ownership check and the history are one query (the
     session LEFT JOINed to its messages; a session without messages is one row of NULLs).
@@ -60,13 +61,13 @@ def read_owned_messages(
     lower = 0
     with connection.cursor() as cursor:
         if since_compaction:
-            cursor.execute(_MARKER_SQL, [session_id, owner_id])
+            cursor.execute(_MARKER_SQL, [owner_id, session_id])
             found = cursor.fetchone()
             if found is None:
                 return None
             # A literal bound on the next query (see `read_messages`).
             lower = found[0] or 0
-        cursor.execute(_OWNED_MESSAGES_SQL, [lower, session_id, owner_id])
+        cursor.execute(_OWNED_MESSAGES_SQL, [lower, owner_id, session_id])
         rows = cursor.fetchall()
     if not rows:
         return None
@@ -93,20 +94,21 @@ _OWNED_MESSAGES_SQL = f"""
     SELECT m.seq, {", ".join(f"m.{Message._meta.get_field(name).column}" for name in _FIELDS)}
       FROM {_SESSION_TABLE} s
       LEFT JOIN {_MESSAGE_TABLE} m ON m.session_id = s.id AND m.seq >= %s
-     WHERE s.id = %s AND s.owner_id = %s
+     WHERE s.owner_id = %s AND s."key" = %s
      ORDER BY m.seq
 """
 _MARKER_SQL = f"""
     SELECT (SELECT max(seq) FROM {_MESSAGE_TABLE} m
              WHERE m.session_id = s.id AND m.is_compaction)
       FROM {_SESSION_TABLE} s
-     WHERE s.id = %s AND s.owner_id = %s
+     WHERE s.owner_id = %s AND s."key" = %s
 """
 
 
 def sessions_owned_by(owner: Any) -> QuerySet[Session]:
-    """The sessions `owner` owns, newest first: the API's list and the pages' chat list."""
-    return Session.objects.filter(owner=owner).order_by("-created_at", "-pk")
+    """The sessions `owner` owns, newest first: the API's list and the pages' chat list.
+    Ties go by the owner's own ids, never by the global ones they must not see."""
+    return Session.objects.filter(owner=owner).order_by("-created_at", "-key")
 
 
 def read_counter(session_id: str, field: str) -> int:

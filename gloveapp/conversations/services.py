@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 
 from gloveapp.conversations import serialization
 from gloveapp.conversations.append import append_to_existing
-from gloveapp.conversations.models import Message, Permission, Session, Task
+from gloveapp.conversations.models import Message, Permission, RetiredSessionKey, Session, Task
 from gloveapp.core import input_rules
 from gloveapp.core.store import apply_task_updates, permission_key
 from gloveapp.core.types import PERMISSION_STATUSES, PermissionStatus, TokenUsage
@@ -34,9 +34,21 @@ class SessionGone(LookupError):
 
 
 class DuplicateSession(ValueError):
-    def __init__(self, session_id: str) -> None:
+    """The caller already has (or had) a session with this id; another user's ids never
+    raise it (see `session_create`)."""
+
+    def __init__(self, session_id: str, *, owned: bool = True) -> None:
         self.session_id = session_id
-        super().__init__(f'A session with id "{session_id}" already exists.')
+        if owned:
+            super().__init__(f'You already have, or had, a session with id "{session_id}".')
+        else:  # the global namespace of sessions nobody owns
+            super().__init__(f'A session with id "{session_id}" exists or existed.')
+
+
+# Ids the server gives sessions nobody owns (a mesh agent's inbox is `mesh:<agent id>`,
+# `mesh.services.mesh_session_id`): a user's session never takes one as its global id, or it
+# would become that agent's inbox, readable by the user, once the agent first runs.
+SERVER_ID_PREFIXES = ("mesh:",)
 
 
 def new_session_id() -> str:
@@ -50,9 +62,10 @@ def check_session_id(session_id: Any) -> str:
 
 
 def session_payload(session: Session) -> dict[str, Any]:
+    # The stream goes to the owner's pages: they know the session by its key.
     return {
         "session": {
-            "id": session.id,
+            "id": session.key,
             "title": session.title,
             "agent_name": session.agent_name,
             "token_count": session.token_count,
@@ -77,22 +90,52 @@ def session_create(
     title: str = "",
     session_id: str | None = None,
 ) -> Session:
-    session_id = check_session_id(session_id) if session_id is not None else new_session_id()
+    """A new session; `session_id` is the id its owner asks for (their `key`).
+
+    Ids are per owner. `DuplicateSession` only when `owner` has, or had (a deleted session),
+    a session with that id. An id held or once used by anyone else is still granted: the
+    session keeps it as its `key` and gets a fresh global `id`, so the answer is the same as
+    for an id nobody has, and the old id's event stream is never inherited (`was_used`).
+    Without an owner (the runtime, the mesh, staff tools) there is one namespace, the ids:
+    a taken or used id is a `DuplicateSession`. An owner's id in `SERVER_ID_PREFIXES` always
+    gets a fresh global id.
+    """
+    key = check_session_id(session_id) if session_id is not None else new_session_id()
     input_rules.check_text(title, "title", max_length=200)
     input_rules.check_text(agent_name, "agent_name", max_length=100)
+    values = {"key": key, "owner": owner, "agent_name": agent_name, "title": title}
     with transaction.atomic():
-        if Session.objects.filter(pk=session_id).exists() or was_used(session_id):
-            raise DuplicateSession(session_id)
+        if owner is not None and _owner_had(owner, key):
+            raise DuplicateSession(key)
+        session_id = key
+        if Session.objects.filter(pk=key).exists() or was_used(key):
+            if owner is None:
+                raise DuplicateSession(key, owned=False)
+            session_id = new_session_id()
+        elif owner is not None and key.startswith(SERVER_ID_PREFIXES):
+            session_id = new_session_id()
         try:
             # Savepoint: a concurrent creator of the same id may commit between check and insert.
             with transaction.atomic():
-                session = Session.objects.create(
-                    id=session_id, owner=owner, agent_name=agent_name, title=title
-                )
+                session = Session.objects.create(id=session_id, **values)
         except IntegrityError:
-            raise DuplicateSession(session_id) from None
+            if owner is None or _owner_had(owner, key):
+                raise DuplicateSession(key, owned=owner is not None) from None
+            # Someone else took the id in that moment: the same answer, under a fresh id.
+            try:
+                with transaction.atomic():
+                    session = Session.objects.create(id=new_session_id(), **values)
+            except IntegrityError:  # the owner's own concurrent create of this id won
+                raise DuplicateSession(key) from None
         _announce_session(session)
     return session
+
+
+def _owner_had(owner: Any, key: str) -> bool:
+    return (
+        Session.objects.filter(owner=owner, key=key).exists()
+        or RetiredSessionKey.objects.filter(owner=owner, key=key).exists()
+    )
 
 
 def session_update(*, session: Session, title: str) -> Session:
@@ -105,13 +148,15 @@ def session_update(*, session: Session, title: str) -> Session:
 
 
 def session_delete(*, session: Session) -> None:
-    session_id = session.id
+    session_id, key, owner_id = session.id, session.key, session.owner_id
     with transaction.atomic():
         session.delete()
+        if owner_id is not None:
+            # Its owner cannot take the id again (`session_create`); nor can anyone else
+            # reach its events, which stay on the stream of its global id.
+            RetiredSessionKey.objects.get_or_create(owner_id=owner_id, key=key)
         # The event row has no foreign key, so it outlives the session it announces.
-        record_event(
-            stream=session_stream(session_id), type="session.deleted", payload={"id": session_id}
-        )
+        record_event(stream=session_stream(session_id), type="session.deleted", payload={"id": key})
 
 
 def was_used(session_id: str) -> bool:
@@ -143,7 +188,7 @@ def lock_session(session_id: str) -> Session:
         raise SessionGone(session_id)
     try:
         with transaction.atomic():  # savepoint: another writer may create it first
-            session = Session.objects.create(id=session_id)
+            session = Session.objects.create(id=session_id, key=session_id)
     except IntegrityError:
         return Session.objects.select_for_update().get(pk=session_id)
     _announce_session(session)

@@ -35,7 +35,7 @@ class DemoAccount:
 class DemoSetup:
     demo: DemoAccount
     staff: DemoAccount
-    session_id: str
+    session_id: str  # as the demo user's pages name it (their key)
     session_created: bool
 
 
@@ -94,4 +94,6 @@ def demo_setup(*, demo_password: str | None = None, staff_password: str | None =
                 agent_name=spec.name,
                 title=spec.title,
             )
-    return DemoSetup(demo=demo, staff=staff, session_id=session.pk, session_created=session_created)
+    return DemoSetup(
+        demo=demo, staff=staff, session_id=session.key, session_created=session_created
+    )

@@ -1,5 +1,8 @@
 """The chat page's websocket: `/ws/sessions/<session_id>/?last_event_id=<cursor>`.
 
+`<session_id>` is the id the page names the session by (its owner's key; staff: its id),
+resolved by `gloveapp.conversations.access`.
+
 The generic `StreamConsumer` (gloveapp.live) does the relaying; this edge says which stream
 (`session:<id>`) and who may watch it (`gloveapp.conversations.access`). Close codes: 4401
 not logged in, 4404 no such session *or* not the owner (nor staff): an outsider must not
@@ -23,9 +26,9 @@ class SessionConsumer(StreamConsumer):
 
     async def authorise(self, user) -> tuple[str | None, int | None]:
         session_id = self.scope["url_route"]["kwargs"]["session_id"]
-        verdict = await database_sync_to_async(session_watch_verdict)(
+        verdict, stream_id = await database_sync_to_async(session_watch_verdict)(
             user=user, session_id=session_id
         )
-        if verdict != "allowed":
-            return None, _VERDICT_CLOSE_CODES[verdict]
-        return session_stream(session_id), None
+        if verdict != "allowed" or stream_id is None:
+            return None, _VERDICT_CLOSE_CODES.get(verdict, CLOSE_NOT_FOUND)
+        return session_stream(stream_id), None

@@ -17,7 +17,7 @@ from django.db.models import Count, Q
 
 from gloveapp.agents.config import get_agent_spec
 from gloveapp.conversations import selectors as conversation_selectors
-from gloveapp.conversations.access import may_speak
+from gloveapp.conversations.access import address_of, may_speak
 from gloveapp.conversations.models import PERSON_MESSAGE, Message, Session, Task
 from gloveapp.core.executor import permission_denied_message
 from gloveapp.core.inbox_context import resolved_banner_answers
@@ -180,7 +180,7 @@ def task_list(session: Session) -> list[Task]:
 def inbox_groups(session: Session) -> dict[str, list[InboxItem]]:
     """The sidebar: "Watching" (pending), "Resolved" (waiting for the agent) and delivered."""
     groups: dict[str, list[InboxItem]] = {"watching": [], "resolved": [], "delivered": []}
-    for item in InboxItem.objects.filter(session=session).order_by("created_at", "id"):
+    for item in InboxItem.objects.filter(session=session).order_by("created_at", "key"):
         if item.status == InboxItem.Status.PENDING:
             groups["watching"].append(item)
         elif item.status == InboxItem.Status.RESOLVED:
@@ -208,6 +208,8 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
     messages = history(session)
     return {
         "session": session,
+        # The id the page's URLs name the session by: its owner's own, staff's the global one.
+        "session_ref": address_of(user, session),
         "can_speak": may_speak(user, session),
         "last_event_id": last_event_id,
         "entries": timeline(session, messages),

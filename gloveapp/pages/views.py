@@ -33,6 +33,7 @@ MAX_MESSAGE_CHARS = 20_000
 
 
 def _chat_url(session_id: str) -> str:
+    """The chat page of a session as its owner names it (their key; see `access`)."""
     return reverse("chat", args=[session_id])
 
 
@@ -57,8 +58,8 @@ def session_list(request: HttpRequest) -> HttpResponse:
 def session_new(request: HttpRequest) -> HttpResponse:
     session = session_create(owner=request.user, agent_name=settings.GLOVE_DEFAULT_AGENT)
     if request.htmx:
-        return HttpResponseClientRedirect(_chat_url(session.pk))
-    return _see_other(_chat_url(session.pk))
+        return HttpResponseClientRedirect(_chat_url(session.key))
+    return _see_other(_chat_url(session.key))
 
 
 @login_required
@@ -118,7 +119,7 @@ async def message_create(request: HttpRequest, session_id: str) -> HttpResponse:
         return HttpResponse(error, status=status, content_type="text/plain")
     if request.htmx:
         return await sync_to_async(_messages_partial)(request, session, text)
-    return _see_other(_chat_url(session.pk))
+    return _see_other(_chat_url(session.key))
 
 
 def message_error(text: str) -> str | None:
@@ -166,7 +167,7 @@ async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> Ht
         raise Http404("That prompt is no longer waiting for an answer.")
     if request.htmx:
         return await sync_to_async(_slots_partial)(request, session)
-    return _see_other(_chat_url(session.pk))
+    return _see_other(_chat_url(session.key))
 
 
 @login_required
@@ -177,4 +178,4 @@ def turn_cancel(request: HttpRequest, session_id: str) -> HttpResponse:
     turns.turn_cancel(session_id=session.pk)
     if request.htmx:
         return HttpResponse(status=204)
-    return _see_other(_chat_url(session.pk))
+    return _see_other(_chat_url(session.key))

@@ -162,7 +162,7 @@ async def entry_reply(request: HttpRequest, entry_id: str) -> HttpResponse:
             )
         except (runner.QueueFull, runner.TurnLimitReached) as exc:
             return HttpResponse(str(exc), status=429, content_type="text/plain")
-    response = HttpResponseRedirect(reverse("chat", args=[session.pk]))
+    response = HttpResponseRedirect(reverse("chat", args=[session.key]))
     response.status_code = 303
     return response
 

@@ -31,9 +31,10 @@ def test_it_refuses_a_duplicate_session_id_with_409(owner_client, other_client, 
     again = owner_client.post("/api/sessions", {"sessionId": session_id}, format="json")
     assert again.status_code == 409
     assert again.json()["field"] == "sessionId"
-    # Another user cannot take the id either, and learns nothing else about it.
+    # Ids are per owner: another user gets the id as if nobody had it, and learns nothing
+    # (tests/api/test_id_namespaces.py).
     theirs = other_client.post("/api/sessions", {"sessionId": session_id}, format="json")
-    assert theirs.status_code == 409
+    assert theirs.status_code == 201
 
 
 def test_it_refuses_a_session_id_that_cannot_sit_in_a_url(owner_client):
@@ -104,10 +105,12 @@ def test_it_refuses_to_recreate_a_deleted_sessions_id_with_409(
     )
     assert owner_client.delete(f"/api/sessions/{session_id}").status_code == 204
 
-    # The id's event log outlives the session: whoever took the id could replay it.
-    for client in (other_client, owner_client):
-        again = client.post("/api/sessions", {"sessionId": session_id}, format="json")
-        assert again.status_code == 409
-        assert again.json()["field"] == "sessionId"
-        assert again.json()["error"] == f'A session with id "{session_id}" already exists.'
-    assert other_client.get(f"/api/sessions/{session_id}/messages").status_code == 404
+    # The owner never gets a deleted id back; another user gets it, with none of its history
+    # (the id's event log outlives the session, on a stream their session does not share).
+    again = owner_client.post("/api/sessions", {"sessionId": session_id}, format="json")
+    assert again.status_code == 409
+    assert again.json()["field"] == "sessionId"
+    assert again.json()["error"] == f'You already have, or had, a session with id "{session_id}".'
+    theirs = other_client.post("/api/sessions", {"sessionId": session_id}, format="json")
+    assert theirs.status_code == 201
+    assert other_client.get(f"/api/sessions/{session_id}/messages").json() == []

@@ -70,12 +70,12 @@ def staff(django_user_model):
 
 @pytest.fixture
 def chat(owner) -> Session:
-    return Session.objects.create(id="chat-1", owner=owner, title="Coffee")
+    return Session.objects.create(id="chat-1", key="chat-1", owner=owner, title="Coffee")
 
 
 @pytest.fixture
 def other_chat(other_user) -> Session:
-    return Session.objects.create(id="chat-2", owner=other_user, title="Tea")
+    return Session.objects.create(id="chat-2", key="chat-2", owner=other_user, title="Tea")
 
 
 def cookie_for(user) -> str:

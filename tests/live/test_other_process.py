@@ -30,6 +30,7 @@ SLEEPY_POLL_SECONDS = 60
 def pending_item(chat) -> InboxItem:
     return InboxItem.objects.create(
         id="inbox_1_coffee",
+        key="inbox_1_coffee",
         session=chat,
         tag="approve_order",
         request="Two espressos?",

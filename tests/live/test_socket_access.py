@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
+from gloveapp.conversations.services import session_create
 from tests.live.conftest import FRAME_TIMEOUT, acommit_event, cookie_for, frames, socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -59,3 +60,23 @@ async def test_it_sends_nothing_to_a_refused_socket_before_closing(chat, other_c
     await acommit_event(chat.id, title="secret")
     communicator = socket(chat.id, other_cookie, last_event_id=0)
     assert await refusal_code(communicator) == 4404
+
+
+async def test_it_streams_each_user_their_own_session_under_one_id(chat, other_user, other_cookie):
+    # Ids are per owner: the other user's session may have the owner's id; their socket
+    # follows theirs, replayed from before its creation, and never the owner's.
+    cursor = await acommit_event(chat.id, title="Espresso")
+    theirs = await database_sync_to_async(session_create)(
+        owner=other_user, session_id=chat.key, title="Tea"
+    )
+    await acommit_event(chat.id, title="the owner's secret")
+    communicator = socket(chat.key, other_cookie, last_event_id=cursor)
+    connected, _ = await communicator.connect(timeout=FRAME_TIMEOUT)
+    assert connected
+    await acommit_event(theirs.id, title="Darjeeling")
+
+    created, changed = await frames(communicator, 2)
+    assert created["payload"]["session"]["id"] == chat.key  # their own id, not the global one
+    assert created["payload"]["session"]["title"] == "Tea"
+    assert changed["payload"] == {"title": "Darjeeling"}
+    await communicator.disconnect()

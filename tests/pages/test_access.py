@@ -131,3 +131,31 @@ def test_it_finds_the_vendored_htmx_and_live_script_among_static_files():
     htmx = finders.find("vendor/htmx-2.0.11.min.js")
     assert htmx and open(htmx, encoding="utf-8").read().startswith("var htmx=")
     assert finders.find("glove/live.js")
+
+
+def test_it_serves_each_user_their_own_chat_under_one_id(session, other_user, owner_client):
+    # Ids are per owner: Oscar's chat may have Olive's id, and his pages are his.
+    theirs = session_create(owner=other_user, session_id=session.key, title="Oscar's tea")
+    client = client_for(other_user)
+
+    html = client.get(f"/sessions/{session.key}/").content.decode()
+
+    assert "Oscar&#x27;s tea" in html and "Morning order" not in html
+    assert f'data-live-url="/ws/sessions/{session.key}/"' in html
+    assert theirs.pk not in html  # the page names it only by his own id
+    sent = client.post(f"/sessions/{session.key}/messages", {"text": "A pot of Darjeeling"})
+    assert sent.status_code == 303 and sent["Location"] == f"/sessions/{session.key}/"
+    assert theirs.turns.count() == 1 and session.turns.count() == 0
+    assert "Morning order" in owner_client.get(f"/sessions/{session.key}/").content.decode()
+    assert f'href="/sessions/{session.key}/"' in client.get("/").content.decode()
+
+
+def test_it_lets_staff_read_a_chat_made_under_a_taken_id_by_its_global_id(
+    session, other_user, staff
+):
+    theirs = session_create(owner=other_user, session_id=session.key, title="Oscar's tea")
+
+    html = client_for(staff).get(f"/sessions/{theirs.pk}/").content.decode()
+
+    assert "Oscar&#x27;s tea" in html and "read only" in html
+    assert f'data-live-url="/ws/sessions/{theirs.pk}/"' in html

@@ -108,6 +108,7 @@ def test_it_lists_pending_items_as_json_with_filters():
     assert rows == [
         {
             "id": "inbox_2_b",
+            "key": "inbox_2_b",
             "sessionId": "s2",
             "tag": "restock_watch",
             "request": "Notify when Yirgacheffe is back in stock",

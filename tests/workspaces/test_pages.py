@@ -176,7 +176,7 @@ def test_legacy_notifications_are_listed_for_their_user_only(workspace, ann, bob
     page = login(ann).get("/notifications/").content.decode()
     assert "Nightly cron finished" in page
     assert "Nightly cron finished" not in login(bob).get("/notifications/").content.decode()
-    chat = Session.objects.create(id="chat-ann", owner=ann)
+    chat = Session.objects.create(id="chat-ann", key="chat-ann", owner=ann)
     assert 'href="/notifications/"' in login(ann).get(f"/sessions/{chat.pk}/").content.decode()
 
 

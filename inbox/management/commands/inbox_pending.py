@@ -33,6 +33,8 @@ class Command(BaseCommand):
         rows = [
             {
                 "id": item.id,
+                # What the session's agent calls it (the same as `id` unless that was taken).
+                "key": item.key,
                 "sessionId": item.session_id,
                 "tag": item.tag,
                 "request": item.request,
@@ -50,6 +52,8 @@ class Command(BaseCommand):
             return
         for row in rows:
             flags = " BLOCKING" if row["blocking"] else ""
+            if row["key"] != row["id"]:
+                flags = f" (agent's id {row['key']}){flags}"
             expires = f" expires {row['expiresAt']}" if row["expiresAt"] else ""
             self.stdout.write(
                 f"{row['id']}  [{row['tag']}]{flags}  session {row['sessionId']}  "
