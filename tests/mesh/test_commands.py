@@ -156,7 +156,7 @@ async def test_prune_mesh_forgets_old_senders_and_deleted_chats_and_keeps_the_re
     for message_id in (old, recent):
         await shop.send(MeshMessage(id=message_id, from_="a", to="b", content="hello"))
     for chat in ("chat-gone", "chat-kept"):
-        await Session.objects.acreate(id=chat)
+        await Session.objects.acreate(id=chat, key=chat)
         adapter = transport.adapter(f"chat:{chat}", inbox_session=chat)
         await adapter.register(AgentIdentity(id=f"chat:{chat}", name=chat, description=""))
     month_ago = timezone.now() - timedelta(days=40)
