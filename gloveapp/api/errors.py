@@ -16,6 +16,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from gloveapp.conversations.services import SessionGone
+
 
 def _first_error(detail: Any, prefix: str = "") -> tuple[str, str]:
     if isinstance(detail, dict):
@@ -59,6 +61,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]):
     if isinstance(exc, RequestDataTooBig):
         # Django's own answer is an HTML 400 page (a debug page under DEBUG).
         return Response(_too_large(), status=413)
+    if isinstance(exc, SessionGone):
+        # Deleted between the route's ownership check and its write: it is gone now.
+        return Response({"error": "Session not found."}, status=404)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

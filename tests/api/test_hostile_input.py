@@ -99,3 +99,28 @@ def test_it_answers_a_body_over_the_upload_limit_with_a_json_413(owner_client, s
     assert answer["Content-Type"] == "application/json"
     assert "larger than the 2,621,440 bytes allowed" in answer.json()["error"]
     assert Message.objects.filter(session_id=session_id).count() == 0
+
+
+def test_a_session_deleted_during_a_write_is_a_404_and_nothing_is_written(
+    owner_client, session_id, monkeypatch
+):
+    from gloveapp.api import store_views
+    from gloveapp.conversations.models import Session
+
+    checked = store_views.owned_session_id
+
+    def check_then_lose_the_race(user, key):
+        global_id = checked(user, key)
+        Session.objects.filter(pk=global_id).delete()  # another request deletes it now
+        return global_id
+
+    monkeypatch.setattr(store_views, "owned_session_id", check_then_lose_the_race)
+    answer = owner_client.post(
+        f"/api/sessions/{session_id}/messages",
+        data={"messages": [{"sender": "user", "text": "hi"}]},
+        format="json",
+    )
+
+    assert answer.status_code == 404
+    assert answer.json() == {"error": "Session not found."}
+    assert Message.objects.count() == 0
