@@ -37,6 +37,9 @@ PERMISSION_ANSWERS: dict[Any, Any] = {
 LIVE_STATUSES = (Turn.Status.QUEUED, Turn.Status.RUNNING)
 # `Turn.source` of a mesh peer's wake-up.
 MESH_SOURCE = "mesh"
+# PostgreSQL NOTIFY channel: "<turn id>" when a prompt of that turn is answered or a stop is
+# asked for; the worker running it LISTENs (`TurnEngine`), and polls only as a safety net.
+TURNS_CHANNEL = "glove_turns"
 
 
 class QueueFull(Exception):
@@ -233,11 +236,17 @@ def sessions_waiting(*, older_than: timedelta) -> list[str]:
 def turn_cancel(*, session_id: str) -> bool:
     """Ask the session's running turn to stop, wherever it runs; False if none runs."""
     with transaction.atomic():
-        return bool(
-            Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).update(
-                cancel_requested=True
+        running = list(
+            Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).values_list(
+                "pk", flat=True
             )
         )
+        cancelled = bool(
+            running and Turn.objects.filter(pk__in=running).update(cancel_requested=True)
+        )
+        for turn_id in running:
+            _wake_worker(turn_id)
+        return cancelled
 
 
 # -- slots ----------------------------------------------------------------------------------
@@ -316,11 +325,23 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
                 return False
             value = PERMISSION_ANSWERS[key]
         # Conditional: of two answers racing (two tabs, two servers), one wins.
-        return bool(
+        answered = bool(
             TurnSlot.objects.filter(pk=row.pk, status=TurnSlot.Status.OPEN).update(
                 status=TurnSlot.Status.ANSWERED, answer={"value": value}
             )
         )
+        if answered:
+            _wake_worker(turn_pk)
+        return answered
+
+
+def _wake_worker(turn_id: int) -> None:
+    """Tell the worker running the turn to look now (PostgreSQL: NOTIFY, delivered when this
+    transaction commits and dropped if it rolls back). Elsewhere the worker polls."""
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [TURNS_CHANNEL, str(turn_id)])
 
 
 def _expire_slots(turn: Turn) -> None:
