@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Subquery
+from django.db.models import Count, F, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -78,13 +78,20 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
                     f"Mesh agent {session_id} started {recent} turns in the last minute, "
                     "the most GLOVE_MESH_TURNS_PER_MINUTE allows."
                 )
-        waiting = Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED).count()
+        live = Turn.objects.filter(session_id=session_id, status__in=LIVE_STATUSES).aggregate(
+            waiting=Count("pk", filter=Q(status=Turn.Status.QUEUED)),
+            running=Count("pk", filter=Q(status=Turn.Status.RUNNING)),
+        )
+        waiting = live["waiting"]
         if waiting >= settings.GLOVE_MAX_QUEUED_MESSAGES:
             raise QueueFull(
                 f"{waiting} messages are already waiting for this chat; "
                 "wait for the agent to answer."
             )
-        return Turn.objects.create(session_id=session_id, text=text, user_id=user_id, source=source)
+        turn = Turn.objects.create(session_id=session_id, text=text, user_id=user_id, source=source)
+        # How many turns run or wait before this one (as this transaction saw them).
+        turn.ahead = waiting + live["running"]
+        return turn
 
 
 def turn_wake(*, session_id: str, text: str, user_id: int | None) -> Turn | None:
@@ -103,12 +110,14 @@ def turn_wake(*, session_id: str, text: str, user_id: int | None) -> Turn | None
 def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
     """Claim the session's oldest queued turn for `worker_id`, or None (running elsewhere,
     nothing queued, or another worker won the race)."""
-    if Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).exists():
-        return None
+    # One read: the running turn if there is one ("running" sorts after "queued"), else the
+    # oldest queued one.
     turn = (
-        Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED).order_by("id").first()
+        Turn.objects.filter(session_id=session_id, status__in=LIVE_STATUSES)
+        .order_by("-status", "id")
+        .first()
     )
-    if turn is None:
+    if turn is None or turn.status != Turn.Status.QUEUED:
         return None
     now = timezone.now()
     lease = now + timedelta(seconds=settings.GLOVE_TURN_LEASE_SECONDS)
