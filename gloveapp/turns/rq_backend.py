@@ -3,7 +3,7 @@
 `GLOVE_TASKS_BACKEND=rq` selects `TurnsRQBackend`: django-tasks-rq's `RQBackend` (its jobs,
 queues, results and admin records unchanged) with three costs taken out of every turn:
 
-- **One Redis client per process.** django-rq builds a new `Redis` (a new connection pool,
+- **One Redis client per process, one round trip per enqueue.** django-rq builds a new `Redis` (a new connection pool,
   so a new TCP connection, `SELECT` and `CLIENT SETINFO`) on every `get_queue()`: once per
   enqueue, and again in every job's callbacks. Here enqueues, the worker and the callbacks
   share one client per queue and process (its pool is thread-safe and fork-aware).
@@ -128,7 +128,13 @@ class TurnsRQBackend(RQBackend):
             meta={"backend_name": self.alias},
         )
         if task.run_after is None:
-            job = queue.enqueue_job(job, at_front=task.priority == TASK_MAX_PRIORITY)
+            # One round trip: RQ's own enqueue sends the queue registration and the job in
+            # two transactions unless it is handed a pipeline.
+            with queue.connection.pipeline() as pipeline:
+                job = queue.enqueue_job(
+                    job, pipeline=pipeline, at_front=task.priority == TASK_MAX_PRIORITY
+                )
+                pipeline.execute()
         else:
             job = queue.schedule_job(job, task.run_after)
         object.__setattr__(task_result, "enqueued_at", job.enqueued_at)
