@@ -3,9 +3,11 @@
 `manage.py turn_worker` starts one engine per process: it takes tasks from the configured
 Django Tasks backend, claims each session's next turn in the database and runs it with the
 Glove runtime. Turns wait on the model, not the CPU, so one process runs up to
-GLOVE_TURN_CONCURRENCY of them. A watcher, every GLOVE_TURN_POLL_SECONDS, hands its turns the
-prompt answers and cancels that any server process stored, renews their leases, and takes
-back turns whose worker died (another worker's lease ran out) to run them again.
+GLOVE_TURN_CONCURRENCY of them. A watcher hands its turns the prompt answers and cancels that
+any server process stored (on PostgreSQL as soon as a NOTIFY on `services.TURNS_CHANNEL` says
+so, rechecking every GLOVE_TURN_ANSWER_RECHECK_SECONDS; elsewhere every
+GLOVE_TURN_POLL_SECONDS), renews their leases, and takes back turns whose worker died
+(another worker's lease ran out) to run them again.
 """
 
 from __future__ import annotations
