@@ -365,7 +365,13 @@ def task_backends_for(name: str, redis_url: str) -> dict:
     if name == "rq":
         if not redis_url:
             raise ImproperlyConfigured("GLOVE_TASKS_BACKEND=rq needs REDIS_URL.")
-        return {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
+        # django-tasks-rq on one shared Redis client per process (gloveapp/turns/rq_backend.py).
+        return {
+            "default": {
+                "BACKEND": "gloveapp.turns.rq_backend.TurnsRQBackend",
+                "QUEUES": ["default"],
+            }
+        }
     if name != "db":
         raise ImproperlyConfigured(f"GLOVE_TASKS_BACKEND must be db or rq, not {name!r}.")
     return {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
@@ -375,6 +381,9 @@ TASKS = task_backends_for(GLOVE_TASKS_BACKEND, REDIS_URL)
 RQ_QUEUES = {"default": {"URL": REDIS_URL or "redis://127.0.0.1:6379/0"}}
 # How many turns one worker process runs at once (they wait on the model, not the CPU).
 GLOVE_TURN_CONCURRENCY = int(os.environ.get("GLOVE_TURN_CONCURRENCY", "100"))
+# RQ backend: RQ workers (one thread and one Redis connection each) taking turn tasks in one
+# `turn_worker` process; they only hand sessions to its event loop.
+GLOVE_TURN_RQ_WORKERS = int(os.environ.get("GLOVE_TURN_RQ_WORKERS", "4"))
 # Database threads (one connection each) those turns share, per worker process.
 GLOVE_TURN_DB_THREADS = int(os.environ.get("GLOVE_TURN_DB_THREADS", "8"))
 # A worker renews the lease of its running turns; a lease this old means the worker died,
@@ -383,6 +392,9 @@ GLOVE_TURN_LEASE_SECONDS = float(os.environ.get("GLOVE_TURN_LEASE_SECONDS", "15"
 GLOVE_TURN_MAX_ATTEMPTS = int(os.environ.get("GLOVE_TURN_MAX_ATTEMPTS", "3"))
 # How often a worker looks at the database for answers and cancels (and new tasks, on db).
 GLOVE_TURN_POLL_SECONDS = float(os.environ.get("GLOVE_TURN_POLL_SECONDS", "0.02"))
+# On PostgreSQL an answer or a stop reaches the worker by NOTIFY (it LISTENs on one connection
+# of its own); it still looks for answers this often, a safety net for a lost notification.
+GLOVE_TURN_ANSWER_RECHECK_SECONDS = float(os.environ.get("GLOVE_TURN_ANSWER_RECHECK_SECONDS", "1"))
 # Live pushes from a turn (text deltas, tool use) give up after this long: a frozen Redis
 # slows the live push only; the stored events reach pages through the event log.
 GLOVE_LIVE_SEND_TIMEOUT_SECONDS = float(os.environ.get("GLOVE_LIVE_SEND_TIMEOUT_SECONDS", "0.2"))

@@ -10,6 +10,7 @@ import atexit
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -17,6 +18,8 @@ from django.db import connections, transaction
 
 logger = logging.getLogger(__name__)
 
+# How long the wake-up thread lets commits gather before one PUBLISH wakes the relays.
+COALESCE_SECONDS = 0.005
 _local_waker: Callable[[], None] | None = None
 _redis_clients: dict[str, object] = {}
 _redis_lock = threading.Lock()
@@ -75,6 +78,9 @@ class _WakePublisher:
 
     def request(self, url: str, channel: str) -> None:
         self._target = (url, channel)
+        if self._wanted.is_set():
+            # A wake-up is already due: this commit shares it (no lock, no thread switch).
+            return
         self._wanted.set()
         if self._thread is None or not self._thread.is_alive():
             with self._start_lock:
@@ -90,6 +96,10 @@ class _WakePublisher:
     def _run(self) -> None:
         while True:
             self._wanted.wait()
+            # The commits of the next few milliseconds share this PUBLISH: a busy worker
+            # commits every millisecond or two, and each wake-up is a round trip plus a
+            # thread switch (a relay polls the rows anyway; 5 ms is far below its poll).
+            time.sleep(COALESCE_SECONDS)
             self._wanted.clear()
             self._publish()
 

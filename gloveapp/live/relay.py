@@ -28,6 +28,7 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -232,7 +233,7 @@ class Relay:
         if settings.REDIS_URL:
             return self._listen_redis(settings.REDIS_URL, outbox.redis_wake_channel())
         if connections["default"].vendor == "postgresql":
-            return self._listen_postgres(_listen_params())
+            return self._listen_postgres(listen_params())
         return None
 
     async def _listen_redis(self, url: str, channel: str) -> None:
@@ -262,24 +263,48 @@ class Relay:
             await asyncio.sleep(min(MAX_BACKOFF_SECONDS, 0.2 * 2**failures))
 
     async def _listen_postgres(self, params: dict) -> None:
-        import psycopg
+        await listen_postgres(
+            LIVE_EVENTS_CHANNEL,
+            params=params,
+            on_connect=self.wake,
+            on_notify=lambda payload: self.wake(),
+            label="live relay",
+        )
 
-        failures = 0
-        while True:
-            try:
-                conn = await psycopg.AsyncConnection.connect(**params, autocommit=True)
-                async with conn:
-                    await conn.execute(f"LISTEN {LIVE_EVENTS_CHANNEL}")
-                    failures = 0
-                    self.wake()
-                    async for _notify in conn.notifies():
-                        self.wake()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                failures += 1
-                logger.warning("live relay: LISTEN connection lost; polling", exc_info=True)
-            await asyncio.sleep(min(MAX_BACKOFF_SECONDS, 0.2 * 2**failures))
+
+async def listen_postgres(
+    channel: str,
+    *,
+    params: dict,
+    on_connect: Callable[[], None],
+    on_notify: Callable[[str], None],
+    on_lost: Callable[[], None] | None = None,
+    label: str,
+) -> None:
+    """LISTEN on `channel` on a PostgreSQL connection of its own until cancelled, connecting
+    again (with backoff) when it is lost. `on_connect` runs after each (re)connection, to
+    catch up on what was notified meanwhile; `on_notify(payload)` for each notification."""
+    import psycopg
+
+    failures = 0
+    while True:
+        try:
+            conn = await psycopg.AsyncConnection.connect(**params, autocommit=True)
+            async with conn:
+                await conn.execute(f"LISTEN {channel}")
+                failures = 0
+                on_connect()
+                async for notify in conn.notifies():
+                    on_notify(notify.payload)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            failures += 1
+            logger.warning("%s: LISTEN connection lost; polling", label, exc_info=True)
+        finally:
+            if on_lost is not None:
+                on_lost()
+        await asyncio.sleep(min(MAX_BACKOFF_SECONDS, 0.2 * 2**failures))
 
 
 # -- database helpers (run on the relay's thread) ---------------------------------------
@@ -305,7 +330,7 @@ def _rows_after(high_water: int, holes: list[int], limit: int) -> list[Row]:
     return [Row(*row) for row in rows[:limit]]
 
 
-def _listen_params() -> dict:
+def listen_params() -> dict:
     params = connections["default"].get_connection_params()
     # Django's sync cursor class and adapter context do not belong on an async connection.
     params.pop("cursor_factory", None)

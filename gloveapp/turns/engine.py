@@ -3,14 +3,17 @@
 `manage.py turn_worker` starts one engine per process: it takes tasks from the configured
 Django Tasks backend, claims each session's next turn in the database and runs it with the
 Glove runtime. Turns wait on the model, not the CPU, so one process runs up to
-GLOVE_TURN_CONCURRENCY of them. A watcher, every GLOVE_TURN_POLL_SECONDS, hands its turns the
-prompt answers and cancels that any server process stored, renews their leases, and takes
-back turns whose worker died (another worker's lease ran out) to run them again.
+GLOVE_TURN_CONCURRENCY of them. A watcher hands its turns the prompt answers and cancels that
+any server process stored (on PostgreSQL as soon as a NOTIFY on `services.TURNS_CHANNEL` says
+so, rechecking every GLOVE_TURN_ANSWER_RECHECK_SECONDS; elsewhere every
+GLOVE_TURN_POLL_SECONDS), renews their leases, and takes back turns whose worker died
+(another worker's lease ran out) to run them again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import os
@@ -62,6 +65,11 @@ class TurnEngine:
         self._again: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopping = False
+        # PostgreSQL: the LISTEN connection is up (answers and stops arrive by NOTIFY), and
+        # the turns notified since the watcher last looked.
+        self.listening = False
+        self._notified: set[int] = set()
+        self._nudge: asyncio.Event | None = None
         # The turns' database work runs on a few dedicated threads (one connection each),
         # not asgiref's one shared thread: with many turns at once, that one thread was
         # the whole worker's bottleneck. A session always lands on the same thread.
@@ -136,16 +144,31 @@ class TurnEngine:
     # -- the watcher ---------------------------------------------------------------------------
     async def watch(self) -> None:
         lease = settings.GLOVE_TURN_LEASE_SECONDS
-        next_heartbeat = next_sweep = next_cancel_check = 0.0
+        next_heartbeat = next_sweep = next_cancel_check = next_answer_check = 0.0
+        nudge = self._nudge_event()
         while not self._stopping:
-            await asyncio.sleep(settings.GLOVE_TURN_POLL_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(nudge.wait(), settings.GLOVE_TURN_POLL_SECONDS)
+            nudge.clear()
             try:
                 now = time.monotonic()
+                notified, self._notified = self._notified, set()
                 if self.running:
-                    cancels_too = now >= next_cancel_check
+                    # Answers: when notified (PostgreSQL), else on every poll; and, as a
+                    # safety net for a lost notification, every ANSWER_RECHECK seconds.
+                    answers_too = (
+                        not self.listening
+                        or bool(notified & self.running.keys())
+                        or now >= next_answer_check
+                    )
+                    if answers_too:
+                        next_answer_check = now + settings.GLOVE_TURN_ANSWER_RECHECK_SECONDS
+                    cancels_too = now >= next_cancel_check or bool(notified & self.running.keys())
                     if cancels_too:
                         next_cancel_check = now + CANCEL_CHECK_SECONDS
-                    await self._deliver_answers_and_cancels(cancels_too=cancels_too)
+                    await self._deliver_answers_and_cancels(
+                        answers_too=answers_too, cancels_too=cancels_too
+                    )
                 if now >= next_heartbeat:
                     next_heartbeat = now + lease / 3
                     await self._heartbeat()
@@ -157,9 +180,50 @@ class TurnEngine:
                 logger.exception("turn watcher round failed")
                 await sync_to_async(close_old_connections)()
 
-    async def _deliver_answers_and_cancels(self, *, cancels_too: bool) -> None:
+    def _nudge_event(self) -> asyncio.Event:
+        if self._nudge is None:
+            self._nudge = asyncio.Event()
+        return self._nudge
+
+    async def listen(self) -> None:
+        """PostgreSQL: LISTEN for answered prompts and stop requests of turns, on a
+        connection of this worker's own (one per process), and wake the watcher."""
+        from gloveapp.live.relay import listen_params, listen_postgres
+
+        nudge = self._nudge_event()
+
+        def connected() -> None:
+            self.listening = True
+            # Whatever was answered while nobody listened: the next round looks.
+            self._notified.update(self.running)
+            nudge.set()
+
+        def notified(payload: str) -> None:
+            with contextlib.suppress(ValueError):
+                self._notified.add(int(payload))
+            nudge.set()
+
+        def lost() -> None:
+            self.listening = False
+
+        await listen_postgres(
+            services.TURNS_CHANNEL,
+            params=await sync_to_async(listen_params)(),
+            on_connect=connected,
+            on_notify=notified,
+            on_lost=lost,
+            label="turns",
+        )
+
+    async def _deliver_answers_and_cancels(
+        self, *, answers_too: bool = True, cancels_too: bool
+    ) -> None:
         # Answers only for turns that wait on a prompt; stop requests less often.
-        waiting = [turn_id for turn_id, state in self.running.items() if _waits(state)]
+        waiting = (
+            [turn_id for turn_id, state in self.running.items() if _waits(state)]
+            if answers_too
+            else []
+        )
         ids = list(self.running) if cancels_too else []
         if not waiting and not ids:
             return
@@ -206,6 +270,8 @@ class TurnEngine:
         _current = self
         try:
             jobs = [self._spawn(self.watch(), name="glove-turns:watch")]
+            if connections["default"].vendor == "postgresql":
+                jobs.append(self._spawn(self.listen(), name="glove-turns:listen"))
             if fetch is not None:
                 jobs.append(self._spawn(fetch(self), name="glove-turns:fetch"))
             await asyncio.gather(*jobs)

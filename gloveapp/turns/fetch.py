@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -19,6 +20,8 @@ from django.db.utils import OperationalError
 from django.tasks import task_backends
 
 logger = logging.getLogger(__name__)
+# How often `turn_worker` refreshes its RQ worker record and checks `rq suspend`.
+HEARTBEAT_SECONDS = 1.0
 
 
 def fetcher_for_backend(alias: str = "default") -> Any:
@@ -26,7 +29,7 @@ def fetcher_for_backend(alias: str = "default") -> Any:
     name = type(backend).__module__
     if name.startswith("django_tasks_db"):
         return _db_fetcher(alias)
-    if name.startswith("django_tasks_rq"):
+    if name.startswith("django_tasks_rq") or name == "gloveapp.turns.rq_backend":
         return _rq_fetcher()
     raise ValueError(f"turn_worker cannot take tasks from {type(backend).__name__}")
 
@@ -80,37 +83,80 @@ def _db_fetcher(alias: str) -> Any:
 
 
 def _rq_fetcher() -> Any:
-    import django_rq
-    from django_tasks_rq.backend import Job
-    from rq.timeouts import TimerDeathPenalty
     from rq.worker import SimpleWorker
 
+    from gloveapp.turns.rq_backend import NoDeathPenalty, TurnJob, get_queue
+
     class ThreadWorker(SimpleWorker):
-        # Signals belong to the main thread (the engine's loop handles them there), so job
-        # timeouts use a timer instead of SIGALRM.
-        death_penalty_class = TimerDeathPenalty
+        # Signals belong to the main thread (the engine's loop handles them there), so no
+        # SIGALRM; and no timer thread per job either: the task only hands its session to
+        # the engine's loop and returns (the turn is bounded by its lease and limits).
+        death_penalty_class = NoDeathPenalty
 
         def _install_signal_handlers(self) -> None:
             pass
 
-    async def fetch(engine: Any) -> None:
-        queue = django_rq.get_queue("default", job_class=Job)
-        worker = ThreadWorker([queue], connection=queue.connection, job_class=Job)
-        done = threading.Event()
+        # RQ's loop sends the worker's heartbeat (3 commands, 3 round trips) and its
+        # suspension check around every job, and rewrites an unchanged state: ~20 round
+        # trips per job, each waiting on the GIL of a busy worker. Here they go at most once
+        # a second, pipelined (the worker's key lives worker_ttl + 60 s), and the state is
+        # written when it changes: ~9 round trips per job, all of them the job's own.
+        def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+            if pipeline is not None:
+                super().heartbeat(timeout, pipeline=pipeline)
+                return
+            now = time.monotonic()
+            if timeout is None and now < getattr(self, "_next_heartbeat", 0.0):
+                return
+            self._next_heartbeat = now + HEARTBEAT_SECONDS
+            with self.connection.pipeline(transaction=False) as batch:
+                super().heartbeat(timeout, pipeline=batch)
+                batch.execute()
 
-        def work() -> None:
+        def set_state(self, state: str, pipeline: Any = None) -> None:
+            if pipeline is None and state == getattr(self, "_state", None):
+                return
+            super().set_state(state, pipeline=pipeline)
+
+        def check_for_suspension(self, burst: bool) -> None:
+            now = time.monotonic()
+            if now < getattr(self, "_next_suspension_check", 0.0):
+                return
+            self._next_suspension_check = now + HEARTBEAT_SECONDS
+            super().check_for_suspension(burst)
+
+    async def fetch(engine: Any) -> None:
+        # The process's shared Redis client: the one enqueues and callbacks use too.
+        queue = get_queue("default")
+        # Several RQ workers, one thread each: a job is ~9 Redis round trips, and each
+        # waits for the GIL of a busy worker process, so one thread alone dispatched
+        # sessions more slowly than the turns ran. worker_ttl: RQ blocks on the queue for
+        # worker_ttl - 15 s; 16 s makes that one second, so a thread notices a stop
+        # promptly (the record lives 76 s unrenewed).
+        workers = [
+            ThreadWorker([queue], connection=queue.connection, job_class=TurnJob, worker_ttl=16)
+            for _ in range(settings.GLOVE_TURN_RQ_WORKERS)
+        ]
+        finished: list[threading.Event] = []
+
+        def work(worker: ThreadWorker, done: threading.Event) -> None:
             try:
                 worker.work(with_scheduler=False, logging_level="WARNING")
             finally:
                 close_old_connections()
                 done.set()
 
-        thread = threading.Thread(target=work, name="glove-turns:rq", daemon=True)
-        thread.start()
+        for index, worker in enumerate(workers):
+            done = threading.Event()
+            finished.append(done)
+            threading.Thread(
+                target=work, args=(worker, done), name=f"glove-turns:rq{index}", daemon=True
+            ).start()
         try:
-            while not engine.stopping and not done.is_set():  # noqa: ASYNC110 (a thread flag)
+            while not engine.stopping and not all(done.is_set() for done in finished):  # noqa: ASYNC110
                 await asyncio.sleep(0.2)
         finally:
-            worker._stop_requested = True
+            for worker in workers:
+                worker._stop_requested = True
 
     return fetch

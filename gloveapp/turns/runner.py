@@ -18,10 +18,9 @@ import asyncio
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
 
 from gloveapp.conversations.models import Session
-from gloveapp.turns import selectors, services
+from gloveapp.turns import services
 from gloveapp.turns.selectors import SlotView, is_busy, queued, visible_slots
 from gloveapp.turns.services import QueueFull, TurnLimitReached
 from gloveapp.turns.tasks import run_session_turns
@@ -49,13 +48,9 @@ def submit_message_sync(
     are ahead of it. The user's turn limit applies (the session's owner by default)."""
     if user_id is None:
         user_id = Session.objects.values_list("owner_id", flat=True).get(pk=session_id)
-    with transaction.atomic():
-        ahead = selectors.queued(session_id) + (1 if selectors.is_running(session_id) else 0)
-        turn = services.turn_submit(
-            session_id=session_id, text=text, user_id=user_id, source=source
-        )
+    turn = services.turn_submit(session_id=session_id, text=text, user_id=user_id, source=source)
     run_session_turns.enqueue(turn.session_id)
-    return ahead
+    return turn.ahead
 
 
 async def submit_message(

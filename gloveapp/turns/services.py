@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Subquery
+from django.db.models import Count, F, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -37,6 +37,9 @@ PERMISSION_ANSWERS: dict[Any, Any] = {
 LIVE_STATUSES = (Turn.Status.QUEUED, Turn.Status.RUNNING)
 # `Turn.source` of a mesh peer's wake-up.
 MESH_SOURCE = "mesh"
+# PostgreSQL NOTIFY channel: "<turn id>" when a prompt of that turn is answered or a stop is
+# asked for; the worker running it LISTENs (`TurnEngine`), and polls only as a safety net.
+TURNS_CHANNEL = "glove_turns"
 
 
 class QueueFull(Exception):
@@ -75,13 +78,20 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
                     f"Mesh agent {session_id} started {recent} turns in the last minute, "
                     "the most GLOVE_MESH_TURNS_PER_MINUTE allows."
                 )
-        waiting = Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED).count()
+        live = Turn.objects.filter(session_id=session_id, status__in=LIVE_STATUSES).aggregate(
+            waiting=Count("pk", filter=Q(status=Turn.Status.QUEUED)),
+            running=Count("pk", filter=Q(status=Turn.Status.RUNNING)),
+        )
+        waiting = live["waiting"]
         if waiting >= settings.GLOVE_MAX_QUEUED_MESSAGES:
             raise QueueFull(
                 f"{waiting} messages are already waiting for this chat; "
                 "wait for the agent to answer."
             )
-        return Turn.objects.create(session_id=session_id, text=text, user_id=user_id, source=source)
+        turn = Turn.objects.create(session_id=session_id, text=text, user_id=user_id, source=source)
+        # How many turns run or wait before this one (as this transaction saw them).
+        turn.ahead = waiting + live["running"]
+        return turn
 
 
 def turn_wake(*, session_id: str, text: str, user_id: int | None) -> Turn | None:
@@ -100,12 +110,14 @@ def turn_wake(*, session_id: str, text: str, user_id: int | None) -> Turn | None
 def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
     """Claim the session's oldest queued turn for `worker_id`, or None (running elsewhere,
     nothing queued, or another worker won the race)."""
-    if Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).exists():
-        return None
+    # One read: the running turn if there is one ("running" sorts after "queued"), else the
+    # oldest queued one.
     turn = (
-        Turn.objects.filter(session_id=session_id, status=Turn.Status.QUEUED).order_by("id").first()
+        Turn.objects.filter(session_id=session_id, status__in=LIVE_STATUSES)
+        .order_by("-status", "id")
+        .first()
     )
-    if turn is None:
+    if turn is None or turn.status != Turn.Status.QUEUED:
         return None
     now = timezone.now()
     lease = now + timedelta(seconds=settings.GLOVE_TURN_LEASE_SECONDS)
@@ -233,11 +245,17 @@ def sessions_waiting(*, older_than: timedelta) -> list[str]:
 def turn_cancel(*, session_id: str) -> bool:
     """Ask the session's running turn to stop, wherever it runs; False if none runs."""
     with transaction.atomic():
-        return bool(
-            Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).update(
-                cancel_requested=True
+        running = list(
+            Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).values_list(
+                "pk", flat=True
             )
         )
+        cancelled = bool(
+            running and Turn.objects.filter(pk__in=running).update(cancel_requested=True)
+        )
+        for turn_id in running:
+            _wake_worker(turn_id)
+        return cancelled
 
 
 # -- slots ----------------------------------------------------------------------------------
@@ -316,11 +334,23 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
                 return False
             value = PERMISSION_ANSWERS[key]
         # Conditional: of two answers racing (two tabs, two servers), one wins.
-        return bool(
+        answered = bool(
             TurnSlot.objects.filter(pk=row.pk, status=TurnSlot.Status.OPEN).update(
                 status=TurnSlot.Status.ANSWERED, answer={"value": value}
             )
         )
+        if answered:
+            _wake_worker(turn_pk)
+        return answered
+
+
+def _wake_worker(turn_id: int) -> None:
+    """Tell the worker running the turn to look now (PostgreSQL: NOTIFY, delivered when this
+    transaction commits and dropped if it rolls back). Elsewhere the worker polls."""
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [TURNS_CHANNEL, str(turn_id)])
 
 
 def _expire_slots(turn: Turn) -> None:

@@ -1,7 +1,8 @@
 """Two Daphne servers and two turn workers sharing PostgreSQL and a Redis of the test's own.
 
 Messages to one session posted alternately to both servers run one after another; a prompt
-a turn shows is answered through the other server; a worker killed mid-turn has its turn
+a turn shows is answered through the other server (the answer reaches the worker by
+PostgreSQL NOTIFY: the workers' safety-net recheck is off here); a worker killed mid-turn has its turn
 restarted by the other; a frozen Redis (SIGSTOP) holds no turn up. The state is read from
 the shared database, as the admin would; nothing here waits on a clock but for polling.
 """
@@ -72,6 +73,9 @@ def cluster(redis_server) -> Iterator[tuple[LiveServer, LiveServer]]:
         "GLOVE_TASKS_BACKEND": "db",
         "GLOVE_TURN_LEASE_SECONDS": "2",
         "GLOVE_TURN_DB_THREADS": "2",
+        # No safety-net recheck: an answer given through a server reaches the worker
+        # running the turn by NOTIFY only.
+        "GLOVE_TURN_ANSWER_RECHECK_SECONDS": "3600",
     }
     first = LiveServer(database_url=PG_URL, extra_env=env)
     with first:
