@@ -42,6 +42,9 @@ def test_it_shows_a_staff_resolution_live_and_checks_out_in_the_page(server, bro
 
     say(page, "Do you have Yirgacheffe?")
     expect(page.locator("#messages")).to_contain_text("out of stock")
+    # The chat takes its title from the first message, live, without a reload.
+    expect(page.locator(".chat__head h1")).to_have_text("Do you have Yirgacheffe?")
+    expect(page).to_have_title("Do you have Yirgacheffe? · glove-django")
     say(page, "yes, notify me when it is back")
     watching = page.locator('[data-section="watching"]')
     expect(watching).to_contain_text("restock_watch")

@@ -68,6 +68,13 @@
     const status = document.querySelector("#turn-status .turn-status__text");
     if (status) status.textContent = text || "";
   }
+  // A chat is titled from its first message after the page was rendered.
+  const heading = document.querySelector(".chat__head h1");
+  function setTitle(title) {
+    if (!title || !heading || heading.textContent === title) return;
+    heading.textContent = title;
+    document.title = title + " · glove-django";
+  }
   function appendDelta(text) {
     if (!stream || !text) return;
     stream.hidden = false;
@@ -90,6 +97,9 @@
       case "text_delta":
         appendDelta(payload.text);
         return;
+      case "session.updated":
+        setTitle((payload.session || {}).title);
+        break;
       case "turn.started":
         setStatus("The agent is working…");
         break;
