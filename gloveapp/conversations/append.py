@@ -113,11 +113,12 @@ def postgresql_statement(
     notify = "" if settings.REDIS_URL else ", pg_notify(%(channel)s, %(stream)s) AS notified"
     sql = f"""
         WITH s AS (
-            UPDATE {session_table}
-               SET updated_at = %(now)s, last_seq = last_seq + %(count)s,
-                   title = CASE WHEN title = '' THEN %(title)s ELSE title END
-             WHERE id = %(session_id)s
-            RETURNING last_seq - %(count)s AS base, title AS title,
+            UPDATE {session_table} t
+               SET updated_at = %(now)s, last_seq = t.last_seq + %(count)s,
+                   title = CASE WHEN t.title = '' THEN %(title)s ELSE t.title END
+              FROM (SELECT title FROM {session_table} WHERE id = %(session_id)s FOR UPDATE) old
+             WHERE t.id = %(session_id)s
+            RETURNING t.last_seq - %(count)s AS base, old.title = '' AS titled,
                       pg_advisory_xact_lock(%(lock_key)s) AS locked{notify}
         ), r AS (
             SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb) AS x({columns})
@@ -141,7 +142,7 @@ def postgresql_statement(
              ORDER BY r.ord
             RETURNING id
         )
-        SELECT m.id, m.seq, (SELECT count(*) FROM e), s.title FROM m, s ORDER BY m.seq
+        SELECT m.id, m.seq, (SELECT count(*) FROM e), s.titled FROM m, s ORDER BY m.seq
     """
     params = {
         "now": now,
@@ -156,11 +157,12 @@ def postgresql_statement(
     return sql, params
 
 
-def _titled(candidate: str, title: str, on_titled: Callable[[], None] | None) -> None:
-    # The session now bears this append's candidate title: it was just named (or, rarely,
-    # already had that very name; announcing it again is harmless). Outside a transaction
-    # the statement has committed already and this runs at once.
-    if on_titled is not None and candidate and title == candidate:
+def _titled(candidate: str, was_untitled: bool, on_titled: Callable[[], None] | None) -> None:
+    # This append named the session: it was untitled when the append locked it. (Comparing
+    # the new title with the candidate instead announced the title again on every append
+    # whose first person message repeated it: an event and a commit more per request.)
+    # Outside a transaction the statement has committed already and this runs at once.
+    if on_titled is not None and candidate and was_untitled:
         transaction.on_commit(on_titled, robust=True)
 
 
@@ -194,16 +196,25 @@ def _append_stepwise(
 ) -> list[Message] | None:
     candidate = chat_title(fields)
     with connection.cursor() as cursor:
+        was_untitled = False
+        if candidate:
+            # The IMMEDIATE transaction holds SQLite's write lock: nothing changes in between
+            # (SQLite's RETURNING sees only the new row, never the old title).
+            cursor.execute(
+                f"SELECT title = '' FROM {Session._meta.db_table} WHERE id = %s", [session_id]
+            )
+            before = cursor.fetchone()
+            was_untitled = bool(before and before[0])
         cursor.execute(
             f"UPDATE {Session._meta.db_table} SET updated_at = %s, last_seq = last_seq + %s, "
             "title = CASE WHEN title = '' THEN %s ELSE title END "
-            "WHERE id = %s RETURNING last_seq, title",
+            "WHERE id = %s RETURNING last_seq",
             [now, len(fields), candidate, session_id],
         )
         found = cursor.fetchone()
     if found is None:
         return None
-    _titled(candidate, found[1], on_titled)
+    _titled(candidate, was_untitled, on_titled)
     start = found[0] - len(fields) + 1
     rows = Message.objects.bulk_create(
         [
