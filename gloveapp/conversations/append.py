@@ -195,25 +195,22 @@ def _append_stepwise(
     on_titled: Callable[[], None] | None = None,
 ) -> list[Message] | None:
     candidate = chat_title(fields)
+    table = Session._meta.db_table
     with connection.cursor() as cursor:
-        was_untitled = False
-        if candidate:
-            # The IMMEDIATE transaction holds SQLite's write lock: nothing changes in between
-            # (SQLite's RETURNING sees only the new row, never the old title).
-            cursor.execute(
-                f"SELECT title = '' FROM {Session._meta.db_table} WHERE id = %s", [session_id]
-            )
-            before = cursor.fetchone()
-            was_untitled = bool(before and before[0])
         cursor.execute(
-            f"UPDATE {Session._meta.db_table} SET updated_at = %s, last_seq = last_seq + %s, "
-            "title = CASE WHEN title = '' THEN %s ELSE title END "
-            "WHERE id = %s RETURNING last_seq",
-            [now, len(fields), candidate, session_id],
+            f"UPDATE {table} SET updated_at = %s, last_seq = last_seq + %s WHERE id = %s "
+            "RETURNING last_seq, title",
+            [now, len(fields), session_id],
         )
         found = cursor.fetchone()
-    if found is None:
-        return None
+        if found is None:
+            return None
+        # The IMMEDIATE transaction holds SQLite's write lock, so the title just read is
+        # still the title (SQLite's RETURNING sees only the new row: it cannot tell whether
+        # a CASE in the UPDATE named the chat).
+        was_untitled = bool(candidate) and found[1] == ""
+        if was_untitled:
+            cursor.execute(f"UPDATE {table} SET title = %s WHERE id = %s", [candidate, session_id])
     _titled(candidate, was_untitled, on_titled)
     start = found[0] - len(fields) + 1
     rows = Message.objects.bulk_create(
