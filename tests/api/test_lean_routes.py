@@ -175,7 +175,7 @@ def test_callers_without_a_known_token_get_the_same_refusal_either_way(
 ):
     _sessions(_client(owner))
     stranger = APIClient()
-    for method, path, body, headers in REQUESTS[:8]:
+    for method, path, body, _headers in REQUESTS[:8]:
         answers = []
         for lean in (True, False):
             settings.GLOVE_LEAN_ROUTES = lean
