@@ -14,7 +14,7 @@ view and puts a lean function in front of it:
   answers it as before (and fills the token cache for the next request).
 
 The URL keeps the DRF view's attributes (`cls`, `initkwargs`, ...), so the OpenAPI schema
-is the same. `GLOVE_LEAN_ROUTES = False` turns the lean path off (the tests compare both).
+is the same. `GLOVE_LEAN_ROUTES=0` turns the lean path off (the tests compare both).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def lean(drf_view: Callable[..., Any], **fast_by_method: Fast) -> Callable[..., 
     @functools.wraps(drf_view)  # `cls`, `initkwargs`, `csrf_exempt`: the schema sees DRF's view
     def view(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         fast = fast_by_method.get(request.method)
-        if fast is not None and getattr(settings, "GLOVE_LEAN_ROUTES", True):
+        if fast is not None and settings.GLOVE_LEAN_ROUTES:
             user = _plain_token_user(request)
             if user is not None:
                 response = fast(request, user, **kwargs)

@@ -213,12 +213,7 @@ def _append_stepwise(
             cursor.execute(f"UPDATE {table} SET title = %s WHERE id = %s", [candidate, session_id])
     _titled(candidate, was_untitled, on_titled)
     start = found[0] - len(fields) + 1
-    rows = Message.objects.bulk_create(
-        [
-            Message(session_id=session_id, seq=start + offset, **values)
-            for offset, values in enumerate(fields)
-        ]
-    )
+    rows = _insert_messages(session_id, start, fields, now)
     record_events(
         stream=session_stream(session_id),
         events=[
@@ -226,4 +221,48 @@ def _append_stepwise(
             for row, wire in zip(rows, wires, strict=True)
         ],
     )
+    return rows
+
+
+_MESSAGE_COLUMNS = (
+    "session_id",
+    "seq",
+    *_TEXT_COLUMNS,
+    *_JSON_COLUMNS,
+    *_BOOL_COLUMNS,
+    "created_at",
+)
+_MESSAGE_FIELDS = [Message._meta.get_field(name) for name in _MESSAGE_COLUMNS]
+_INSERT_BATCH = 50  # rows per INSERT (16 parameters each: within every backend's limit)
+
+
+def _insert_messages(
+    session_id: str, start: int, fields: list[dict[str, Any]], now: Any
+) -> list[Message]:
+    """The rows `Message.objects.bulk_create` would write, by a plain INSERT ... RETURNING
+    (compiling the ORM's insert cost more than running it; every turn appends)."""
+    columns = ", ".join(f'"{field.column}"' for field in _MESSAGE_FIELDS)
+    rows = [
+        Message(session_id=session_id, seq=start + offset, created_at=now, **values)
+        for offset, values in enumerate(fields)
+    ]
+    with connection.cursor() as cursor:
+        for first in range(0, len(rows), _INSERT_BATCH):
+            batch = rows[first : first + _INSERT_BATCH]
+            params = [
+                field.get_db_prep_save(getattr(row, field.attname), connection)
+                for row in batch
+                for field in _MESSAGE_FIELDS
+            ]
+            placeholders = "(" + ", ".join(["%s"] * len(_MESSAGE_FIELDS)) + ")"
+            cursor.execute(
+                f'INSERT INTO "{Message._meta.db_table}" ({columns}) VALUES '
+                + ", ".join([placeholders] * len(batch))
+                + ' RETURNING "id"',
+                params,
+            )
+            for row, pk in zip(batch, sorted(r[0] for r in cursor.fetchall()), strict=True):
+                row.id = pk
+                row._state.adding = False
+                row._state.db = connection.alias
     return rows

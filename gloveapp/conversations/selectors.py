@@ -27,22 +27,34 @@ _JSON_FIELDS = tuple(isinstance(Message._meta.get_field(name), JSONField) for na
 
 
 def read_messages(session_id: str, *, since_compaction: bool) -> list[CoreMessage]:
-    rows = Message.objects.filter(session_id=session_id)
-    if since_compaction:
-        # Two statements on purpose: with the marker's seq as a literal the planner scans
-        # only the (session, seq) range; folded into one statement as a subquery, PostgreSQL
-        # cannot estimate the bound and filters the whole history instead.
-        last_marker = (
-            Message.objects.filter(session_id=session_id, is_compaction=True)
-            .order_by("-seq")
-            .values_list("seq", flat=True)
-            .first()
+    """The session's history; with `since_compaction`, from its last compaction marker on.
+
+    Raw SQL, as `read_owned_messages`: every turn reads its context through here, and
+    building the ORM queries cost more than the database answering them (profiled).
+    """
+    lower = 0
+    with connection.cursor() as cursor:
+        if since_compaction:
+            # Two statements on purpose: with the marker's seq as a literal the planner scans
+            # only the (session, seq) range; folded into one statement as a subquery,
+            # PostgreSQL cannot estimate the bound and filters the whole history instead.
+            # The probe is one step down the partial `message_compaction_idx` index.
+            cursor.execute(_LAST_MARKER_SQL, [session_id])
+            found = cursor.fetchone()
+            if found is not None:
+                lower = found[0]
+        cursor.execute(_MESSAGES_SQL, [session_id, lower])
+        rows = cursor.fetchall()
+    return [_message_from_row(row) for row in rows]
+
+
+def _message_from_row(row: tuple[Any, ...]) -> CoreMessage:
+    return serialization.message_from_values(
+        tuple(
+            _json(value) if json_column else value
+            for value, json_column in zip(row, _JSON_FIELDS, strict=True)
         )
-        if last_marker is not None:
-            rows = rows.filter(seq__gte=last_marker)
-    # values_list, not model instances: a 100k-message history is read often.
-    values = rows.order_by("seq").values_list(*serialization.MESSAGE_VALUES)
-    return [serialization.message_from_values(row) for row in values]
+    )
 
 
 def read_owned_messages(
@@ -163,6 +175,15 @@ _OWNED_MESSAGES_SQL = f"""
      WHERE s.id = %s AND s.owner_id = %s
      ORDER BY m.seq
 """
+_COLUMNS = ", ".join(f'"{Message._meta.get_field(name).column}"' for name in _FIELDS)
+_MESSAGES_SQL = (
+    f'SELECT {_COLUMNS} FROM "{_MESSAGE_TABLE}" WHERE "session_id" = %s AND "seq" >= %s'
+    ' ORDER BY "seq"'
+)
+_LAST_MARKER_SQL = (
+    f'SELECT "seq" FROM "{_MESSAGE_TABLE}" WHERE "session_id" = %s AND "is_compaction"'
+    ' ORDER BY "seq" DESC LIMIT 1'
+)
 _MARKER_SQL = f"""
     SELECT (SELECT max(seq) FROM {_MESSAGE_TABLE} m
              WHERE m.session_id = s.id AND m.is_compaction)
@@ -176,9 +197,22 @@ def sessions_owned_by(owner: Any) -> QuerySet[Session]:
     return Session.objects.filter(owner=owner).order_by("-created_at", "-pk")
 
 
+_COUNTER_SQL = {
+    name: f"SELECT {name} FROM {_SESSION_TABLE} WHERE id = %s"
+    for name in ("token_count", "turn_count")
+}
+
+
 def read_counter(session_id: str, field: str) -> int:
-    value = Session.objects.filter(pk=session_id).values_list(field, flat=True).first()
-    return value or 0
+    """`token_count` or `turn_count` of the session (0 when it does not exist yet)."""
+    sql = _COUNTER_SQL.get(field)
+    if sql is None:  # any other column: the ORM names it safely
+        value = Session.objects.filter(pk=session_id).values_list(field, flat=True).first()
+        return value or 0
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [session_id])
+        row = cursor.fetchone()
+    return (row[0] if row else 0) or 0
 
 
 def read_token_consumption(session_id: str) -> TokenUsage:

@@ -12,7 +12,8 @@ import uuid
 from functools import partial
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from gloveapp.conversations import serialization
 from gloveapp.conversations.append import append_to_existing
@@ -265,11 +266,54 @@ def turn_record(*, session_id: str, messages: list[CoreMessage], usage: TokenUsa
         ):
             lock_session(session_id)  # creates it, or raises SessionGone
             append_to_existing(session_id=session_id, fields=fields, messages=messages)
-        session = lock_session(session_id)
-        session.turn_count += 1
-        session.save(update_fields=[*_add_usage(session, checked), "turn_count"])
+        session = _count_turn(session_id, checked)
+        if session is None:  # no message created the row: the locking path creates it
+            lock_session(session_id)
+            session = _count_turn(session_id, checked)
         _announce_session(session)
     return session
+
+
+_COUNT_TURN_SQL = f"""
+    UPDATE {Session._meta.db_table}
+       SET token_count = token_count + %s, tokens_in_total = tokens_in_total + %s,
+           tokens_out_total = tokens_out_total + %s,
+           cache_creation_input_tokens_total = cache_creation_input_tokens_total + %s,
+           cache_read_input_tokens_total = cache_read_input_tokens_total + %s,
+           turn_count = turn_count + 1, updated_at = %s
+     WHERE id = %s
+    RETURNING title, agent_name, token_count, turn_count
+"""
+
+
+def _count_turn(session_id: str, usage: tuple[int, int, int, int]) -> Session | None:
+    """One turn and its usage added by one statement (the row lock it takes is the one
+    `lock_session` would); the session as the event announces it, None if it is missing."""
+    tokens_in, tokens_out, cache_creation, cache_read = usage
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _COUNT_TURN_SQL,
+            [
+                tokens_in + tokens_out,
+                tokens_in,
+                tokens_out,
+                cache_creation,
+                cache_read,
+                timezone.now(),
+                session_id,
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    title, agent_name, token_count, turn_count = row
+    return Session(
+        id=session_id,
+        title=title,
+        agent_name=agent_name,
+        token_count=token_count,
+        turn_count=turn_count,
+    )
 
 
 def turn_increment(*, session_id: str) -> Session:
