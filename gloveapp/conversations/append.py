@@ -61,8 +61,14 @@ def append_to_existing(
     fields: list[dict[str, Any]],
     messages: list[CoreMessage],
     on_titled: Callable[[], None] | None = None,
+    usage: tuple[int, int, int, int] | None = None,
+    counted: dict[str, Any] | None = None,
 ) -> list[Message] | None:
     """Append validated `fields` (one dict per message); None if the session row is missing.
+
+    With `usage` (PostgreSQL outside a transaction only: `record_turn`'s one-statement
+    path) the same statement adds the usage and one turn and announces the counters; the
+    session's title, agent_name, token_count and turn_count after it go into `counted`.
 
     Outside a transaction on PostgreSQL this is one autocommitted statement, shared with the
     concurrent appends to the same session in this process (`group_append`); inside one
@@ -72,6 +78,12 @@ def append_to_existing(
     """
     now = timezone.now()
     wires = [message.to_dict() for message in messages]
+    if usage is not None:
+        if connection.vendor != "postgresql" or connection.in_atomic_block:
+            raise ValueError("usage is recorded with an append only on PostgreSQL, autocommitted")
+        return _append_postgresql(
+            session_id, fields, wires, now, on_titled, usage=usage, counted=counted
+        )
     if connection.vendor == "postgresql":
         if connection.in_atomic_block:  # the rows must commit with the caller's transaction
             return _append_postgresql(session_id, fields, wires, now, on_titled)
@@ -88,9 +100,18 @@ def append_to_existing(
 
 
 def postgresql_statement(
-    session_id: str, fields: list[dict[str, Any]], wires: list[dict], now: Any
+    session_id: str,
+    fields: list[dict[str, Any]],
+    wires: list[dict],
+    now: Any,
+    usage: tuple[int, int, int, int] | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The append's one statement and its parameters (bench/rest.py hands it to pgbench)."""
+    """The append's one statement and its parameters (bench/rest.py hands it to pgbench).
+
+    With `usage` (tokens in, out, cache writes, cache reads) it is a model reply's whole
+    record (`record_turn`): the same row update also adds the usage and one turn, and a
+    `session.updated` event announcing the new counters follows the messages' events.
+    """
     stream = session_stream(session_id)
     rows = []
     for offset, (values, wire) in enumerate(zip(fields, wires, strict=True), start=1):
@@ -111,14 +132,34 @@ def postgresql_statement(
     # Relays LISTEN only when there is no Redis to wake them; NOTIFY also serialises every
     # committing transaction on a global lock, so it is left out when it has no listener.
     notify = "" if settings.REDIS_URL else ", pg_notify(%(channel)s, %(stream)s) AS notified"
+    counters = events = session_columns = final_columns = ""
+    if usage is not None:
+        counters = """,
+                   token_count = t.token_count + %(tokens_in)s + %(tokens_out)s,
+                   tokens_in_total = t.tokens_in_total + %(tokens_in)s,
+                   tokens_out_total = t.tokens_out_total + %(tokens_out)s,
+                   cache_creation_input_tokens_total
+                       = t.cache_creation_input_tokens_total + %(cache_creation)s,
+                   cache_read_input_tokens_total
+                       = t.cache_read_input_tokens_total + %(cache_read)s,
+                   turn_count = t.turn_count + 1"""
+        session_columns = ", t.title AS now_title, t.agent_name, t.token_count, t.turn_count"
+        final_columns = ", s.now_title, s.agent_name, s.token_count, s.turn_count"
+        events = """
+            UNION ALL
+            SELECT NULL, 'session.updated', jsonb_build_object('session', jsonb_build_object(
+                       'id', %(session_id)s::text, 'title', s.now_title,
+                       'agent_name', s.agent_name, 'token_count', s.token_count,
+                       'turn_count', s.turn_count))
+              FROM s"""
     sql = f"""
         WITH s AS (
             UPDATE {session_table} t
                SET updated_at = %(now)s, last_seq = t.last_seq + %(count)s,
-                   title = CASE WHEN t.title = '' THEN %(title)s ELSE t.title END
+                   title = CASE WHEN t.title = '' THEN %(title)s ELSE t.title END{counters}
               FROM (SELECT title FROM {session_table} WHERE id = %(session_id)s FOR UPDATE) old
              WHERE t.id = %(session_id)s
-            RETURNING t.last_seq - %(count)s AS base, old.title = '' AS titled,
+            RETURNING t.last_seq - %(count)s AS base, old.title = '' AS titled{session_columns},
                       pg_advisory_xact_lock(%(lock_key)s) AS locked{notify}
         ), r AS (
             SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb) AS x({columns})
@@ -136,13 +177,16 @@ def postgresql_statement(
             RETURNING id, seq
         ), e AS (
             INSERT INTO {event_table} (stream, type, payload, created_at)
-            SELECT %(stream)s, 'message.appended',
-                   jsonb_build_object('seq', s.base + r.ord, 'message', r.wire), %(now)s
-              FROM s, r
-             ORDER BY r.ord
+            SELECT %(stream)s, x.type, x.payload, %(now)s FROM (
+            SELECT r.ord, 'message.appended' AS type,
+                   jsonb_build_object('seq', s.base + r.ord, 'message', r.wire) AS payload
+              FROM s, r{events}
+            ) x
+             ORDER BY x.ord NULLS LAST
             RETURNING id
         )
-        SELECT m.id, m.seq, (SELECT count(*) FROM e), s.titled FROM m, s ORDER BY m.seq
+        SELECT m.id, m.seq, (SELECT count(*) FROM e), s.titled{final_columns}
+          FROM m, s ORDER BY m.seq
     """
     params = {
         "now": now,
@@ -154,6 +198,10 @@ def postgresql_statement(
         "rows": json.dumps(rows),
         "title": chat_title(fields),
     }
+    if usage is not None:
+        params.update(
+            zip(("tokens_in", "tokens_out", "cache_creation", "cache_read"), usage, strict=True)
+        )
     return sql, params
 
 
@@ -172,8 +220,11 @@ def _append_postgresql(
     wires: list[dict],
     now: Any,
     on_titled: Callable[[], None] | None = None,
+    *,
+    usage: tuple[int, int, int, int] | None = None,
+    counted: dict[str, Any] | None = None,
 ) -> list[Message] | None:
-    sql, params = postgresql_statement(session_id, fields, wires, now)
+    sql, params = postgresql_statement(session_id, fields, wires, now, usage=usage)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         inserted = cursor.fetchall()
@@ -181,9 +232,13 @@ def _append_postgresql(
         return None
     transaction.on_commit(notify_committed, robust=True)
     _titled(params["title"], inserted[0][3], on_titled)
+    if usage is not None and counted is not None:
+        counted.update(
+            zip(("title", "agent_name", "token_count", "turn_count"), inserted[0][4:8], strict=True)
+        )
     return [
         Message(id=pk, session_id=session_id, seq=seq, created_at=now, **values)
-        for (pk, seq, _, _), values in zip(inserted, fields, strict=True)
+        for (pk, seq, *_), values in zip(inserted, fields, strict=True)
     ]
 
 

@@ -259,6 +259,19 @@ def turn_record(*, session_id: str, messages: list[CoreMessage], usage: TokenUsa
     fields = [
         serialization.message_fields(message, index) for index, message in enumerate(messages)
     ]
+    if fields and connection.vendor == "postgresql" and not connection.in_atomic_block:
+        # One statement: one round trip and its own commit (`append`).
+        counted: dict[str, Any] = {}
+        rows = append_to_existing(
+            session_id=session_id,
+            fields=fields,
+            messages=messages,
+            on_titled=partial(_announce_title, session_id),
+            usage=checked,
+            counted=counted,
+        )
+        if rows is not None:
+            return Session(id=session_id, **counted)
     with transaction.atomic():
         if (
             fields

@@ -82,3 +82,29 @@ def test_it_persists_a_one_tool_turn_in_four_transactions(monkeypatch):
     # The request, the tool-calling reply, the tool results, the final reply.
     assert len(transactions) <= 4, transactions
     assert async_to_sync(store.get_turn_count)() == 3
+
+
+def test_a_reply_announces_its_messages_then_the_counters_it_added():
+    from gloveapp.live.models import LiveEvent
+    from gloveapp.live.streams import session_stream
+
+    store = DjangoStore("announced")
+    glove = agent(store, ["Hi.", "Hello!"])
+    async_to_sync(glove.process_request)("warm-up")
+    seen = LiveEvent.objects.filter(stream=session_stream("announced")).order_by("-id")[0].id
+
+    async_to_sync(glove.process_request)("A flat white, please.")
+
+    events = [
+        (e.type, e.payload)
+        for e in LiveEvent.objects.filter(stream=session_stream("announced"), id__gt=seen)
+    ]
+    assert [(t, p.get("message", {}).get("text")) for t, p in events] == [
+        ("message.appended", "A flat white, please."),
+        ("message.appended", "Hello!"),
+        ("session.updated", None),
+    ]
+    session = events[-1][1]["session"]
+    assert (session["id"], session["turn_count"]) == ("announced", 2)
+    assert session["token_count"] == async_to_sync(store.get_token_count)() > 0
+    assert session["title"] == "warm-up"
