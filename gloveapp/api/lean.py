@@ -26,15 +26,13 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse
 from rest_framework.renderers import JSONRenderer
 
 from gloveapp.api.errors import exception_handler
 from gloveapp.api.token_auth import remembered_user
 from gloveapp.conversations import selectors, services
-from gloveapp.conversations.access import owned_session_exists, usable_session_id
-from gloveapp.conversations.models import Session
+from gloveapp.conversations.access import owned_session, owned_session_exists, usable_session_id
 from gloveapp.core import input_rules
 from gloveapp.core.types import Message, TokenUsage
 from inbox import selectors as inbox_selectors
@@ -156,8 +154,11 @@ def _plain_id(value: Any) -> bool:
 def messages_get(request: HttpRequest, user: Any, session_id: str) -> HttpResponse | None:
     wires = None
     if usable_session_id(session_id):
-        wires = selectors.read_owned_messages_wire(
-            session_id, owner_id=user.pk, since_compaction=_flag(request, "since_compaction")
+        wires = selectors.read_owned_messages(
+            session_id,
+            owner=user,
+            since_compaction=_flag(request, "since_compaction"),
+            wire=True,
         )
     if wires is None:
         return _not_found(Http404("Session not found."))  # the DRF view's words
@@ -201,31 +202,21 @@ def messages_post(request: HttpRequest, user: Any, session_id: str) -> HttpRespo
 # -- counters ------------------------------------------------------------------------------
 
 
-_TOKENS_SQL = (
-    "SELECT token_count, tokens_in_total, tokens_out_total, cache_creation_input_tokens_total,"
-    f" cache_read_input_tokens_total FROM {Session._meta.db_table} WHERE id = %s AND owner_id = %s"
-)
-
-
 def tokens_get(request: HttpRequest, user: Any, session_id: str) -> HttpResponse | None:
-    row = None
-    if usable_session_id(session_id):
-        with connection.cursor() as cursor:
-            cursor.execute(_TOKENS_SQL, [session_id, user.pk])
-            row = cursor.fetchone()
-    if row is None:
-        return _not_found(Http404("Session not found."))
-    count, tokens_in, tokens_out, cache_creation, cache_read = row
+    try:
+        session = owned_session(user, session_id)  # the DRF view's own lookup
+    except Http404 as exc:
+        return _not_found(exc)
     return _json(
         {
-            "token_count": count,
-            "tokens_in_total": tokens_in,
-            "tokens_out_total": tokens_out,
+            "token_count": session.token_count,
+            "tokens_in_total": session.tokens_in_total,
+            "tokens_out_total": session.tokens_out_total,
             "consumption": {
-                "tokens_in": tokens_in,
-                "tokens_out": tokens_out,
-                "cache_creation_input_tokens": cache_creation,
-                "cache_read_input_tokens": cache_read,
+                "tokens_in": session.tokens_in_total,
+                "tokens_out": session.tokens_out_total,
+                "cache_creation_input_tokens": session.cache_creation_input_tokens_total,
+                "cache_read_input_tokens": session.cache_read_input_tokens_total,
             },
         }
     )

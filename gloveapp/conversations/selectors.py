@@ -20,7 +20,7 @@ from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
 
 _FIELDS = serialization.MESSAGE_VALUES
-# `read_owned_messages_wire` unpacks its rows in this order.
+# `_wire_from_row` unpacks its rows in this order.
 assert _FIELDS[:3] == ("sender", "msg_id", "text") and _FIELDS[-1] == "extra" and len(_FIELDS) == 11
 # Which of them a raw cursor hands over as JSON text.
 _JSON_FIELDS = tuple(isinstance(Message._meta.get_field(name), JSONField) for name in _FIELDS)
@@ -58,15 +58,18 @@ def _message_from_row(row: tuple[Any, ...]) -> CoreMessage:
 
 
 def read_owned_messages(
-    session_id: str, *, owner: Any, since_compaction: bool
-) -> list[CoreMessage] | None:
+    session_id: str, *, owner: Any, since_compaction: bool, wire: bool = False
+) -> list[Any] | None:
     """`read_messages` of a session `owner` owns, None if it does not (or does not exist).
 
     The hot GET of the remote store: the ownership check and the history are one query (the
     session LEFT JOINed to its messages; a session without messages is one row of NULLs).
     With `since_compaction` the marker probe comes first, bounded by the same check. Raw
     SQL: profiled, building the ORM query and converting its rows cost four times the
-    query itself.
+    query itself. With `wire`, the messages come as their wire dicts (`Message.to_dict()`,
+    what the REST GET sends): a plain text row (no content, tool calls, tool results or
+    unknown fields: most of a history) becomes its dict directly, without a runtime
+    `Message` in between (that conversion was most of a GET's time).
     """
     owner_id = getattr(owner, "pk", None)
     if owner_id is None:
@@ -84,81 +87,43 @@ def read_owned_messages(
         rows = cursor.fetchall()
     if not rows:
         return None
-    return [
-        serialization.message_from_values(
-            tuple(
-                _json(value) if json_column else value
-                for value, json_column in zip(row[1:], _JSON_FIELDS, strict=True)
-            )
-        )
-        for row in rows
-        if row[0] is not None
-    ]
+    convert = _wire_from_row if wire else _message_from_row
+    # row[0] is the seq: None on the LEFT JOIN's row of a session without messages.
+    return [convert(row[1:]) for row in rows if row[0] is not None]
 
 
-def read_owned_messages_wire(
-    session_id: str, *, owner_id: Any, since_compaction: bool
-) -> list[dict[str, Any]] | None:
-    """`read_owned_messages` as wire dicts (`Message.to_dict()`), for the REST GET.
-
-    The same query; a plain text row (no content, tool calls, tool results or unknown
-    fields: most of a history) becomes its dict directly instead of through a runtime
-    `Message`, which cost most of the GET's time. Any other row takes the general path.
-    """
-    if owner_id is None:
-        return None
-    lower = 0
-    with connection.cursor() as cursor:
-        if since_compaction:
-            cursor.execute(_MARKER_SQL, [session_id, owner_id])
-            found = cursor.fetchone()
-            if found is None:
-                return None
-            lower = found[0] or 0
-        cursor.execute(_OWNED_MESSAGES_SQL, [lower, session_id, owner_id])
-        rows = cursor.fetchall()
-    if not rows:
-        return None
-    wires = []
-    for row in rows:
-        if row[0] is None:  # the LEFT JOIN's row of a session without messages
-            continue
-        (
-            _,
-            sender,
-            msg_id,
-            text,
-            content,
-            tool_calls,
-            tool_results,
-            is_compaction,
-            is_skill_injection,
-            framework_context,
-            reasoning_content,
-            extra,
-        ) = row
-        if content is None and tool_calls is None and tool_results is None and extra is None:
-            # `Message.to_dict()`'s keys, in its order.
-            wire: dict[str, Any] = {"sender": sender}
-            if msg_id is not None:
-                wire["id"] = msg_id
-            wire["text"] = text
-            if is_compaction:
-                wire["is_compaction"] = True
-            if is_skill_injection:
-                wire["is_skill_injection"] = True
-            if framework_context is not None:
-                wire["framework_context"] = framework_context
-            if reasoning_content is not None:
-                wire["reasoning_content"] = reasoning_content
-            wires.append(wire)
-        else:
-            values = tuple(
-                _json(value) if json_column else value
-                for value, json_column in zip(row[1:], _JSON_FIELDS, strict=True)
-            )
-            wires.append(serialization.message_from_values(values).to_dict())
-    return wires
+def _wire_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
+    """`_message_from_row(row).to_dict()`, directly for a plain text row."""
+    (
+        sender,
+        msg_id,
+        text,
+        content,
+        tool_calls,
+        tool_results,
+        is_compaction,
+        is_skill_injection,
+        framework_context,
+        reasoning_content,
+        extra,
+    ) = row
+    if content is not None or tool_calls is not None or tool_results is not None:
+        return _message_from_row(row).to_dict()
+    if extra is not None:
+        return _message_from_row(row).to_dict()
+    wire: dict[str, Any] = {"sender": sender}  # `Message.to_dict()`'s keys, in its order
+    if msg_id is not None:
+        wire["id"] = msg_id
+    wire["text"] = text
+    if is_compaction:
+        wire["is_compaction"] = True
+    if is_skill_injection:
+        wire["is_skill_injection"] = True
+    if framework_context is not None:
+        wire["framework_context"] = framework_context
+    if reasoning_content is not None:
+        wire["reasoning_content"] = reasoning_content
+    return wire
 
 
 def _json(value: Any) -> Any:
