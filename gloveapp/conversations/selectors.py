@@ -20,8 +20,13 @@ from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
 
 _FIELDS = serialization.MESSAGE_VALUES
-# `_wire_from_row` unpacks its rows in this order.
-assert _FIELDS[:3] == ("sender", "msg_id", "text") and _FIELDS[-1] == "extra" and len(_FIELDS) == 11
+# `_wire_from_row` reads its rows by these positions.
+assert _FIELDS[:3] == ("sender", "msg_id", "text") and _FIELDS[6:10] == (
+    "is_compaction",
+    "is_skill_injection",
+    "framework_context",
+    "reasoning_content",
+)
 # Which of them a raw cursor hands over as JSON text.
 _JSON_FIELDS = tuple(isinstance(Message._meta.get_field(name), JSONField) for name in _FIELDS)
 
@@ -92,25 +97,18 @@ def read_owned_messages(
     return [convert(row[1:]) for row in rows if row[0] is not None]
 
 
+# content, tool_calls, tool_results, extra: all NULL in a plain text row.
+_NOT_PLAIN = tuple(
+    _FIELDS.index(name) for name in ("content", "tool_calls", "tool_results", "extra")
+)
+
+
 def _wire_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
     """`_message_from_row(row).to_dict()`, directly for a plain text row."""
-    (
-        sender,
-        msg_id,
-        text,
-        content,
-        tool_calls,
-        tool_results,
-        is_compaction,
-        is_skill_injection,
-        framework_context,
-        reasoning_content,
-        extra,
-    ) = row
-    if content is not None or tool_calls is not None or tool_results is not None:
+    if any(row[index] is not None for index in _NOT_PLAIN):
         return _message_from_row(row).to_dict()
-    if extra is not None:
-        return _message_from_row(row).to_dict()
+    sender, msg_id, text = row[:3]
+    is_compaction, is_skill_injection, framework_context, reasoning_content = row[6:10]
     wire: dict[str, Any] = {"sender": sender}  # `Message.to_dict()`'s keys, in its order
     if msg_id is not None:
         wire["id"] = msg_id
