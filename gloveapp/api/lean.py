@@ -194,8 +194,8 @@ def messages_post(request: HttpRequest, user: Any, session_id: str) -> HttpRespo
         return _not_found(exc)
     try:
         services.messages_append(session_id=session_id, messages=messages)
-    except ValueError:
-        return None  # refused before anything was written: DRF's view answers the 400
+    except (ValueError, services.SessionGone):
+        return None  # refused before anything was written: DRF's view answers it
     return _ok()
 
 
@@ -247,8 +247,8 @@ def tokens_post(request: HttpRequest, user: Any, session_id: str) -> HttpRespons
         return _not_found(exc)
     try:
         services.tokens_add(session_id=session_id, usage=TokenUsage(**data))
-    except ValueError:
-        return None
+    except (ValueError, services.SessionGone):
+        return None  # refused before anything was written: DRF's view answers it
     return _ok()
 
 
