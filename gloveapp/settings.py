@@ -316,6 +316,8 @@ REST_FRAMEWORK = {
 }
 # How long a process trusts a token it has checked (gloveapp/api/token_auth.py); 0: never.
 GLOVE_TOKEN_CACHE_SECONDS = float(os.environ.get("GLOVE_TOKEN_CACHE_SECONDS", "5"))
+# The hot routes answer plain token requests without DRF (gloveapp/api/lean.py); 0: DRF only.
+GLOVE_LEAN_ROUTES = os.environ.get("GLOVE_LEAN_ROUTES", "1") != "0"
 SPECTACULAR_SETTINGS = {
     "TITLE": "glove-django API",
     "DESCRIPTION": "The Glove remote store, inbox resolution and workspace inbox.",

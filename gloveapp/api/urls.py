@@ -13,6 +13,7 @@ from gloveapp.api import (
     chat_url,
     inbox_resolve,
     inbox_views,
+    lean,
     sessions,
     store_views,
     workspace_inbox,
@@ -45,12 +46,14 @@ urlpatterns = [
     path("sessions/<str:session_id>", sessions.SessionDetailApi.as_view(), name="api-session"),
     path(
         "sessions/<str:session_id>/messages",
-        store_views.MessagesApi.as_view(),
+        lean.lean(
+            store_views.MessagesApi.as_view(), GET=lean.messages_get, POST=lean.messages_post
+        ),
         name="api-session-messages",
     ),
     path(
         "sessions/<str:session_id>/tokens",
-        store_views.TokensApi.as_view(),
+        lean.lean(store_views.TokensApi.as_view(), GET=lean.tokens_get, POST=lean.tokens_post),
         name="api-session-tokens",
     ),
     path(
@@ -76,7 +79,9 @@ urlpatterns = [
         name="api-session-permissions",
     ),
     path(
-        "sessions/<str:session_id>/inbox", inbox_views.InboxApi.as_view(), name="api-session-inbox"
+        "sessions/<str:session_id>/inbox",
+        lean.lean(inbox_views.InboxApi.as_view(), GET=lean.inbox_get),
+        name="api-session-inbox",
     ),
     path(
         "sessions/<str:session_id>/inbox/update",

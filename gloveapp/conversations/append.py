@@ -61,8 +61,14 @@ def append_to_existing(
     fields: list[dict[str, Any]],
     messages: list[CoreMessage],
     on_titled: Callable[[], None] | None = None,
+    usage: tuple[int, int, int, int] | None = None,
+    counted: dict[str, Any] | None = None,
 ) -> list[Message] | None:
     """Append validated `fields` (one dict per message); None if the session row is missing.
+
+    With `usage` (PostgreSQL outside a transaction only: `record_turn`'s one-statement
+    path) the same statement adds the usage and one turn and announces the counters; the
+    session's title, agent_name, token_count and turn_count after it go into `counted`.
 
     Outside a transaction on PostgreSQL this is one autocommitted statement, shared with the
     concurrent appends to the same session in this process (`group_append`); inside one
@@ -72,6 +78,12 @@ def append_to_existing(
     """
     now = timezone.now()
     wires = [message.to_dict() for message in messages]
+    if usage is not None:
+        if connection.vendor != "postgresql" or connection.in_atomic_block:
+            raise ValueError("usage is recorded with an append only on PostgreSQL, autocommitted")
+        return _append_postgresql(
+            session_id, fields, wires, now, on_titled, usage=usage, counted=counted
+        )
     if connection.vendor == "postgresql":
         if connection.in_atomic_block:  # the rows must commit with the caller's transaction
             return _append_postgresql(session_id, fields, wires, now, on_titled)
@@ -88,9 +100,18 @@ def append_to_existing(
 
 
 def postgresql_statement(
-    session_id: str, fields: list[dict[str, Any]], wires: list[dict], now: Any
+    session_id: str,
+    fields: list[dict[str, Any]],
+    wires: list[dict],
+    now: Any,
+    usage: tuple[int, int, int, int] | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The append's one statement and its parameters (bench/rest.py hands it to pgbench)."""
+    """The append's one statement and its parameters (bench/rest.py hands it to pgbench).
+
+    With `usage` (tokens in, out, cache writes, cache reads) it is a model reply's whole
+    record (`record_turn`): the same row update also adds the usage and one turn, and a
+    `session.updated` event announcing the new counters follows the messages' events.
+    """
     stream = session_stream(session_id)
     rows = []
     for offset, (values, wire) in enumerate(zip(fields, wires, strict=True), start=1):
@@ -111,13 +132,37 @@ def postgresql_statement(
     # Relays LISTEN only when there is no Redis to wake them; NOTIFY also serialises every
     # committing transaction on a global lock, so it is left out when it has no listener.
     notify = "" if settings.REDIS_URL else ", pg_notify(%(channel)s, %(stream)s) AS notified"
+    counters = events = session_columns = final_columns = ""
+    if usage is not None:
+        counters = """,
+                   token_count = t.token_count + %(tokens_in)s + %(tokens_out)s,
+                   tokens_in_total = t.tokens_in_total + %(tokens_in)s,
+                   tokens_out_total = t.tokens_out_total + %(tokens_out)s,
+                   cache_creation_input_tokens_total
+                       = t.cache_creation_input_tokens_total + %(cache_creation)s,
+                   cache_read_input_tokens_total
+                       = t.cache_read_input_tokens_total + %(cache_read)s,
+                   turn_count = t.turn_count + 1"""
+        session_columns = (
+            ', t."key" AS session_key, t.title AS now_title, t.agent_name, t.token_count,'
+            " t.turn_count"
+        )
+        final_columns = ", s.now_title, s.agent_name, s.token_count, s.turn_count, s.session_key"
+        events = """
+            UNION ALL
+            SELECT NULL, 'session.updated', jsonb_build_object('session', jsonb_build_object(
+                       'id', s.session_key, 'title', s.now_title,
+                       'agent_name', s.agent_name, 'token_count', s.token_count,
+                       'turn_count', s.turn_count))
+              FROM s"""
     sql = f"""
         WITH s AS (
-            UPDATE {session_table}
-               SET updated_at = %(now)s, last_seq = last_seq + %(count)s,
-                   title = CASE WHEN title = '' THEN %(title)s ELSE title END
-             WHERE id = %(session_id)s
-            RETURNING last_seq - %(count)s AS base, title AS title,
+            UPDATE {session_table} t
+               SET updated_at = %(now)s, last_seq = t.last_seq + %(count)s,
+                   title = CASE WHEN t.title = '' THEN %(title)s ELSE t.title END{counters}
+              FROM (SELECT title FROM {session_table} WHERE id = %(session_id)s FOR UPDATE) old
+             WHERE t.id = %(session_id)s
+            RETURNING t.last_seq - %(count)s AS base, old.title = '' AS titled{session_columns},
                       pg_advisory_xact_lock(%(lock_key)s) AS locked{notify}
         ), r AS (
             SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb) AS x({columns})
@@ -135,13 +180,16 @@ def postgresql_statement(
             RETURNING id, seq
         ), e AS (
             INSERT INTO {event_table} (stream, type, payload, created_at)
-            SELECT %(stream)s, 'message.appended',
-                   jsonb_build_object('seq', s.base + r.ord, 'message', r.wire), %(now)s
-              FROM s, r
-             ORDER BY r.ord
+            SELECT %(stream)s, x.type, x.payload, %(now)s FROM (
+            SELECT r.ord, 'message.appended' AS type,
+                   jsonb_build_object('seq', s.base + r.ord, 'message', r.wire) AS payload
+              FROM s, r{events}
+            ) x
+             ORDER BY x.ord NULLS LAST
             RETURNING id
         )
-        SELECT m.id, m.seq, (SELECT count(*) FROM e), s.title FROM m, s ORDER BY m.seq
+        SELECT m.id, m.seq, (SELECT count(*) FROM e), s.titled{final_columns}
+          FROM m, s ORDER BY m.seq
     """
     params = {
         "now": now,
@@ -153,14 +201,19 @@ def postgresql_statement(
         "rows": json.dumps(rows),
         "title": chat_title(fields),
     }
+    if usage is not None:
+        params.update(
+            zip(("tokens_in", "tokens_out", "cache_creation", "cache_read"), usage, strict=True)
+        )
     return sql, params
 
 
-def _titled(candidate: str, title: str, on_titled: Callable[[], None] | None) -> None:
-    # The session now bears this append's candidate title: it was just named (or, rarely,
-    # already had that very name; announcing it again is harmless). Outside a transaction
-    # the statement has committed already and this runs at once.
-    if on_titled is not None and candidate and title == candidate:
+def _titled(candidate: str, was_untitled: bool, on_titled: Callable[[], None] | None) -> None:
+    # This append named the session: it was untitled when the append locked it. (Comparing
+    # the new title with the candidate instead announced the title again on every append
+    # whose first person message repeated it: an event and a commit more per request.)
+    # Outside a transaction the statement has committed already and this runs at once.
+    if on_titled is not None and candidate and was_untitled:
         transaction.on_commit(on_titled, robust=True)
 
 
@@ -170,8 +223,11 @@ def _append_postgresql(
     wires: list[dict],
     now: Any,
     on_titled: Callable[[], None] | None = None,
+    *,
+    usage: tuple[int, int, int, int] | None = None,
+    counted: dict[str, Any] | None = None,
 ) -> list[Message] | None:
-    sql, params = postgresql_statement(session_id, fields, wires, now)
+    sql, params = postgresql_statement(session_id, fields, wires, now, usage=usage)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         inserted = cursor.fetchall()
@@ -179,9 +235,17 @@ def _append_postgresql(
         return None
     transaction.on_commit(notify_committed, robust=True)
     _titled(params["title"], inserted[0][3], on_titled)
+    if usage is not None and counted is not None:
+        counted.update(
+            zip(
+                ("title", "agent_name", "token_count", "turn_count", "key"),
+                inserted[0][4:9],
+                strict=True,
+            )
+        )
     return [
         Message(id=pk, session_id=session_id, seq=seq, created_at=now, **values)
-        for (pk, seq, _, _), values in zip(inserted, fields, strict=True)
+        for (pk, seq, *_), values in zip(inserted, fields, strict=True)
     ]
 
 
@@ -193,24 +257,25 @@ def _append_stepwise(
     on_titled: Callable[[], None] | None = None,
 ) -> list[Message] | None:
     candidate = chat_title(fields)
+    table = Session._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {Session._meta.db_table} SET updated_at = %s, last_seq = last_seq + %s, "
-            "title = CASE WHEN title = '' THEN %s ELSE title END "
-            "WHERE id = %s RETURNING last_seq, title",
-            [now, len(fields), candidate, session_id],
+            f"UPDATE {table} SET updated_at = %s, last_seq = last_seq + %s WHERE id = %s "
+            "RETURNING last_seq, title",
+            [now, len(fields), session_id],
         )
         found = cursor.fetchone()
-    if found is None:
-        return None
-    _titled(candidate, found[1], on_titled)
+        if found is None:
+            return None
+        # The IMMEDIATE transaction holds SQLite's write lock, so the title just read is
+        # still the title (SQLite's RETURNING sees only the new row: it cannot tell whether
+        # a CASE in the UPDATE named the chat).
+        was_untitled = bool(candidate) and found[1] == ""
+        if was_untitled:
+            cursor.execute(f"UPDATE {table} SET title = %s WHERE id = %s", [candidate, session_id])
+    _titled(candidate, was_untitled, on_titled)
     start = found[0] - len(fields) + 1
-    rows = Message.objects.bulk_create(
-        [
-            Message(session_id=session_id, seq=start + offset, **values)
-            for offset, values in enumerate(fields)
-        ]
-    )
+    rows = _insert_messages(session_id, start, fields, now)
     record_events(
         stream=session_stream(session_id),
         events=[
@@ -218,4 +283,48 @@ def _append_stepwise(
             for row, wire in zip(rows, wires, strict=True)
         ],
     )
+    return rows
+
+
+_MESSAGE_COLUMNS = (
+    "session_id",
+    "seq",
+    *_TEXT_COLUMNS,
+    *_JSON_COLUMNS,
+    *_BOOL_COLUMNS,
+    "created_at",
+)
+_MESSAGE_FIELDS = [Message._meta.get_field(name) for name in _MESSAGE_COLUMNS]
+_INSERT_BATCH = 50  # rows per INSERT (16 parameters each: within every backend's limit)
+
+
+def _insert_messages(
+    session_id: str, start: int, fields: list[dict[str, Any]], now: Any
+) -> list[Message]:
+    """The rows `Message.objects.bulk_create` would write, by a plain INSERT ... RETURNING
+    (compiling the ORM's insert cost more than running it; every turn appends)."""
+    columns = ", ".join(f'"{field.column}"' for field in _MESSAGE_FIELDS)
+    rows = [
+        Message(session_id=session_id, seq=start + offset, created_at=now, **values)
+        for offset, values in enumerate(fields)
+    ]
+    with connection.cursor() as cursor:
+        for first in range(0, len(rows), _INSERT_BATCH):
+            batch = rows[first : first + _INSERT_BATCH]
+            params = [
+                field.get_db_prep_save(getattr(row, field.attname), connection)
+                for row in batch
+                for field in _MESSAGE_FIELDS
+            ]
+            placeholders = "(" + ", ".join(["%s"] * len(_MESSAGE_FIELDS)) + ")"
+            cursor.execute(
+                f'INSERT INTO "{Message._meta.db_table}" ({columns}) VALUES '
+                + ", ".join([placeholders] * len(batch))
+                + ' RETURNING "id"',
+                params,
+            )
+            for row, pk in zip(batch, sorted(r[0] for r in cursor.fetchall()), strict=True):
+                row.id = pk
+                row._state.adding = False
+                row._state.db = connection.alias
     return rows

@@ -12,7 +12,8 @@ import uuid
 from functools import partial
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from gloveapp.conversations import serialization
 from gloveapp.conversations.append import append_to_existing
@@ -303,6 +304,19 @@ def turn_record(*, session_id: str, messages: list[CoreMessage], usage: TokenUsa
     fields = [
         serialization.message_fields(message, index) for index, message in enumerate(messages)
     ]
+    if fields and connection.vendor == "postgresql" and not connection.in_atomic_block:
+        # One statement: one round trip and its own commit (`append`).
+        counted: dict[str, Any] = {}
+        rows = append_to_existing(
+            session_id=session_id,
+            fields=fields,
+            messages=messages,
+            on_titled=partial(_announce_title, session_id),
+            usage=checked,
+            counted=counted,
+        )
+        if rows is not None:
+            return Session(id=session_id, **counted)
     with transaction.atomic():
         if (
             fields
@@ -310,11 +324,55 @@ def turn_record(*, session_id: str, messages: list[CoreMessage], usage: TokenUsa
         ):
             lock_session(session_id)  # creates it, or raises SessionGone
             append_to_existing(session_id=session_id, fields=fields, messages=messages)
-        session = lock_session(session_id)
-        session.turn_count += 1
-        session.save(update_fields=[*_add_usage(session, checked), "turn_count"])
+        session = _count_turn(session_id, checked)
+        if session is None:  # no message created the row: the locking path creates it
+            lock_session(session_id)
+            session = _count_turn(session_id, checked)
         _announce_session(session)
     return session
+
+
+_COUNT_TURN_SQL = f"""
+    UPDATE {Session._meta.db_table}
+       SET token_count = token_count + %s, tokens_in_total = tokens_in_total + %s,
+           tokens_out_total = tokens_out_total + %s,
+           cache_creation_input_tokens_total = cache_creation_input_tokens_total + %s,
+           cache_read_input_tokens_total = cache_read_input_tokens_total + %s,
+           turn_count = turn_count + 1, updated_at = %s
+     WHERE id = %s
+    RETURNING "key", title, agent_name, token_count, turn_count
+"""
+
+
+def _count_turn(session_id: str, usage: tuple[int, int, int, int]) -> Session | None:
+    """One turn and its usage added by one statement (the row lock it takes is the one
+    `lock_session` would); the session as the event announces it, None if it is missing."""
+    tokens_in, tokens_out, cache_creation, cache_read = usage
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _COUNT_TURN_SQL,
+            [
+                tokens_in + tokens_out,
+                tokens_in,
+                tokens_out,
+                cache_creation,
+                cache_read,
+                timezone.now(),
+                session_id,
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    key, title, agent_name, token_count, turn_count = row
+    return Session(
+        id=session_id,
+        key=key,
+        title=title,
+        agent_name=agent_name,
+        token_count=token_count,
+        turn_count=turn_count,
+    )
 
 
 def turn_increment(*, session_id: str) -> Session:

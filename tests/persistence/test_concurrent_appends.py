@@ -72,3 +72,19 @@ def test_it_refuses_every_concurrent_writer_of_a_deleted_session():
 
     assert all(isinstance(outcome, services.SessionGone) for outcome in outcomes), outcomes
     assert not Message.objects.filter(session_id="gone").exists()
+
+
+def test_it_announces_a_chats_title_once_when_its_first_words_come_again():
+    # An append names an untitled chat; later appends repeating those first words found the
+    # title already set, and announced it again each time (an event and a commit more).
+    services.session_create(session_id="named")
+    for _ in range(3):
+        services.messages_append(
+            session_id="named", messages=[CoreMessage(sender="user", text="A flat white, please.")]
+        )
+
+    updates = LiveEvent.objects.filter(stream=session_stream("named"), type="session.updated")
+    assert [e.payload["session"]["title"] for e in updates.order_by("id")] == [
+        "",  # created
+        "A flat white, please.",
+    ]

@@ -82,3 +82,49 @@ def test_it_persists_a_one_tool_turn_in_four_transactions(monkeypatch):
     # The request, the tool-calling reply, the tool results, the final reply.
     assert len(transactions) <= 4, transactions
     assert async_to_sync(store.get_turn_count)() == 3
+
+
+def test_a_reply_announces_its_messages_then_the_counters_it_added():
+    from gloveapp.live.models import LiveEvent
+    from gloveapp.live.streams import session_stream
+
+    store = DjangoStore("announced")
+    glove = agent(store, ["Hi.", "Hello!"])
+    async_to_sync(glove.process_request)("warm-up")
+    seen = LiveEvent.objects.filter(stream=session_stream("announced")).order_by("-id")[0].id
+
+    async_to_sync(glove.process_request)("A flat white, please.")
+
+    events = [
+        (e.type, e.payload)
+        for e in LiveEvent.objects.filter(stream=session_stream("announced"), id__gt=seen)
+    ]
+    assert [(t, p.get("message", {}).get("text")) for t, p in events] == [
+        ("message.appended", "A flat white, please."),
+        ("message.appended", "Hello!"),
+        ("session.updated", None),
+    ]
+    session = events[-1][1]["session"]
+    assert (session["id"], session["turn_count"]) == ("announced", 2)
+    assert session["token_count"] == async_to_sync(store.get_token_count)() > 0
+    assert session["title"] == "warm-up"
+
+
+def test_a_replys_announcement_names_the_session_by_its_owners_own_id(django_user_model):
+    """The owner's live stream speaks their key, also when another user held the id first."""
+    from gloveapp.conversations.services import session_create
+    from gloveapp.live.models import LiveEvent
+    from gloveapp.live.streams import session_stream
+
+    session_create(owner=django_user_model.objects.create_user("first"), session_id="shared")
+    mine = session_create(owner=django_user_model.objects.create_user("me"), session_id="shared")
+    assert mine.id != "shared"
+    glove = agent(DjangoStore(mine.id), ["Hello!"])
+
+    async_to_sync(glove.process_request)("A flat white, please.")
+
+    announced = [
+        e.payload["session"]["id"]
+        for e in LiveEvent.objects.filter(stream=session_stream(mine.id), type="session.updated")
+    ]
+    assert announced and set(announced) == {"shared"}
