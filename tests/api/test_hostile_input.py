@@ -101,10 +101,12 @@ def test_it_answers_a_body_over_the_upload_limit_with_a_json_413(owner_client, s
     assert Message.objects.filter(session_id=session_id).count() == 0
 
 
+@pytest.mark.parametrize("lean_routes", [True, False])
 def test_a_session_deleted_during_a_write_is_a_404_and_nothing_is_written(
-    owner_client, session_id, monkeypatch
+    owner_client, session_id, monkeypatch, settings, lean_routes
 ):
-    from gloveapp.api import store_views
+    settings.GLOVE_LEAN_ROUTES = lean_routes
+    from gloveapp.api import lean, store_views
     from gloveapp.conversations.models import Session
 
     checked = store_views.owned_session_id
@@ -114,7 +116,9 @@ def test_a_session_deleted_during_a_write_is_a_404_and_nothing_is_written(
         Session.objects.filter(pk=global_id).delete()  # another request deletes it now
         return global_id
 
+    # Both the DRF view and the lean path in front of it (issue 13) check, then write.
     monkeypatch.setattr(store_views, "owned_session_id", check_then_lose_the_race)
+    monkeypatch.setattr(lean, "owned_session_id", check_then_lose_the_race)
     answer = owner_client.post(
         f"/api/sessions/{session_id}/messages",
         data={"messages": [{"sender": "user", "text": "hi"}]},
