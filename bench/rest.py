@@ -28,6 +28,7 @@ trust on a shared machine; absolute numbers move with the load on it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -284,6 +285,9 @@ def stop(process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+    # Whatever of the group outlived its leader (make) would load the next measurement.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def main() -> int:

@@ -281,7 +281,10 @@ class TurnEngine:
 
     async def stop(self, *, grace: float = 10.0) -> None:
         """Stop taking work; give running turns `grace` seconds, then leave them to be taken
-        back by another worker when their lease runs out."""
+        back by another worker when their lease runs out. Stopping twice (a second SIGTERM,
+        as a shell's `kill 0` sends) is the first stop: its threads are shut down once."""
+        if self._stopping:
+            return
         self._stopping = True
         deadline = time.monotonic() + grace
         while self.running and time.monotonic() < deadline:  # noqa: ASYNC110 (a deadline, not an event)

@@ -38,5 +38,13 @@ class Command(BaseCommand):
         self.stdout.flush()
         try:
             await engine.serve(fetch=fetcher_for_backend())
+            await asyncio.gather(*stopping)  # the stop that ended it closes its threads
         except asyncio.CancelledError:
             pass
+        finally:
+            # Stopped: a later SIGTERM (a shell's `kill 0` sends a second one) must not meet
+            # asyncio's handler while the loop closes (its wake-up fd is gone, and the
+            # process hung there), nor cut the clean exit short: it is ignored.
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+                signal.signal(signum, signal.SIG_IGN)
