@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +29,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from rest_framework.renderers import JSONRenderer
 
 from gloveapp.api.errors import exception_handler
+from gloveapp.api.store_views import tokens_wire
 from gloveapp.api.token_auth import remembered_user
 from gloveapp.conversations import selectors, services
 from gloveapp.conversations.access import owned_session, owned_session_id, usable_session_id
@@ -41,7 +41,6 @@ Fast = Callable[..., "HttpResponse | None"]
 
 # The Accept headers DRF answers with its JSON renderer and no parameters (no `indent=`).
 _JSON_ACCEPTS = frozenset({"", "*/*", "application/json"})
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _RENDERER = JSONRenderer()
 _OK = _RENDERER.render({"ok": True})
 MAX_LEAN_BODY = 64 * 1024  # bytes; larger bodies go through DRF's parser
@@ -136,11 +135,7 @@ def _flag(request: HttpRequest, name: str) -> bool:
 
 def _plain_text(value: Any) -> bool:
     """What DRF's TextField takes unchanged: a string without NUL or lone surrogates."""
-    return (
-        type(value) is str
-        and "\x00" not in value
-        and (value.isascii() or _SURROGATE.search(value) is None)
-    )
+    return type(value) is str and not input_rules.unstorable_text_problem(value)
 
 
 def _plain_id(value: Any) -> bool:
@@ -207,19 +202,7 @@ def tokens_get(request: HttpRequest, user: Any, session_id: str) -> HttpResponse
         session = owned_session(user, session_id)  # the DRF view's own lookup (by key)
     except Http404 as exc:
         return _not_found(exc)
-    return _json(
-        {
-            "token_count": session.token_count,
-            "tokens_in_total": session.tokens_in_total,
-            "tokens_out_total": session.tokens_out_total,
-            "consumption": {
-                "tokens_in": session.tokens_in_total,
-                "tokens_out": session.tokens_out_total,
-                "cache_creation_input_tokens": session.cache_creation_input_tokens_total,
-                "cache_read_input_tokens": session.cache_read_input_tokens_total,
-            },
-        }
-    )
+    return _json(tokens_wire(session))
 
 
 _USAGE_KEYS = frozenset(

@@ -8,6 +8,7 @@ renders the runtime's wire format (glove-core field names).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
@@ -36,6 +37,7 @@ from gloveapp.api.fields import (
 )
 from gloveapp.conversations import selectors, services
 from gloveapp.conversations.access import usable_session_id
+from gloveapp.conversations.models import Session
 from gloveapp.core import input_rules
 from gloveapp.core.store import permission_key
 from gloveapp.core.types import PERMISSION_STATUSES, TokenUsage
@@ -104,6 +106,21 @@ class TokenConsumptionSerializer(serializers.Serializer):
     cache_read_input_tokens = serializers.IntegerField()
 
 
+def tokens_wire(session: Session) -> dict[str, Any]:
+    """The tokens GET's body (the DRF view's and the lean route's)."""
+    return {
+        "token_count": session.token_count,
+        "tokens_in_total": session.tokens_in_total,
+        "tokens_out_total": session.tokens_out_total,
+        "consumption": {
+            "tokens_in": session.tokens_in_total,
+            "tokens_out": session.tokens_out_total,
+            "cache_creation_input_tokens": session.cache_creation_input_tokens_total,
+            "cache_read_input_tokens": session.cache_read_input_tokens_total,
+        },
+    }
+
+
 class TokensOutputSerializer(serializers.Serializer):
     token_count = serializers.IntegerField(help_text="The running sum compaction reads.")
     tokens_in_total = serializers.IntegerField(help_text="All input tokens, never reset.")
@@ -136,19 +153,7 @@ class TokensApi(ApiView):
     )
     def get(self, request: Request, session_id: str) -> Response:
         session = owned_session(request.user, session_id)
-        return Response(
-            {
-                "token_count": session.token_count,
-                "tokens_in_total": session.tokens_in_total,
-                "tokens_out_total": session.tokens_out_total,
-                "consumption": {
-                    "tokens_in": session.tokens_in_total,
-                    "tokens_out": session.tokens_out_total,
-                    "cache_creation_input_tokens": session.cache_creation_input_tokens_total,
-                    "cache_read_input_tokens": session.cache_read_input_tokens_total,
-                },
-            }
-        )
+        return Response(tokens_wire(session))
 
     @extend_schema(
         operation_id="session_tokens_add",
