@@ -106,6 +106,11 @@ def test_a_reply_announces_its_messages_then_the_counters_it_added():
     ]
     session = events[-1][1]["session"]
     assert (session["id"], session["turn_count"]) == ("announced", 2)
+    # On PostgreSQL the statement builds this payload itself: the same as the Python one.
+    from gloveapp.conversations.models import Session
+    from gloveapp.conversations.services import session_payload
+
+    assert events[-1][1] == session_payload(Session.objects.get(pk="announced"))
     assert session["token_count"] == async_to_sync(store.get_token_count)() > 0
     assert session["title"] == "warm-up"
 
