@@ -8,7 +8,7 @@ PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/glove_test
 
 WS_PORT ?= 8001
 HTTP_WORKERS ?= 2
-HTTP_THREADS ?= 8
+HTTP_THREADS ?= 6
 WS_WORKERS ?= 1
 
 .PHONY: run serve-prod test install lint format bench clean
@@ -41,17 +41,17 @@ run: install
 	trap 'kill $$roastery $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	DEBUG=$${DEBUG:-true} $(VENV)/bin/daphne -b $(HOST) -p $(PORT) gloveapp.asgi:application
 
-# The production topology (README, "Production"): HTTP on gunicorn's threaded WSGI workers
-# with persistent connections (no sync/async hop per middleware), websockets on uvicorn
-# (ASGI, psycopg's pool), chat turns on a turn worker. A proxy routes /ws/ to WS_PORT and the
-# rest to PORT.
-# bench/rest.py and bench/live.py start exactly this.
+# The production topology (README, "Production"): HTTP on granian's WSGI workers (HTTP in
+# Rust, no sync/async hop per middleware; connections from psycopg's pool), websockets and
+# /mcp/ on uvicorn (ASGI, the pool too), chat turns on a turn worker. A proxy routes /ws/ and
+# /mcp/ to WS_PORT and the rest to PORT.
+# bench/rest.py starts exactly this.
 serve-prod: install
 	$(PY) manage.py migrate --noinput
 	@trap 'kill 0' INT TERM; \
-	GLOVE_SERVER=wsgi DB_CONN_MAX_AGE=$${DB_CONN_MAX_AGE:-600} $(VENV)/bin/gunicorn \
-		gloveapp.wsgi:application --worker-class gthread --workers $(HTTP_WORKERS) \
-		--threads $(HTTP_THREADS) --bind $(HOST):$(PORT) --keep-alive 30 & \
+	DB_CONN_MAX_AGE=0 $(VENV)/bin/granian --interface wsgi gloveapp.wsgi:application \
+		--host $(HOST) --port $(PORT) --workers $(HTTP_WORKERS) \
+		--blocking-threads $(HTTP_THREADS) --no-ws --log-level warning & \
 	GLOVE_SERVER=asgi DB_CONN_MAX_AGE=0 $(VENV)/bin/uvicorn gloveapp.asgi:application \
 		--host $(HOST) --port $(WS_PORT) --workers $(WS_WORKERS) --ws websockets \
 		--lifespan off --no-access-log & \
@@ -68,13 +68,11 @@ format: install
 	$(VENV)/bin/ruff format .
 
 # The whole suite on SQLite, the browser tests in a process of their own (Playwright's
-# sync API keeps an event loop that async tests must not share), then the database-backed
-# tests again on PostgreSQL.
+# sync API keeps an event loop that async tests must not share), and beside them the
+# database-backed tests again on PostgreSQL (.ci/test-passes).
 test: lint
 	@bash .ci/ensure-services
-	$(VENV)/bin/pytest -m "not browser"
-	$(VENV)/bin/pytest -m browser
-	DATABASE_URL=$(PG_TEST_URL) $(VENV)/bin/pytest -m "postgres and not browser"
+	PG_TEST_URL=$(PG_TEST_URL) bash .ci/test-passes
 
 # Every bench/*.py in turn; bench/run_all.py writes bench/results.json and bench/results.md
 # and copies the tables into README.md. Run it on a quiet machine.

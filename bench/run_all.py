@@ -87,6 +87,7 @@ def results_of(script: Path, document: Any, seconds: float, error: str | None) -
         results = [{**base, **measure} for measure in document["measures"]]
         if document.get("ratios"):
             results.append({**base, "measure": "ratios", "ratios": document["ratios"]})
+        results += [{**base, "measure": "goal", **g} for g in document.get("goals", [])]
         return results
     rest = {k: v for k, v in document.items() if k not in {"machine", "date", "configuration"}}
     return [{**base, "measure": path, "value": value} for path, value in flatten(rest)]
@@ -101,20 +102,30 @@ def markdown(results: list[dict]) -> str:
         f"({host.get('cpu', '?')}), load average at start {host.get('load_average')}; "
         "a shared machine: compare figures within one run (the ratios), not across runs."
     )
+    goals = [r for r in results if r.get("measure") == "goal"]
+    if goals:
+        lines += ["", "**Goals** (each judged by the script that measures it, in this run)", ""]
+        lines += ["| issue | goal | measured | |", "| --- | --- | --- | --- |"]
+        for row in sorted(goals, key=lambda r: r["issue"]):
+            verdict = "met" if row["met"] else "**missed**"
+            lines.append(
+                f"| {row['issue']} | {_cell(row['goal'])} | {_cell(row['measured'])} | {verdict} |"
+            )
     by_script: dict[str, list[dict]] = {}
     for result in results:
         by_script.setdefault(result["script"], []).append(result)
     for script, rows in by_script.items():
-        lines += ["", f"**{script}**", ""]
+        lines += ["", f"**{script}** ({rows[0].get('date', '?')}, {rows[0].get('seconds')} s)", ""]
         if rows[0].get("error"):
             lines.append(f"failed: {rows[0]['error']}")
             continue
         ratios = [r["ratios"] for r in rows if r.get("measure") == "ratios"]
-        rows = [r for r in rows if r.get("measure") != "ratios"]
+        rows = [r for r in rows if r.get("measure") not in ("ratios", "goal")]
         columns = [
             k
             for k in dict.fromkeys(k for r in rows for k in r)
             if k not in {"script", "benchmark", "machine", "date", "configuration", "seconds"}
+            and any(r.get(k) not in (None, "") for r in rows)
         ]
         lines.append("| " + " | ".join(columns) + " |")
         lines.append("|" + " --- |" * len(columns))

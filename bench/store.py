@@ -253,6 +253,17 @@ def bench_postgres(quick: bool) -> dict[str, Any]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def _label(row: dict[str, Any]) -> str:
+    params = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in row.get("params", {}).items())
+    return f"{row['name']} ({params})" if params else row["name"]
+
+
+def _figures(row: dict[str, Any]) -> dict[str, Any]:
+    if "p50_us" in row:
+        return {"p50_us": row["p50_us"], "p99_us": row["p99_us"], "ops_per_s": row["ops_per_s"]}
+    return {"messages_per_s": row["messages_per_s"]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke test")
@@ -282,6 +293,11 @@ def main() -> int:
             report["backends"][backend] = {"error": str(exc)}
             failed = True
     report["wall_s"] = round(time.perf_counter() - started, 2)
+    report["measures"] = [
+        {"measure": _label(row), "store": backend, **_figures(row)}
+        for backend, figures in report["backends"].items()
+        for row in figures.get("results", [])
+    ]
     print(json.dumps(report, indent=2))
     return 1 if failed else 0
 

@@ -132,7 +132,19 @@ async def main(requests: int) -> dict:
     by_shape: dict[str, list[float]] = {}
     for row in results:
         by_shape.setdefault(row["shape"], []).append(row["p50_us"])
+    ratios = {shape: round(values[-1] / values[0], 2) for shape, values in by_shape.items()}
     return {
+        "benchmark": "turn_overhead",
+        "measures": [
+            {
+                "measure": f"{row['shape']}, {row['stored_messages_before']:,} stored",
+                "model_calls": row["model_calls"],
+                "p50_us": row["p50_us"],
+                "p99_us": row["p99_us"],
+            }
+            for row in results
+        ],
+        "ratios": {f"{shape}: p50 t(100k)/t(1k)": ratio for shape, ratio in ratios.items()},
         "generated_by": "bench/turn_overhead.py",
         "python": platform.python_version(),
         "platform": f"{platform.system().lower()} {platform.machine()}",
@@ -142,9 +154,6 @@ async def main(requests: int) -> dict:
             "session per size, a fresh marker + window appended (untimed) after each request"
         ),
         "results": results,
-        "p50_ratio_100k_over_1k": {
-            shape: round(values[-1] / values[0], 2) for shape, values in by_shape.items()
-        },
     }
 
 

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.lib.machine import machine  # noqa: E402
+from bench.lib.report import goal  # noqa: E402
 
 SIZES = (1_000, 100_000)
 MESSAGES_AFTER_MARKER = 20
@@ -208,15 +209,26 @@ def main() -> int:
             with psycopg.connect(admin, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
-    ratios = {}
-    for store in dict.fromkeys(m["store"] for m in measures):
+    ratios, goals = {}, []
+    for store, limit in (("sqlite", 5), ("postgresql", 8)):
         by_size = [
             m["p50_ms"]
             for m in measures
             if m["store"] == store and m["measure"].startswith("text turn")
         ]
-        if len(by_size) == len(SIZES):
-            ratios[f"{store}: p50 t(100k)/t(1k)"] = round(by_size[-1] / by_size[0], 2)
+        if len(by_size) != len(SIZES):
+            continue
+        growth = round(by_size[-1] / by_size[0], 2)
+        ratios[f"{store}: p50 t(100k)/t(1k)"] = growth
+        goals.append(
+            goal(
+                13,
+                f"a persisted text turn (scripted model) on {store}: p50 <= {limit} ms at "
+                "100k stored messages, t(100k)/t(1k) <= 1.2",
+                f"{by_size[-1]} ms; {growth}",
+                by_size[-1] <= limit and growth <= 1.2,
+            )
+        )
     print(
         json.dumps(
             {
@@ -230,6 +242,7 @@ def main() -> int:
                 },
                 "measures": measures,
                 "ratios": ratios,
+                "goals": goals,
             },
             indent=2,
         )

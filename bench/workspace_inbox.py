@@ -32,6 +32,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.lib.report import goal  # noqa: E402
 from tests.api.liveserver import LiveServer  # noqa: E402
 from tests.workspaces.mcp_client import mcp_session  # noqa: E402
 
@@ -175,6 +176,31 @@ def main() -> None:
     with LiveServer(database_url=args.database_url) as server:
         results = asyncio.run(run(server))
     results["database"] = "postgresql" if args.database_url else "sqlite"
+    results["measures"] = [
+        {
+            "measure": f"GET /api/inbox/history?limit=100, {page.replace('_', ' ')}, "
+            f"{int(size):,} entries",
+            "p50_ms": figures[page]["p50_ms"],
+            "p99_ms": figures[page]["p99_ms"],
+        }
+        for size, figures in results["history"].items()
+        for page in ("first_page", "deep_cursor")
+    ] + [
+        {
+            "measure": "inbox_push over MCP, one client in sequence",
+            "sdk_client_calls_per_s": results["inbox_push_mcp"]["sdk_client_calls_per_s"],
+            "raw_jsonrpc_calls_per_s": results["inbox_push_mcp"]["raw_jsonrpc_calls_per_s"],
+        }
+    ]
+    growth = results["growth_100k_over_1k"]
+    results["goals"] = [
+        goal(
+            10,
+            "workspace history stays flat: p50 at 100k entries / at 1k <= 1.5",
+            f"{growth['first_page']} (first page), {growth['deep_cursor']} (deep cursor)",
+            results["floor_ok"],
+        )
+    ]
     print(json.dumps(results, indent=2))
     if not results["floor_ok"]:
         sys.exit(1)

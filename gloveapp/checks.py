@@ -34,8 +34,9 @@ def check_webhook_secret(app_configs, **kwargs):
 
 
 def leaky_connection_settings() -> list[str]:
-    """Aliases whose persistent connections would leak in this process (ASGI), if any."""
-    if settings.GLOVE_SERVER != "asgi":
+    """Aliases whose persistent connections would leak in this process, if any: everywhere
+    but under a WSGI server whose threads live as long as the process (gunicorn)."""
+    if settings.GLOVE_SERVER == "wsgi":
         return []
     return [
         alias
@@ -47,16 +48,18 @@ def leaky_connection_settings() -> list[str]:
 
 @register("glove")
 def check_conn_max_age(app_configs, **kwargs):
-    # Under ASGI each request's sync code may run on a thread of its own, and a persistent
-    # connection belongs to its thread: every request would open one and never close it,
-    # until the database refuses new connections.
+    # A persistent connection belongs to its thread. Under ASGI each request's sync code may
+    # run on a thread of its own (every request would open one and never close it, until
+    # the database refuses new connections); granian's threads exit when idle, leaving
+    # theirs open.
     return [
         Error(
-            f"DATABASES[{alias!r}] keeps connections (DB_CONN_MAX_AGE > 0) under an ASGI server.",
+            f"DATABASES[{alias!r}] keeps connections (DB_CONN_MAX_AGE > 0) under "
+            f"{settings.GLOVE_SERVER}, where threads do not live as long as the process.",
             hint=(
-                "Under ASGI use DB_CONN_MAX_AGE=0 (PostgreSQL connections then come from "
-                "psycopg's pool, DB_POOL_SIZE); persistent connections are for the WSGI "
-                "server (gloveapp.wsgi, GLOVE_SERVER=wsgi)."
+                "Use DB_CONN_MAX_AGE=0 (PostgreSQL connections then come from psycopg's "
+                "pool, DB_POOL_SIZE); persistent connections are for gunicorn "
+                "(gloveapp.wsgi, GLOVE_SERVER=wsgi)."
             ),
             id="glove.E006",
         )

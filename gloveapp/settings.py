@@ -126,13 +126,14 @@ TEMPLATES = [
 ]
 
 # Which kind of server this process is: "asgi" (Daphne/uvicorn, the default and what
-# `make run` uses) or "wsgi" (gunicorn; gloveapp/wsgi.py sets it). It decides how database
-# connections are reused: under WSGI each server thread keeps its own (DB_CONN_MAX_AGE);
-# under ASGI each request's sync code may run on a new thread, so a kept connection would
-# leak (one per request), and PostgreSQL connections come from psycopg's pool instead.
+# `make run` uses), "granian" (WSGI under granian, the production HTTP server) or "wsgi"
+# (gunicorn); gloveapp/wsgi.py tells the last two apart. It decides how database connections
+# are reused: under gunicorn each server thread keeps its own (DB_CONN_MAX_AGE); under ASGI
+# each request's sync code may run on a new thread, and granian's threads exit when idle,
+# so a kept connection would leak, and PostgreSQL connections come from psycopg's pool.
 GLOVE_SERVER = os.environ.get("GLOVE_SERVER", "asgi")
-if GLOVE_SERVER not in {"asgi", "wsgi"}:
-    raise ValueError(f"GLOVE_SERVER must be asgi or wsgi, got {GLOVE_SERVER!r}")
+if GLOVE_SERVER not in {"asgi", "wsgi", "granian"}:
+    raise ValueError(f"GLOVE_SERVER must be asgi, wsgi or granian, got {GLOVE_SERVER!r}")
 
 # SQLite by default; DATABASE_URL (e.g. postgres://user@host:5432/name) for anything else.
 DATABASES = {
@@ -155,10 +156,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
-# psycopg's connection pool (PostgreSQL), the only way to reuse connections under ASGI:
-# gloveapp/asgi.py turns it on (10 per process) unless DB_POOL_SIZE says otherwise; 0 is
-# off (management commands and tests open connections as they need them). It must exceed
-# the threads that hold a connection at once: asgiref's sync pool, the live relay's thread.
+# psycopg's connection pool (PostgreSQL), the only way to reuse connections under ASGI and
+# granian: gloveapp/asgi.py and gloveapp/wsgi.py (under granian) turn it on (10 per
+# process) unless DB_POOL_SIZE says otherwise; 0 is off (management commands and tests
+# open connections as they need them). It must exceed the threads that hold a connection
+# at once: asgiref's sync pool and the live relay's thread, or granian's blocking threads.
 DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", "0"))
 if (
     DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
@@ -170,6 +172,14 @@ if (
         "max_size": DB_POOL_SIZE,
         "timeout": 10,
     }
+# PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
+# instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
+# PgBouncer older than 1.21, which cannot keep prepared statements.
+GLOVE_PREPARED_STATEMENTS = env_bool("GLOVE_PREPARED_STATEMENTS", True)
+# PostgreSQL: an append outside a transaction lets go of its session's lock when its rows
+# are written, not when they reach the disk, and answers once they have (README,
+# "Durability"). Off: one session's appends also wait for each other's disk flushes.
+GLOVE_EARLY_LOCK_RELEASE = env_bool("GLOVE_EARLY_LOCK_RELEASE", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -380,22 +390,33 @@ def task_backends_for(name: str, redis_url: str) -> dict:
 
 
 TASKS = task_backends_for(GLOVE_TASKS_BACKEND, REDIS_URL)
+if GLOVE_TASKS_BACKEND == "rq":
+    # django-tasks-rq's system check asks for django-rq's app (its queues and job views).
+    INSTALLED_APPS.append("django_rq")
 RQ_QUEUES = {"default": {"URL": REDIS_URL or "redis://127.0.0.1:6379/0"}}
+# `turn_worker` and `run_agent` run on uvloop (when installed); off: asyncio's own loop.
+GLOVE_UVLOOP = env_bool("GLOVE_UVLOOP", True)
 # How many turns one worker process runs at once (they wait on the model, not the CPU).
 GLOVE_TURN_CONCURRENCY = int(os.environ.get("GLOVE_TURN_CONCURRENCY", "100"))
 # RQ backend: RQ workers (one thread and one Redis connection each) taking turn tasks in one
 # `turn_worker` process; they only hand sessions to its event loop.
 GLOVE_TURN_RQ_WORKERS = int(os.environ.get("GLOVE_TURN_RQ_WORKERS", "4"))
+# RQ backend: how long a Redis command may take before it fails (an enqueue to a frozen
+# Redis then gives up, and the stored turn waits for a worker's sweep). Above the RQ
+# workers' 1 s blocking pop.
+GLOVE_RQ_SOCKET_TIMEOUT_SECONDS = float(os.environ.get("GLOVE_RQ_SOCKET_TIMEOUT_SECONDS", "3"))
 # Database threads (one connection each) those turns share, per worker process.
 GLOVE_TURN_DB_THREADS = int(os.environ.get("GLOVE_TURN_DB_THREADS", "8"))
 # A worker renews the lease of its running turns; a lease this old means the worker died,
 # and another worker restarts the turn, at most GLOVE_TURN_MAX_ATTEMPTS times in all.
 GLOVE_TURN_LEASE_SECONDS = float(os.environ.get("GLOVE_TURN_LEASE_SECONDS", "15"))
 GLOVE_TURN_MAX_ATTEMPTS = int(os.environ.get("GLOVE_TURN_MAX_ATTEMPTS", "3"))
-# How often a worker looks at the database for answers and cancels (and new tasks, on db).
+# How often a worker looks at the database for answers and cancels, and for new tasks on the
+# database queue (SQLite, or PostgreSQL while its LISTEN connection is down).
 GLOVE_TURN_POLL_SECONDS = float(os.environ.get("GLOVE_TURN_POLL_SECONDS", "0.02"))
-# On PostgreSQL an answer or a stop reaches the worker by NOTIFY (it LISTENs on one connection
-# of its own); it still looks for answers this often, a safety net for a lost notification.
+# On PostgreSQL an answer, a stop or a task enqueued on the database queue reaches the worker
+# by NOTIFY (it LISTENs on one connection of its own); it still looks this often, a safety
+# net for a lost notification.
 GLOVE_TURN_ANSWER_RECHECK_SECONDS = float(os.environ.get("GLOVE_TURN_ANSWER_RECHECK_SECONDS", "1"))
 # Live pushes from a turn (text deltas, tool use) give up after this long: a frozen Redis
 # slows the live push only; the stored events reach pages through the event log.

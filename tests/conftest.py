@@ -37,6 +37,17 @@ def redis_url() -> str:
     return REDIS_URL
 
 
+@pytest.fixture(autouse=True)
+def _fresh_remembered_ids():
+    """The pairs (owner, key) -> global id a process remembers (`conversations.access`)
+    hold for the life of a session; a test's sessions are rolled back with it, and the next
+    test may hand the same names to other rows."""
+    from gloveapp.conversations.access import forget_every_owned_session_id
+
+    yield
+    forget_every_owned_session_id()
+
+
 def on_postgres() -> bool:
     return connection.vendor == "postgresql"
 

@@ -32,7 +32,13 @@ from gloveapp.api.errors import exception_handler
 from gloveapp.api.store_views import tokens_wire
 from gloveapp.api.token_auth import remembered_user
 from gloveapp.conversations import selectors, services
-from gloveapp.conversations.access import owned_session, owned_session_id, usable_session_id
+from gloveapp.conversations.access import (
+    forget_owned_session_id,
+    owned_session,
+    owned_session_id,
+    remembered_owned_session_id,
+    usable_session_id,
+)
 from gloveapp.core import input_rules
 from gloveapp.core.types import Message, TokenUsage
 from inbox import selectors as inbox_selectors
@@ -90,7 +96,12 @@ def _plain_token_user(request: HttpRequest) -> Any:
 
 
 def _json(data: Any, status: int = 200) -> HttpResponse:
-    response = HttpResponse(_RENDERER.render(data), content_type="application/json", status=status)
+    return _json_bytes(_RENDERER.render(data), status=status)
+
+
+def _json_bytes(body: bytes, status: int = 200) -> HttpResponse:
+    """JSON as DRF's JSONRenderer wrote it, with the headers DRF's view adds."""
+    response = HttpResponse(body, content_type="application/json", status=status)
     response["Vary"] = "Accept"  # DRF's, with more than one renderer
     return response
 
@@ -102,9 +113,7 @@ def _not_found(exc: Http404) -> HttpResponse:
 
 
 def _ok() -> HttpResponse:
-    response = HttpResponse(_OK, content_type="application/json")
-    response["Vary"] = "Accept"
-    return response
+    return _json_bytes(_OK)
 
 
 def _json_body(request: HttpRequest) -> Any:
@@ -147,17 +156,14 @@ def _plain_id(value: Any) -> bool:
 
 
 def messages_get(request: HttpRequest, user: Any, session_id: str) -> HttpResponse | None:
-    wires = None
+    body = None
     if usable_session_id(session_id):
-        wires = selectors.read_owned_messages(
-            session_id,
-            owner=user,
-            since_compaction=_flag(request, "since_compaction"),
-            wire=True,
+        body = selectors.read_owned_messages_json(
+            session_id, owner=user, since_compaction=_flag(request, "since_compaction")
         )
-    if wires is None:
+    if body is None:
         return _not_found(Http404("Session not found."))  # the DRF view's words
-    return _json(wires)
+    return _json_bytes(body)
 
 
 def _plain_messages(data: Any) -> list[Message] | None:
@@ -184,12 +190,19 @@ def messages_post(request: HttpRequest, user: Any, session_id: str) -> HttpRespo
     if messages is None:
         return None
     try:
-        session_id = owned_session_id(user, session_id)  # the owner's key -> the global id
+        # The owner's key -> the global id, remembered: the append itself checks that the
+        # row is still this owner's session of this key (SessionGone when deleted since).
+        global_id = remembered_owned_session_id(user, session_id)
     except Http404 as exc:  # first, as in DRF's view: an outsider learns nothing more
         return _not_found(exc)
     try:
-        services.messages_append(session_id=session_id, messages=messages)
-    except (ValueError, services.SessionGone):
+        services.messages_append(
+            session_id=global_id, messages=messages, owned_by=(user.pk, session_id)
+        )
+    except services.SessionGone:
+        forget_owned_session_id(user, session_id)
+        return None  # nothing was written: DRF's view looks the key up afresh and answers
+    except ValueError:
         return None  # refused before anything was written: DRF's view answers it
     return _ok()
 

@@ -73,14 +73,16 @@ class MessagesApi(ApiView):
     )
     def get(self, request: Request, session_id: str) -> Response:
         # One query: the ownership check is the history's join (404 for an outsider).
-        messages = None
+        wires = None
         if usable_session_id(session_id):
-            messages = selectors.read_owned_messages(
-                session_id, owner=request.user, since_compaction=_flag(request, "since_compaction")
+            wires = selectors.read_owned_messages(
+                session_id,
+                owner=request.user,
+                since_compaction=_flag(request, "since_compaction"),
             )
-        if messages is None:
+        if wires is None:
             raise Http404("Session not found.")
-        return Response(_wire(messages))
+        return Response(wires)
 
     @extend_schema(
         operation_id="session_messages_append",

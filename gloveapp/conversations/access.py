@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from django.db import connection
 from django.http import Http404
 
 from gloveapp.conversations.models import Session
 from gloveapp.core import input_rules
+from gloveapp.db import prepared_cursor
 
 Verdict = Literal["allowed", "forbidden", "missing"]
 
@@ -85,7 +85,7 @@ def owned_session_id(user: Any, session_id: str) -> str:
     """
     owner_id = getattr(user, "pk", None)
     if owner_id is not None and not _unusable_id(session_id):
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(_OWNED_SQL, [owner_id, session_id])
             row = cursor.fetchone()
             if row is not None:
@@ -94,6 +94,36 @@ def owned_session_id(user: Any, session_id: str) -> str:
 
 
 _OWNED_SQL = f'SELECT id FROM {Session._meta.db_table} WHERE owner_id = %s AND "key" = %s'
+
+# (owner, key) -> global id, as this process last found them. A session's two names never
+# change while it exists, and a deleted session's key is retired (its owner cannot create it
+# again), so the pair can be remembered. The one exception, a key deleted before keys were
+# retired and created again, names a new session: a write through the remembered id finds
+# no row, and its caller forgets the pair and asks again (`forget_owned_session_id`).
+_REMEMBERED: dict[tuple[Any, str], str] = {}
+REMEMBERED_MAX = 10_000
+
+
+def remembered_owned_session_id(user: Any, session_id: str) -> str:
+    """`owned_session_id`, from this process's memory after the first time: for a write
+    that fails on a session row gone meanwhile (the remote store's hot POST), never for a
+    read, which would not notice a deleted session."""
+    pair = (getattr(user, "pk", None), session_id)
+    found = _REMEMBERED.get(pair)
+    if found is None:
+        found = owned_session_id(user, session_id)
+        if len(_REMEMBERED) >= REMEMBERED_MAX:
+            _REMEMBERED.clear()  # rare, and cheaper than an LRU's bookkeeping per request
+        _REMEMBERED[pair] = found
+    return found
+
+
+def forget_owned_session_id(user: Any, session_id: str) -> None:
+    _REMEMBERED.pop((getattr(user, "pk", None), session_id), None)
+
+
+def forget_every_owned_session_id() -> None:
+    _REMEMBERED.clear()
 
 
 def usable_session_id(session_id: str) -> bool:

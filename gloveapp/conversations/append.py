@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from gloveapp.conversations import serialization
 from gloveapp.conversations.group_append import append_grouped
 from gloveapp.conversations.models import Message, Session, is_person_message
-from gloveapp.core.types import Message as CoreMessage
+from gloveapp.db import prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import LIVE_EVENTS_CHANNEL, record_events
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.outbox import notify_committed, stream_lock_key
@@ -44,6 +46,15 @@ _JSON_COLUMNS = ("content", "tool_calls", "tool_results", "extra")
 _TEXT_COLUMNS = ("sender", "msg_id", "text", "framework_context", "reasoning_content")
 _BOOL_COLUMNS = ("is_compaction", "is_skill_injection")
 TITLE_LENGTH = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """What an append stored of one message: its row and its place in the history (model
+    instances cost more to build than the statement took to run)."""
+
+    id: int
+    seq: int
 
 
 def chat_title(fields: list[dict[str, Any]]) -> str:
@@ -59,12 +70,13 @@ def append_to_existing(
     *,
     session_id: str,
     fields: list[dict[str, Any]],
-    messages: list[CoreMessage],
     on_titled: Callable[[], None] | None = None,
     usage: tuple[int, int, int, int] | None = None,
     counted: dict[str, Any] | None = None,
-) -> list[Message] | None:
-    """Append validated `fields` (one dict per message); None if the session row is missing.
+    owned_by: tuple[Any, str] | None = None,
+) -> list[Appended] | None:
+    """Append validated `fields` (one dict per message); None if the session row is missing,
+    or with `owned_by` (owner id, key) if the row is not that owner's session of that key.
 
     With `usage` (PostgreSQL outside a transaction only: `record_turn`'s one-statement
     path) the same statement adds the usage and one turn and announces the counters; the
@@ -77,34 +89,60 @@ def append_to_existing(
     after commit (to announce it).
     """
     now = timezone.now()
-    wires = [message.to_dict() for message in messages]
+    # What the rows read back as: their events carry it, and each row keeps its text, so a
+    # GET joins texts instead of rebuilding messages.
+    wires = [serialization.wire_json(serialization.wire_from_fields(values)) for values in fields]
     if usage is not None:
         if connection.vendor != "postgresql" or connection.in_atomic_block:
             raise ValueError("usage is recorded with an append only on PostgreSQL, autocommitted")
-        return _append_postgresql(
-            session_id, fields, wires, now, on_titled, usage=usage, counted=counted
+        early = settings.GLOVE_EARLY_LOCK_RELEASE
+        rows = _append_postgresql(
+            session_id,
+            fields,
+            wires,
+            now,
+            on_titled,
+            usage=usage,
+            counted=counted,
+            early_release=early,
+            owned_by=owned_by,
         )
+        if early and rows is not None:
+            wait_until_durable()
+        return rows
     if connection.vendor == "postgresql":
         if connection.in_atomic_block:  # the rows must commit with the caller's transaction
-            return _append_postgresql(session_id, fields, wires, now, on_titled)
+            return _append_postgresql(session_id, fields, wires, now, on_titled, owned_by=owned_by)
+        early = settings.GLOVE_EARLY_LOCK_RELEASE
         return append_grouped(
             session_id,
             fields,
             wires,
             lambda group_fields, group_wires: _append_postgresql(
-                session_id, group_fields, group_wires, now, on_titled
+                session_id,
+                group_fields,
+                group_wires,
+                now,
+                on_titled,
+                early_release=early,
+                owned_by=owned_by,
             ),
+            settle=wait_until_durable if early else None,
+            batch_key=(session_id, owned_by),
         )
     with transaction.atomic():
-        return _append_stepwise(session_id, fields, wires, now, on_titled)
+        return _append_stepwise(session_id, fields, wires, now, on_titled, owned_by=owned_by)
 
 
 def postgresql_statement(
     session_id: str,
     fields: list[dict[str, Any]],
-    wires: list[dict],
+    wires: list[str],
     now: Any,
     usage: tuple[int, int, int, int] | None = None,
+    *,
+    early_release: bool = False,
+    owned_by: tuple[Any, str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The append's one statement and its parameters (bench/rest.py hands it to pgbench).
 
@@ -127,11 +165,16 @@ def postgresql_statement(
         [f"{name} text" for name in _TEXT_COLUMNS]
         + [f"{name} jsonb" for name in _JSON_COLUMNS]
         + [f"{name} boolean" for name in _BOOL_COLUMNS]
-        + ["ord integer", "wire jsonb"]
+        + ["ord integer", "wire text"]
     )
     # Relays LISTEN only when there is no Redis to wake them; NOTIFY also serialises every
     # committing transaction on a global lock, so it is left out when it has no listener.
+    guard = ' AND t.owner_id = %(owner_id)s AND t."key" = %(key)s' if owned_by else ""
     notify = "" if settings.REDIS_URL else ", pg_notify(%(channel)s, %(stream)s) AS notified"
+    if early_release:
+        # Commit without waiting for the disk, so the locks go as soon as the rows are
+        # written; the caller then waits for the disk outside them (`wait_until_durable`).
+        notify += ", set_config('synchronous_commit', 'off', true) AS early"
     counters = events = session_columns = final_columns = ""
     if usage is not None:
         counters = """,
@@ -161,7 +204,7 @@ def postgresql_statement(
                SET updated_at = %(now)s, last_seq = t.last_seq + %(count)s,
                    title = CASE WHEN t.title = '' THEN %(title)s ELSE t.title END{counters}
               FROM (SELECT title FROM {session_table} WHERE id = %(session_id)s FOR UPDATE) old
-             WHERE t.id = %(session_id)s
+             WHERE t.id = %(session_id)s{guard}
             RETURNING t.last_seq - %(count)s AS base, old.title = '' AS titled{session_columns},
                       pg_advisory_xact_lock(%(lock_key)s) AS locked{notify}
         ), r AS (
@@ -170,11 +213,11 @@ def postgresql_statement(
             INSERT INTO {message_table}
                 (session_id, seq, sender, msg_id, text, content, tool_calls, tool_results,
                  is_compaction, is_skill_injection, framework_context, reasoning_content,
-                 extra, created_at)
+                 extra, wire, created_at)
             SELECT %(session_id)s, s.base + r.ord, r.sender, r.msg_id, COALESCE(r.text, ''),
                    r.content, r.tool_calls, r.tool_results, r.is_compaction,
                    r.is_skill_injection, r.framework_context, r.reasoning_content, r.extra,
-                   %(now)s
+                   r.wire, %(now)s
               FROM s, r
              ORDER BY r.ord
             RETURNING id, seq
@@ -182,7 +225,7 @@ def postgresql_statement(
             INSERT INTO {event_table} (stream, type, payload, created_at)
             SELECT %(stream)s, x.type, x.payload, %(now)s FROM (
             SELECT r.ord, 'message.appended' AS type,
-                   jsonb_build_object('seq', s.base + r.ord, 'message', r.wire) AS payload
+                   jsonb_build_object('seq', s.base + r.ord, 'message', r.wire::jsonb) AS payload
               FROM s, r{events}
             ) x
              ORDER BY x.ord NULLS LAST
@@ -205,7 +248,22 @@ def postgresql_statement(
         params.update(
             zip(("tokens_in", "tokens_out", "cache_creation", "cache_read"), usage, strict=True)
         )
+    if owned_by:
+        params["owner_id"], params["key"] = owned_by
     return sql, params
+
+
+def wait_until_durable() -> None:
+    """Return once everything this process committed is on disk (PostgreSQL).
+
+    An append with early lock release commits without waiting for its WAL flush, so a
+    session's next append need not wait for this one's flush. It is answered only after
+    this: a transaction given an id commits with the usual `synchronous_commit`, which
+    flushes the WAL up to its commit record, the append's included (the WAL is one
+    sequence). Concurrent waits share flushes (PostgreSQL's own group commit).
+    """
+    with prepared_cursor() as cursor:
+        cursor.execute("SELECT pg_current_xact_id()")
 
 
 def _titled(candidate: str, was_untitled: bool, on_titled: Callable[[], None] | None) -> None:
@@ -220,15 +278,25 @@ def _titled(candidate: str, was_untitled: bool, on_titled: Callable[[], None] | 
 def _append_postgresql(
     session_id: str,
     fields: list[dict[str, Any]],
-    wires: list[dict],
+    wires: list[str],
     now: Any,
     on_titled: Callable[[], None] | None = None,
     *,
     usage: tuple[int, int, int, int] | None = None,
     counted: dict[str, Any] | None = None,
-) -> list[Message] | None:
-    sql, params = postgresql_statement(session_id, fields, wires, now, usage=usage)
-    with connection.cursor() as cursor:
+    early_release: bool = False,
+    owned_by: tuple[Any, str] | None = None,
+) -> list[Appended] | None:
+    sql, params = postgresql_statement(
+        session_id,
+        fields,
+        wires,
+        now,
+        usage=usage,
+        early_release=early_release,
+        owned_by=owned_by,
+    )
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         inserted = cursor.fetchall()
     if not inserted:
@@ -243,26 +311,26 @@ def _append_postgresql(
                 strict=True,
             )
         )
-    return [
-        Message(id=pk, session_id=session_id, seq=seq, created_at=now, **values)
-        for (pk, seq, *_), values in zip(inserted, fields, strict=True)
-    ]
+    return [Appended(pk, seq) for pk, seq, *_ in inserted]
 
 
 def _append_stepwise(
     session_id: str,
     fields: list[dict[str, Any]],
-    wires: list[dict],
+    wires: list[str],
     now: Any,
     on_titled: Callable[[], None] | None = None,
-) -> list[Message] | None:
+    *,
+    owned_by: tuple[Any, str] | None = None,
+) -> list[Appended] | None:
     candidate = chat_title(fields)
     table = Session._meta.db_table
+    guard = ' AND owner_id = %s AND "key" = %s' if owned_by else ""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET updated_at = %s, last_seq = last_seq + %s WHERE id = %s "
-            "RETURNING last_seq, title",
-            [now, len(fields), session_id],
+            f"UPDATE {table} SET updated_at = %s, last_seq = last_seq + %s WHERE id = %s"
+            f"{guard} RETURNING last_seq, title",
+            [sql_datetime(now), len(fields), session_id, *(owned_by or ())],
         )
         found = cursor.fetchone()
         if found is None:
@@ -275,11 +343,11 @@ def _append_stepwise(
             cursor.execute(f"UPDATE {table} SET title = %s WHERE id = %s", [candidate, session_id])
     _titled(candidate, was_untitled, on_titled)
     start = found[0] - len(fields) + 1
-    rows = _insert_messages(session_id, start, fields, now)
+    rows = _insert_messages(session_id, start, fields, wires, now)
     record_events(
         stream=session_stream(session_id),
         events=[
-            ("message.appended", {"seq": row.seq, "message": wire})
+            ("message.appended", {"seq": row.seq, "message": json.loads(wire)})
             for row, wire in zip(rows, wires, strict=True)
         ],
     )
@@ -292,27 +360,29 @@ _MESSAGE_COLUMNS = (
     *_TEXT_COLUMNS,
     *_JSON_COLUMNS,
     *_BOOL_COLUMNS,
+    "wire",
     "created_at",
 )
 _MESSAGE_FIELDS = [Message._meta.get_field(name) for name in _MESSAGE_COLUMNS]
-_INSERT_BATCH = 50  # rows per INSERT (16 parameters each: within every backend's limit)
+_INSERT_BATCH = 50  # rows per INSERT (17 parameters each: within every backend's limit)
 
 
 def _insert_messages(
-    session_id: str, start: int, fields: list[dict[str, Any]], now: Any
-) -> list[Message]:
+    session_id: str, start: int, fields: list[dict[str, Any]], wires: list[str], now: Any
+) -> list[Appended]:
     """The rows `Message.objects.bulk_create` would write, by a plain INSERT ... RETURNING
     (compiling the ORM's insert cost more than running it; every turn appends)."""
     columns = ", ".join(f'"{field.column}"' for field in _MESSAGE_FIELDS)
     rows = [
-        Message(session_id=session_id, seq=start + offset, created_at=now, **values)
-        for offset, values in enumerate(fields)
+        {**values, "session_id": session_id, "seq": start + offset, "wire": wire, "created_at": now}
+        for offset, (values, wire) in enumerate(zip(fields, wires, strict=True))
     ]
+    appended: list[Appended] = []
     with connection.cursor() as cursor:
         for first in range(0, len(rows), _INSERT_BATCH):
             batch = rows[first : first + _INSERT_BATCH]
             params = [
-                field.get_db_prep_save(getattr(row, field.attname), connection)
+                field.get_db_prep_save(row[field.attname], connection)
                 for row in batch
                 for field in _MESSAGE_FIELDS
             ]
@@ -323,8 +393,6 @@ def _insert_messages(
                 + ' RETURNING "id"',
                 params,
             )
-            for row, pk in zip(batch, sorted(r[0] for r in cursor.fetchall()), strict=True):
-                row.id = pk
-                row._state.adding = False
-                row._state.db = connection.alias
-    return rows
+            ids = sorted(r[0] for r in cursor.fetchall())
+            appended += [Appended(pk, row["seq"]) for row, pk in zip(batch, ids, strict=True)]
+    return appended

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
-Write = Callable[[list[dict[str, Any]], list[dict]], "list[Any] | None"]
+Write = Callable[[list[dict[str, Any]], list[str]], "list[Any] | None"]
 
 
 class _Writer:
@@ -38,27 +38,39 @@ class _Batch:
     __slots__ = ("__weakref__", "done", "items", "outcomes")
 
     def __init__(self) -> None:
-        self.items: list[tuple[list[dict[str, Any]], list[dict]]] = []
+        self.items: list[tuple[list[dict[str, Any]], list[str]]] = []
         self.outcomes: list[Any] = []  # per item: rows, None (no session) or an exception
         self.done = threading.Event()
 
 
 _lock = threading.Lock()
-_open: dict[str, _Batch] = {}  # session -> the batch still taking requests
+_open: dict[Hashable, _Batch] = {}  # batch key -> the batch still taking requests
 # session -> the lock its leaders take in turn (gone once no batch of the session exists).
 _writers: weakref.WeakValueDictionary[str, _Writer] = weakref.WeakValueDictionary()
 
 
 def append_grouped(
-    session_id: str, fields: list[dict[str, Any]], wires: list[dict], write: Write
+    session_id: str,
+    fields: list[dict[str, Any]],
+    wires: list[str],
+    write: Write,
+    settle: Callable[[], None] | None = None,
+    batch_key: Hashable | None = None,
 ) -> list[Any] | None:
-    """`write(fields, wires)` for this request, in a batch with its concurrent neighbours."""
+    """`write(fields, wires)` for this request, in a batch with its concurrent neighbours
+    that give the same `batch_key` (default: the session; requests whose writes differ in
+    more than their rows give keys of their own, and their batches take turns).
+
+    `settle()`, when given, runs once per batch after its write and before anyone of the
+    batch returns, outside the session's writer lock: waiting for the commit to reach the
+    disk (`append`'s early lock release) overlaps the next batch's write."""
+    key = session_id if batch_key is None else batch_key
     with _lock:
-        batch = _open.get(session_id)
+        batch = _open.get(key)
         leader = batch is None
         if leader:
             batch = _Batch()
-            _open[session_id] = batch
+            _open[key] = batch
         index = len(batch.items)
         batch.items.append((fields, wires))
         writer = _writers.get(session_id)
@@ -72,23 +84,27 @@ def append_grouped(
             raise outcome
         return outcome
     # While the session's previous batch is being written, this one fills up.
-    with writer.lock:
-        with _lock:
-            if _open.get(session_id) is batch:
-                del _open[session_id]  # later requests start the next batch
-        try:
+    try:
+        with writer.lock:
+            with _lock:
+                if _open.get(key) is batch:
+                    del _open[key]  # later requests start the next batch
             batch.outcomes = _write_batch(batch.items, write)
-        except BaseException as exc:  # never leave a follower waiting
-            batch.outcomes = [exc] * len(batch.items)
-        finally:
-            batch.done.set()
+        if settle is not None and not all(
+            isinstance(outcome, BaseException) for outcome in batch.outcomes
+        ):
+            settle()
+    except BaseException as exc:  # never leave a follower waiting
+        batch.outcomes = [exc] * len(batch.items)
+    finally:
+        batch.done.set()
     outcome = batch.outcomes[index]
     if isinstance(outcome, BaseException):
         raise outcome
     return outcome
 
 
-def _write_batch(items: list[tuple[list[dict[str, Any]], list[dict]]], write: Write) -> list:
+def _write_batch(items: list[tuple[list[dict[str, Any]], list[str]]], write: Write) -> list:
     if len(items) == 1:
         try:
             return [write(*items[0])]

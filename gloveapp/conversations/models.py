@@ -25,6 +25,7 @@ class Session(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="glove_sessions",
+        db_index=False,  # (owner, key) below starts with it
     )
     title = models.CharField(max_length=200, blank=True, default="")
     agent_name = models.CharField(max_length=100, blank=True, default="")
@@ -43,7 +44,10 @@ class Session(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
-        indexes = [models.Index(fields=["owner", "-updated_at"])]
+        # No index holds a column an append changes (updated_at, last_seq, title, the
+        # counters), so PostgreSQL rewrites the row in place (a HOT update): an index on
+        # updated_at made every append write five index entries and left the hot row's
+        # dead versions for every later append to step over.
         constraints = [
             # The owner's routes find a session by (owner, key): one probe of this index.
             models.UniqueConstraint(fields=["owner", "key"], name="session_unique_owner_key"),
@@ -98,7 +102,10 @@ class Message(models.Model):
 
     SENDERS = [("user", "user"), ("agent", "agent")]
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    # No index of its own: `message_unique_seq` (session, seq) starts with it.
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="messages", db_index=False
+    )
     seq = models.PositiveIntegerField()
     sender = models.CharField(max_length=5, choices=SENDERS)
     msg_id = models.CharField(max_length=200, blank=True, null=True)
@@ -113,6 +120,11 @@ class Message(models.Model):
     # The message's fields the runtime does not interpret (Glove's `provider_options`,
     # `pre_modified_text`, future ones), returned verbatim.
     extra = models.JSONField(null=True, blank=True)
+    # The message as the REST GET sends it (`Message.to_dict()`, rendered as DRF's JSON
+    # renderer renders it), written with the row: a history is served by joining these
+    # texts, without rebuilding each message (`selectors.read_owned_messages_json`).
+    # NULL only for a row written before it existed, read back from the columns.
+    wire = models.TextField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import connection
 from django.db.models import JSONField, QuerySet
 
 from gloveapp.conversations import serialization
@@ -18,15 +17,9 @@ from gloveapp.conversations.models import Message, Permission, Session, Task
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
+from gloveapp.db import prepared_cursor
 
 _FIELDS = serialization.MESSAGE_VALUES
-# `_wire_from_row` reads its rows by these positions.
-assert _FIELDS[:3] == ("sender", "msg_id", "text") and _FIELDS[6:10] == (
-    "is_compaction",
-    "is_skill_injection",
-    "framework_context",
-    "reasoning_content",
-)
 # Which of them a raw cursor hands over as JSON text.
 _JSON_FIELDS = tuple(isinstance(Message._meta.get_field(name), JSONField) for name in _FIELDS)
 
@@ -34,15 +27,15 @@ _JSON_FIELDS = tuple(isinstance(Message._meta.get_field(name), JSONField) for na
 def read_messages(session_id: str, *, since_compaction: bool) -> list[CoreMessage]:
     """The session's history; with `since_compaction`, from its last compaction marker on.
 
-    Raw SQL, as `read_owned_messages`: every turn reads its context through here, and
-    building the ORM queries cost more than the database answering them (profiled).
+    Raw SQL, prepared: every turn reads its context through here, and building the ORM
+    queries (and planning them) cost more than the database answering them (profiled).
     """
     lower = 0
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         if since_compaction:
-            # Two statements on purpose: with the marker's seq as a literal the planner scans
-            # only the (session, seq) range; folded into one statement as a subquery,
-            # PostgreSQL cannot estimate the bound and filters the whole history instead.
+            # Two statements on purpose: with the marker's seq as a value of its own the
+            # (session, seq) range is the index scan's bound; folded into one statement as a
+            # subquery, PostgreSQL cannot estimate the bound and filters the whole history.
             # The probe is one step down the partial `message_compaction_idx` index.
             cursor.execute(_LAST_MARKER_SQL, [session_id])
             found = cursor.fetchone()
@@ -62,67 +55,64 @@ def _message_from_row(row: tuple[Any, ...]) -> CoreMessage:
     )
 
 
-def read_owned_messages(
-    session_id: str, *, owner: Any, since_compaction: bool, wire: bool = False
-) -> list[Any] | None:
-    """`read_messages` of the session `owner` holds under `session_id` (their key, see
-    `Session`), None if they hold none.
+def read_owned_messages(session_id: str, *, owner: Any, since_compaction: bool) -> list[Any] | None:
+    """The history of the session `owner` holds under `session_id` (their key, see
+    `Session`) as wire dicts (`Message.to_dict()`, what the REST GET sends), from the texts
+    stored with the messages; None if they hold no such session."""
+    texts = _owned_wire_texts(session_id, owner=owner, since_compaction=since_compaction)
+    return None if texts is None else [json.loads(text) for text in texts]
 
-    The hot GET of the remote store: the ownership check and the history are one query (the
-    session LEFT JOINed to its messages; a session without messages is one row of NULLs).
-    With `since_compaction` the marker probe comes first, bounded by the same check. Raw
-    SQL: profiled, building the ORM query and converting its rows cost four times the
-    query itself. With `wire`, the messages come as their wire dicts (`Message.to_dict()`,
-    what the REST GET sends): a plain text row (no content, tool calls, tool results or
-    unknown fields: most of a history) becomes its dict directly, without a runtime
-    `Message` in between (that conversion was most of a GET's time).
-    """
+
+def read_owned_messages_json(
+    session_id: str, *, owner: Any, since_compaction: bool
+) -> bytes | None:
+    """The body of the REST GET of a history (`read_owned_messages` rendered as
+    DRF renders it), None if `owner` holds no such session: the texts stored with the
+    messages, joined. The hot GET of the remote store, one query: the ownership check is
+    the history's join (a session without messages is one row of NULLs)."""
+    texts = _owned_wire_texts(session_id, owner=owner, since_compaction=since_compaction)
+    return None if texts is None else ("[" + ",".join(texts) + "]").encode()
+
+
+def _owned_wire_texts(session_id: str, *, owner: Any, since_compaction: bool) -> list[str] | None:
     owner_id = getattr(owner, "pk", None)
     if owner_id is None:
         return None
-    lower = 0
-    with connection.cursor() as cursor:
-        if since_compaction:
-            cursor.execute(_MARKER_SQL, [owner_id, session_id])
-            found = cursor.fetchone()
-            if found is None:
-                return None
-            # A literal bound on the next query (see `read_messages`).
-            lower = found[0] or 0
-        cursor.execute(_OWNED_MESSAGES_SQL, [lower, owner_id, session_id])
+    with prepared_cursor() as cursor:
+        lower = _owned_lower_bound(cursor, owner_id, session_id, since_compaction)
+        if lower is None:
+            return None
+        cursor.execute(_OWNED_WIRES_SQL, [lower, owner_id, session_id])
         rows = cursor.fetchall()
     if not rows:
         return None
-    convert = _wire_from_row if wire else _message_from_row
-    # row[0] is the seq: None on the LEFT JOIN's row of a session without messages.
-    return [convert(row[1:]) for row in rows if row[0] is not None]
+    texts = [wire for seq, wire, _ in rows if seq is not None]
+    if None in texts:  # rows written before `Message.wire` existed: from their columns
+        missing = [seq for seq, wire, _ in rows if seq is not None and wire is None]
+        rebuilt = dict(
+            (row[0], serialization.wire_json(_message_from_row(row[1:]).to_dict()))
+            for row in Message.objects.filter(session_id=rows[0][2], seq__in=missing)
+            .values_list("seq", *_FIELDS)
+            .iterator()
+        )
+        texts = [
+            wire if wire is not None else rebuilt[seq] for seq, wire, _ in rows if seq is not None
+        ]
+    return texts
 
 
-# content, tool_calls, tool_results, extra: all NULL in a plain text row.
-_NOT_PLAIN = tuple(
-    _FIELDS.index(name) for name in ("content", "tool_calls", "tool_results", "extra")
-)
-
-
-def _wire_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
-    """`_message_from_row(row).to_dict()`, directly for a plain text row."""
-    if any(row[index] is not None for index in _NOT_PLAIN):
-        return _message_from_row(row).to_dict()
-    sender, msg_id, text = row[:3]
-    is_compaction, is_skill_injection, framework_context, reasoning_content = row[6:10]
-    wire: dict[str, Any] = {"sender": sender}  # `Message.to_dict()`'s keys, in its order
-    if msg_id is not None:
-        wire["id"] = msg_id
-    wire["text"] = text
-    if is_compaction:
-        wire["is_compaction"] = True
-    if is_skill_injection:
-        wire["is_skill_injection"] = True
-    if framework_context is not None:
-        wire["framework_context"] = framework_context
-    if reasoning_content is not None:
-        wire["reasoning_content"] = reasoning_content
-    return wire
+def _owned_lower_bound(
+    cursor: Any, owner_id: Any, session_id: str, since_compaction: bool
+) -> int | None:
+    """The first seq to read: 0, or with `since_compaction` the last marker's (None when the
+    owner holds no such session). A bound of its own on the next query (see `read_messages`)."""
+    if not since_compaction:
+        return 0
+    cursor.execute(_MARKER_SQL, [owner_id, session_id])
+    found = cursor.fetchone()
+    if found is None:
+        return None
+    return found[0] or 0
 
 
 def _json(value: Any) -> Any:
@@ -132,8 +122,8 @@ def _json(value: Any) -> Any:
 
 _MESSAGE_TABLE = Message._meta.db_table
 _SESSION_TABLE = Session._meta.db_table
-_OWNED_MESSAGES_SQL = f"""
-    SELECT m.seq, {", ".join(f"m.{Message._meta.get_field(name).column}" for name in _FIELDS)}
+_OWNED_WIRES_SQL = f"""
+    SELECT m.seq, m.wire, s.id
       FROM {_SESSION_TABLE} s
       LEFT JOIN {_MESSAGE_TABLE} m ON m.session_id = s.id AND m.seq >= %s
      WHERE s.owner_id = %s AND s."key" = %s
@@ -174,7 +164,7 @@ def read_counter(session_id: str, field: str) -> int:
     if sql is None:  # any other column: the ORM names it safely
         value = Session.objects.filter(pk=session_id).values_list(field, flat=True).first()
         return value or 0
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [session_id])
         row = cursor.fetchone()
     return (row[0] if row else 0) or 0

@@ -8,6 +8,7 @@ any write, so a refused message changes nothing.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +131,20 @@ def message_from_values(values: tuple[Any, ...]) -> CoreMessage:
     if reasoning_content is not None:
         wire["reasoning_content"] = reasoning_content
     return CoreMessage.from_dict(wire)
+
+
+def wire_from_fields(values: dict[str, Any]) -> dict[str, Any]:
+    """The wire dict a message's column values read back as (`message_from_values`), before
+    they are written: what its `message.appended` event carries and its GET sends."""
+    return message_from_values(tuple(values[name] for name in MESSAGE_VALUES)).to_dict()
+
+
+def wire_json(wire: dict[str, Any]) -> str:
+    """`wire` in exactly the text DRF's JSONRenderer writes for it with this project's
+    settings (compact, UTF-8, U+2028/U+2029 escaped for JavaScript), so a history can be
+    answered by joining stored texts, byte for byte what the DRF view answers."""
+    text = json.dumps(wire, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def message_to_core(row: Message) -> CoreMessage:

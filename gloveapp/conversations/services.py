@@ -16,13 +16,14 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from gloveapp.conversations import serialization
-from gloveapp.conversations.append import append_to_existing
-from gloveapp.conversations.models import Message, Permission, RetiredSessionKey, Session, Task
+from gloveapp.conversations.append import Appended, append_to_existing
+from gloveapp.conversations.models import Permission, RetiredSessionKey, Session, Task
 from gloveapp.core import input_rules
 from gloveapp.core.store import apply_task_updates, permission_key
 from gloveapp.core.types import PERMISSION_STATUSES, PermissionStatus, TokenUsage
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import Task as CoreTask
+from gloveapp.db import prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
@@ -199,8 +200,14 @@ def lock_session(session_id: str) -> Session:
 # -- messages -----------------------------------------------------------------------------
 
 
-def messages_append(*, session_id: str, messages: list[CoreMessage]) -> list[Message]:
-    """Append in order, all or nothing; `seq` continues the session's history."""
+def messages_append(
+    *, session_id: str, messages: list[CoreMessage], owned_by: tuple[Any, str] | None = None
+) -> list[Appended]:
+    """Append in order, all or nothing; `seq` continues the session's history.
+
+    With `owned_by` (owner id, key), only to that owner's session of that key, checked by
+    the append itself: `SessionGone` (nothing written) when the row is missing or not that
+    (a caller that remembered the global id of a session deleted since)."""
     check_session_id(session_id)
     if not isinstance(messages, list):
         raise ValueError("messages must be a list")
@@ -215,12 +222,14 @@ def messages_append(*, session_id: str, messages: list[CoreMessage]) -> list[Mes
         append_to_existing,
         session_id=session_id,
         fields=fields,
-        messages=messages,
         on_titled=partial(_announce_title, session_id),
+        owned_by=owned_by,
     )
     rows = append()
     if rows is not None:
         return rows
+    if owned_by is not None:
+        raise SessionGone(session_id)  # never create a row someone named by a remembered id
     with transaction.atomic():
         lock_session(session_id)  # creates it, or raises SessionGone
         rows = append()
@@ -310,7 +319,6 @@ def turn_record(*, session_id: str, messages: list[CoreMessage], usage: TokenUsa
         rows = append_to_existing(
             session_id=session_id,
             fields=fields,
-            messages=messages,
             on_titled=partial(_announce_title, session_id),
             usage=checked,
             counted=counted,
@@ -318,12 +326,9 @@ def turn_record(*, session_id: str, messages: list[CoreMessage], usage: TokenUsa
         if rows is not None:
             return Session(id=session_id, **counted)
     with transaction.atomic():
-        if (
-            fields
-            and append_to_existing(session_id=session_id, fields=fields, messages=messages) is None
-        ):
+        if fields and append_to_existing(session_id=session_id, fields=fields) is None:
             lock_session(session_id)  # creates it, or raises SessionGone
-            append_to_existing(session_id=session_id, fields=fields, messages=messages)
+            append_to_existing(session_id=session_id, fields=fields)
         session = _count_turn(session_id, checked)
         if session is None:  # no message created the row: the locking path creates it
             lock_session(session_id)
@@ -348,7 +353,7 @@ def _count_turn(session_id: str, usage: tuple[int, int, int, int]) -> Session | 
     """One turn and its usage added by one statement (the row lock it takes is the one
     `lock_session` would); the session as the event announces it, None if it is missing."""
     tokens_in, tokens_out, cache_creation, cache_read = usage
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             _COUNT_TURN_SQL,
             [
@@ -357,7 +362,7 @@ def _count_turn(session_id: str, usage: tuple[int, int, int, int]) -> Session | 
                 tokens_out,
                 cache_creation,
                 cache_read,
-                timezone.now(),
+                sql_datetime(timezone.now()),
                 session_id,
             ],
         )

@@ -221,6 +221,13 @@ class DisplayManager:
                 kept.append(slot)
         self.stack = kept
 
+    async def notified(self) -> None:
+        """Return once every change so far has reached the listeners (`resolve` and its kind
+        notify on a task of their own): a caller that persists what the listeners saw
+        waits for them before it moves on."""
+        while self._pending_notifications:
+            await asyncio.gather(*list(self._pending_notifications), return_exceptions=True)
+
     async def _notify(self) -> None:
         snapshot = list(self.stack)
         for listener in list(self._listeners):

@@ -18,7 +18,7 @@ from django.db import connections, transaction
 
 logger = logging.getLogger(__name__)
 
-# How long the wake-up thread lets commits gather before one PUBLISH wakes the relays.
+# At most one PUBLISH per this many seconds: the commits of a busy process share one.
 COALESCE_SECONDS = 0.005
 _local_waker: Callable[[], None] | None = None
 _redis_clients: dict[str, object] = {}
@@ -94,14 +94,19 @@ class _WakePublisher:
                     atexit.register(self._publish)
 
     def _run(self) -> None:
+        last = 0.0
         while True:
             self._wanted.wait()
-            # The commits of the next few milliseconds share this PUBLISH: a busy worker
-            # commits every millisecond or two, and each wake-up is a round trip plus a
-            # thread switch (a relay polls the rows anyway; 5 ms is far below its poll).
-            time.sleep(COALESCE_SECONDS)
+            # A busy worker commits every millisecond or two, and each wake-up is a round
+            # trip plus a thread switch: the commits made within COALESCE_SECONDS of the
+            # last PUBLISH share the next one. A quiet process publishes at once (waiting
+            # first put those milliseconds into every live update's latency).
+            pause = last + COALESCE_SECONDS - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
             self._wanted.clear()
             self._publish()
+            last = time.monotonic()
 
     def _publish(self) -> None:
         target = self._target

@@ -33,7 +33,13 @@ from gloveapp.core.display import DisplayManager, Slot
 from gloveapp.core.types import AbortError
 from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnSlot
-from gloveapp.turns.turn import answer_turn, readable_error, slot_template, turn_tools
+from gloveapp.turns.turn import (
+    agent_tools,
+    answer_turn,
+    readable_error,
+    slot_template,
+    turn_agent,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +76,9 @@ class TurnEngine:
         self.listening = False
         self._notified: set[int] = set()
         self._nudge: asyncio.Event | None = None
+        # PostgreSQL: set when a task was enqueued on the database queue (NOTIFY), so the
+        # fetcher takes it at once instead of at its next poll.
+        self._task_enqueued: asyncio.Event | None = None
         # The turns' database work runs on a few dedicated threads (one connection each),
         # not asgiref's one shared thread: with many turns at once, that one thread was
         # the whole worker's bottleneck. A session always lands on the same thread.
@@ -85,6 +94,10 @@ class TurnEngine:
         self.loop.call_soon_threadsafe(self._start_drain, session_id)
 
     def _start_drain(self, session_id: str) -> None:
+        if self._stopping:
+            # A task taken as the worker stops: its turn stays queued, and a live worker's
+            # sweep (`sessions_waiting`) hands the session to the queue again.
+            return
         if session_id in self._draining:
             self._again.add(session_id)
             return
@@ -123,11 +136,14 @@ class TurnEngine:
         state = RunningTurn(turn=turn)
         self.running[turn.pk] = state
         status, error, reply = Turn.Status.DONE, "", ""
+        announcer: _Announcer | None = None
         try:
-            tools = await sync_to_async(turn_tools)(turn)
-            state.display.subscribe(_Announcer(turn, tools).announce)
+            spec = await sync_to_async(turn_agent)(turn)
+            tools = agent_tools(spec)
+            announcer = _Announcer(turn, tools)
+            state.display.subscribe(announcer.announce)
             reply = await answer_turn(
-                turn, display=state.display, abort=state.abort.signal, tools=tools
+                turn, display=state.display, abort=state.abort.signal, spec=spec, tools=tools
             )
         except AbortError:
             status, error = Turn.Status.CANCELLED, "stopped"
@@ -136,9 +152,17 @@ class TurnEngine:
             status, error = Turn.Status.FAILED, readable_error(exc)
         finally:
             self.running.pop(turn.pk, None)
+        # The announcer records a prompt's answer on a task of the display's: let it land
+        # before the turn ends (ending expires the prompts still open).
+        await state.display.notified()
         # False when another worker took the turn back meanwhile: it is theirs now.
         await sync_to_async(services.turn_finish)(
-            turn_id=turn.pk, worker_id=self.worker_id, status=status, error=error, reply=reply
+            turn_id=turn.pk,
+            worker_id=self.worker_id,
+            status=status,
+            error=error,
+            reply=reply,
+            prompted=announcer is None or announcer.pushed_any,
         )
 
     # -- the watcher ---------------------------------------------------------------------------
@@ -180,6 +204,25 @@ class TurnEngine:
                 logger.exception("turn watcher round failed")
                 await sync_to_async(close_old_connections)()
 
+    def _task_event(self) -> asyncio.Event:
+        if self._task_enqueued is None:
+            self._task_enqueued = asyncio.Event()
+        return self._task_enqueued
+
+    async def wait_for_task(self) -> None:
+        """Until a task may be waiting: told by NOTIFY (PostgreSQL, while listening, with a
+        recheck every GLOVE_TURN_ANSWER_RECHECK_SECONDS for a lost one), else at the next
+        poll (GLOVE_TURN_POLL_SECONDS)."""
+        event = self._task_event()
+        timeout = (
+            settings.GLOVE_TURN_ANSWER_RECHECK_SECONDS
+            if self.listening
+            else settings.GLOVE_TURN_POLL_SECONDS
+        )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout)
+        event.clear()
+
     def _nudge_event(self) -> asyncio.Event:
         if self._nudge is None:
             self._nudge = asyncio.Event()
@@ -199,6 +242,9 @@ class TurnEngine:
             nudge.set()
 
         def notified(payload: str) -> None:
+            if payload == services.TASK_ENQUEUED:
+                self._task_event().set()
+                return
             with contextlib.suppress(ValueError):
                 self._notified.add(int(payload))
             nudge.set()
@@ -251,7 +297,7 @@ class TurnEngine:
                 state.abort.abort("lease lost")
 
     async def _sweep(self) -> None:
-        from gloveapp.turns.tasks import run_session_turns
+        from gloveapp.turns.tasks import enqueue_session
 
         sessions = await sync_to_async(services.turns_take_back)()
         lost = await sync_to_async(services.sessions_waiting)(
@@ -259,7 +305,7 @@ class TurnEngine:
         )
         for session_id in {*sessions, *lost}:
             # Through the backend, so any worker (not only this one) may take it.
-            await sync_to_async(run_session_turns.enqueue)(session_id)
+            await sync_to_async(enqueue_session)(session_id)
 
     # -- serving -------------------------------------------------------------------------------
     async def serve(self, *, fetch: Any = None) -> None:
@@ -337,6 +383,7 @@ class _Announcer:
         self.turn = turn
         self.tools = tools
         self.announced: dict[str, Slot] = {}
+        self.pushed_any = False  # a row was written: the turn's end looks for prompts to expire
 
     async def announce(self, stack: list[Slot]) -> None:
         current = {slot.id: slot for slot in stack}
@@ -344,6 +391,7 @@ class _Announcer:
         gone = [slot for slot_id, slot in self.announced.items() if slot_id not in current]
         # Before the first await: an answer landing meanwhile diffs against this stack.
         self.announced = current
+        self.pushed_any = self.pushed_any or bool(pushed)
         for slot in pushed:
             await sync_to_async(services.slot_push)(
                 turn=self.turn, slot=slot, template=slot_template(self.tools, slot)

@@ -39,10 +39,11 @@ def _db_fetcher(alias: str) -> Any:
     from django_tasks_db.models import DBTaskResult
     from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
 
-    def take_one(worker: Worker) -> bool:
+    def take_one(worker: Worker, probe: bool) -> bool:
         tasks = DBTaskResult.objects.ready().filter(backend_name=alias)
-        # One plain read while idle, instead of an exclusive transaction every poll.
-        if not tasks.exists():
+        # One plain read while idle, instead of an exclusive transaction every poll (after
+        # a task was taken, the next is likely there: no probe).
+        if probe and not tasks.exists():
             return False
         try:
             with exclusive_transaction(tasks.db):
@@ -69,15 +70,16 @@ def _db_fetcher(alias: str) -> Any:
             worker_id=engine.worker_id,
             excluded_queue_names=[],
         )
+        took = False
         while not engine.stopping:
             try:
-                took = await sync_to_async(take_one)(worker)
+                took = await sync_to_async(take_one)(worker, not took)
             except Exception:
                 logger.exception("could not take a task from the database queue")
                 await sync_to_async(close_old_connections)()
                 took = False
             if not took:
-                await asyncio.sleep(settings.GLOVE_TURN_POLL_SECONDS)
+                await engine.wait_for_task()
 
     return fetch
 
@@ -92,6 +94,9 @@ def _rq_fetcher() -> Any:
         # SIGALRM; and no timer thread per job either: the task only hands its session to
         # the engine's loop and returns (the turn is bounded by its lease and limits).
         death_penalty_class = NoDeathPenalty
+        # RQ backs off up to a minute between attempts while Redis is unreachable: a
+        # Redis back from a freeze would then wait that long for its workers.
+        max_connection_wait_time = 2
 
         def _install_signal_handlers(self) -> None:
             pass
@@ -128,29 +133,41 @@ def _rq_fetcher() -> Any:
     async def fetch(engine: Any) -> None:
         # The process's shared Redis client: the one enqueues and callbacks use too.
         queue = get_queue("default")
+
         # Several RQ workers, one thread each: a job is ~9 Redis round trips, and each
         # waits for the GIL of a busy worker process, so one thread alone dispatched
         # sessions more slowly than the turns ran. worker_ttl: RQ blocks on the queue for
         # worker_ttl - 15 s; 16 s makes that one second, so a thread notices a stop
         # promptly (the record lives 76 s unrenewed).
-        workers = [
-            ThreadWorker([queue], connection=queue.connection, job_class=TurnJob, worker_ttl=16)
-            for _ in range(settings.GLOVE_TURN_RQ_WORKERS)
-        ]
+        def new_worker() -> ThreadWorker:
+            return ThreadWorker(
+                [queue], connection=queue.connection, job_class=TurnJob, worker_ttl=16
+            )
+
+        workers = [new_worker() for _ in range(settings.GLOVE_TURN_RQ_WORKERS)]
         finished: list[threading.Event] = []
 
-        def work(worker: ThreadWorker, done: threading.Event) -> None:
+        def work(index: int, done: threading.Event) -> None:
             try:
-                worker.work(with_scheduler=False, logging_level="WARNING")
+                while not engine.stopping:
+                    try:
+                        workers[index].work(with_scheduler=False, logging_level="WARNING")
+                        return  # asked to stop
+                    except Exception:
+                        # Redis failed outside the dequeue RQ retries (a frozen or restarted
+                        # Redis): a fresh worker, not a thread gone for good.
+                        logger.warning("an RQ worker stopped; starting another", exc_info=True)
+                        time.sleep(1)
+                        workers[index] = new_worker()
             finally:
                 close_old_connections()
                 done.set()
 
-        for index, worker in enumerate(workers):
+        for index in range(len(workers)):
             done = threading.Event()
             finished.append(done)
             threading.Thread(
-                target=work, args=(worker, done), name=f"glove-turns:rq{index}", daemon=True
+                target=work, args=(index, done), name=f"glove-turns:rq{index}", daemon=True
             ).start()
         try:
             while not engine.stopping and not all(done.is_set() for done in finished):  # noqa: ASYNC110

@@ -38,16 +38,32 @@ _clients_lock = threading.Lock()
 
 
 def redis_client(queue_name: str = "default") -> Redis:
-    """The process's Redis client for `queue_name` (RQ_QUEUES), built once per setting."""
+    """The process's Redis client for `queue_name` (RQ_QUEUES), built once per setting.
+
+    With bounded socket timeouts (GLOVE_RQ_SOCKET_TIMEOUT_SECONDS): django-rq's client
+    waits forever, so an enqueue to a frozen Redis held the request that posted the message
+    (the turn is stored first; `tasks.enqueue_session` leaves a refused one to the sweep)."""
+    from django.conf import settings
     from django_rq.settings import QUEUES
 
-    key = (os.getpid(), queue_name, repr(sorted(QUEUES[queue_name].items())))
+    config = QUEUES[queue_name]
+    key = (os.getpid(), queue_name, repr(sorted(config.items())))
     client = _clients.get(key)
     if client is None:
         with _clients_lock:
             client = _clients.get(key)
             if client is None:
-                client = _clients[key] = django_rq.get_connection(queue_name)
+                timeout = settings.GLOVE_RQ_SOCKET_TIMEOUT_SECONDS
+                if "URL" in config and not config.get("SSL"):
+                    client = Redis.from_url(
+                        config["URL"],
+                        db=config.get("DB"),
+                        socket_timeout=timeout,
+                        socket_connect_timeout=timeout,
+                    )
+                else:  # Sentinel, SSL, a cache's client: as django-rq builds them
+                    client = django_rq.get_connection(queue_name)
+                _clients[key] = client
     return client
 
 

@@ -23,7 +23,7 @@ from gloveapp.conversations.models import Session
 from gloveapp.turns import services
 from gloveapp.turns.selectors import SlotView, is_busy, queued, visible_slots
 from gloveapp.turns.services import QueueFull, TurnLimitReached
-from gloveapp.turns.tasks import run_session_turns
+from gloveapp.turns.tasks import enqueue_session
 
 __all__ = [
     "QueueFull",
@@ -49,7 +49,7 @@ def submit_message_sync(
     if user_id is None:
         user_id = Session.objects.values_list("owner_id", flat=True).get(pk=session_id)
     turn = services.turn_submit(session_id=session_id, text=text, user_id=user_id, source=source)
-    run_session_turns.enqueue(turn.session_id)
+    enqueue_session(turn.session_id)
     return turn.ahead
 
 
@@ -69,7 +69,7 @@ def wake_mesh_peer_sync(*, session_id: str, text: str) -> bool:
     turn = services.turn_wake(session_id=session_id, text=text, user_id=user_id)
     if turn is None:
         return False
-    run_session_turns.enqueue(turn.session_id)
+    enqueue_session(turn.session_id)
     return True
 
 

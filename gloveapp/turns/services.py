@@ -13,14 +13,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Q
 from django.utils import timezone
 
-from gloveapp.conversations.models import Message
+from gloveapp.conversations.models import Message, Session
 from gloveapp.core import input_rules
 from gloveapp.core.display import PERMISSION_RENDERER
 from gloveapp.core.executor import PERMISSION_ONCE
+from gloveapp.db import prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import session_stream
 from gloveapp.turns.models import Turn, TurnSlot
@@ -40,6 +40,9 @@ MESH_SOURCE = "mesh"
 # PostgreSQL NOTIFY channel: "<turn id>" when a prompt of that turn is answered or a stop is
 # asked for; the worker running it LISTENs (`TurnEngine`), and polls only as a safety net.
 TURNS_CHANNEL = "glove_turns"
+# ... and this payload when a task was enqueued on the database queue: idle workers take it
+# at once instead of polling the task table every few milliseconds.
+TASK_ENQUEUED = "task"
 
 
 class QueueFull(Exception):
@@ -107,49 +110,65 @@ def turn_wake(*, session_id: str, text: str, user_id: int | None) -> Turn | None
         return turn_submit(session_id=session_id, text=text, user_id=user_id, source=MESH_SOURCE)
 
 
+_TURN = Turn._meta.db_table
+_SESSION = Session._meta.db_table
+# Claimed in one statement: the session's running turn if it has one ("running" sorts after
+# "queued"), else its oldest queued one, becomes this worker's if it is queued. The base seq
+# (the session's last message before the turn stored anything) is kept from the first
+# attempt: a retry compares against it.
+_CLAIM_SQL = f"""
+    WITH next AS (
+        SELECT id, status FROM {_TURN}
+         WHERE session_id = %s AND status IN ('queued', 'running')
+         ORDER BY status DESC, id LIMIT 1
+    )
+    UPDATE {_TURN}
+       SET status = 'running', worker_id = %s, lease_until = %s,
+           attempts = attempts + 1, started_at = %s,
+           base_seq = COALESCE(base_seq, (SELECT last_seq FROM {_SESSION} WHERE id = %s))
+     WHERE id = (SELECT id FROM next WHERE status = 'queued') AND status = 'queued'
+    RETURNING id, text, source, user_id, attempts, base_seq, created_at
+"""
+
+
 def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
     """Claim the session's oldest queued turn for `worker_id`, or None (running elsewhere,
-    nothing queued, or another worker won the race)."""
-    # One read: the running turn if there is one ("running" sorts after "queued"), else the
-    # oldest queued one.
-    turn = (
-        Turn.objects.filter(session_id=session_id, status__in=LIVE_STATUSES)
-        .order_by("-status", "id")
-        .first()
-    )
-    if turn is None or turn.status != Turn.Status.QUEUED:
-        return None
+    nothing queued, or another worker won the race).
+
+    Raw SQL, prepared on PostgreSQL: the ORM's three queries for this cost more than a
+    turn's every other bookkeeping (profiled, issue 12)."""
     now = timezone.now()
     lease = now + timedelta(seconds=settings.GLOVE_TURN_LEASE_SECONDS)
-    # The session's last message before the turn stored anything, kept from the first
-    # attempt: a retry compares against it.
-    last_seq = Coalesce(
-        Subquery(Message.objects.filter(session_id=session_id).order_by("-seq").values("seq")[:1]),
-        0,
-    )
     try:
         # One statement, outside any transaction: the conditional status and the unique
         # index decide the race between workers, whichever reaches the row first.
-        claimed = Turn.objects.filter(pk=turn.pk, status=Turn.Status.QUEUED).update(
-            status=Turn.Status.RUNNING,
-            worker_id=worker_id,
-            lease_until=lease,
-            attempts=F("attempts") + 1,
-            started_at=now,
-            base_seq=Coalesce(F("base_seq"), last_seq),
-        )
+        with prepared_cursor() as cursor:
+            cursor.execute(
+                _CLAIM_SQL,
+                [session_id, worker_id, sql_datetime(lease), sql_datetime(now), session_id],
+            )
+            row = cursor.fetchone()
     except IntegrityError:
         # The unique index: another worker started a turn of this session meanwhile.
         return None
-    if claimed != 1:
+    if row is None:
         return None
-    turn.refresh_from_db(fields=["attempts", "base_seq"])
-    turn.status, turn.worker_id, turn.lease_until, turn.started_at = (
-        Turn.Status.RUNNING,
-        worker_id,
-        lease,
-        now,
+    turn_id, text, source, user_id, attempts, base_seq, created_at = row
+    turn = Turn(
+        id=turn_id,
+        session_id=session_id,
+        text=text,
+        source=source,
+        user_id=user_id,
+        status=Turn.Status.RUNNING,
+        attempts=attempts,
+        worker_id=worker_id,
+        lease_until=lease,
+        base_seq=base_seq,
+        created_at=created_at,
+        started_at=now,
     )
+    turn._state.adding = False
     with transaction.atomic():
         _event(
             turn,
@@ -166,18 +185,36 @@ def turn_request_stored(turn: Turn) -> bool:
     ).exists()
 
 
+_FINISH_SQL = f"""
+    UPDATE {_TURN} SET status = %s, error = %s, finished_at = %s, lease_until = NULL
+     WHERE id = %s AND status = 'running' AND worker_id = %s
+    RETURNING session_id
+"""
+
+
 def turn_finish(
-    *, turn_id: int, worker_id: str, status: str, error: str = "", reply: str = ""
+    *,
+    turn_id: int,
+    worker_id: str,
+    status: str,
+    error: str = "",
+    reply: str = "",
+    prompted: bool = True,
 ) -> bool:
-    """End a running turn; False when this worker no longer holds it (taken back)."""
+    """End a running turn; False when this worker no longer holds it (taken back).
+
+    `prompted=False` (the turn pushed no prompt) skips looking for prompts to expire."""
     with transaction.atomic():
-        ended = Turn.objects.filter(
-            pk=turn_id, status=Turn.Status.RUNNING, worker_id=worker_id
-        ).update(status=status, error=error, finished_at=timezone.now(), lease_until=None)
-        if ended != 1:
+        with prepared_cursor() as cursor:
+            cursor.execute(
+                _FINISH_SQL, [status, error, sql_datetime(timezone.now()), turn_id, worker_id]
+            )
+            row = cursor.fetchone()
+        if row is None:
             return False
-        turn = Turn.objects.get(pk=turn_id)
-        _expire_slots(turn)
+        turn = Turn(id=turn_id, session_id=row[0])
+        if prompted:
+            _expire_slots(turn)
         if status == Turn.Status.DONE:
             _event(turn, "turn.finished", {"turn": turn_id, "text": reply})
         elif status == Turn.Status.CANCELLED:
@@ -342,6 +379,15 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
         if answered:
             _wake_worker(turn_pk)
         return answered
+
+
+def task_enqueued_notify() -> None:
+    """Tell idle workers a task waits on the database queue (PostgreSQL; elsewhere they
+    poll). Sent at once outside a transaction, at commit inside one."""
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [TURNS_CHANNEL, TASK_ENQUEUED])
 
 
 def _wake_worker(turn_id: int) -> None:

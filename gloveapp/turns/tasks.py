@@ -8,7 +8,11 @@ harmless, and the turn itself never runs twice or out of order.
 
 from __future__ import annotations
 
+import logging
+
 from django.tasks import task
+
+logger = logging.getLogger(__name__)
 
 
 @task
@@ -25,8 +29,22 @@ def run_session_turns(session_id: str) -> None:
         run_session_blocking(session_id)
 
 
-def enqueue_session(session_id: str) -> None:
-    """Enqueue the task after the surrounding transaction commits (call from sync code)."""
-    from django.db import transaction
+def enqueue_session(session_id: str) -> bool:
+    """Enqueue the session's task (call after its turn is committed); False when the task
+    backend refused (Redis frozen or gone, for RQ): the turn stays queued in the database,
+    and a worker's sweep (`services.sessions_waiting`) enqueues it again once the backend
+    answers. A message is never refused, nor a request held up, for want of the queue."""
+    try:
+        result = run_session_turns.enqueue(session_id)
+        if type(result.task.get_backend()).__module__.startswith("django_tasks_db"):
+            from gloveapp.turns.services import task_enqueued_notify
 
-    transaction.on_commit(lambda: run_session_turns.enqueue(session_id))
+            task_enqueued_notify()
+    except Exception:
+        logger.warning(
+            "could not enqueue the turns of session %s; a worker will pick them up",
+            session_id,
+            exc_info=True,
+        )
+        return False
+    return True

@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from gloveapp.agents.config import configured_model, get_agent_spec
+from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
 from gloveapp.conversations.models import Session
 from gloveapp.core.abort import AbortSignal
 from gloveapp.core.compaction import CompactionConfig
@@ -37,19 +37,27 @@ def inbox_ttl() -> timedelta | None:
     return timedelta(seconds=seconds) if seconds else None
 
 
-def turn_tools(turn: Turn) -> dict[str, Tool]:
+def turn_agent(turn: Turn) -> AgentSpec:
+    """The agent of the turn's session (an unknown one raises ImproperlyConfigured)."""
     agent_name = Session.objects.values_list("agent_name", flat=True).get(pk=turn.session_id)
-    return {tool.name: tool for tool in get_agent_spec(agent_name).tools}
+    return get_agent_spec(agent_name)
+
+
+def agent_tools(spec: AgentSpec) -> dict[str, Tool]:
+    return {tool.name: tool for tool in spec.tools}
 
 
 async def answer_turn(
-    turn: Turn, *, display: DisplayManager, abort: AbortSignal, tools: dict[str, Tool]
+    turn: Turn,
+    *,
+    display: DisplayManager,
+    abort: AbortSignal,
+    spec: AgentSpec,
+    tools: dict[str, Tool],
 ) -> str:
     """Run the turn to its end; returns the reply text. A retried turn whose request is
     already stored resumes from the stored conversation instead of asking again."""
     session_id = turn.session_id
-    agent_name = await sync_to_async(_agent_name)(session_id)
-    spec = get_agent_spec(agent_name)
     glove = Glove(
         store=DjangoStore(session_id, inbox_ttl=inbox_ttl()),
         model=configured_model(agent=spec.name),
@@ -82,10 +90,6 @@ async def answer_turn(
         if leave_mesh is not None:
             await leave_mesh()
     return result.messages[-1].text if result.messages else ""
-
-
-def _agent_name(session_id: str) -> str:
-    return Session.objects.values_list("agent_name", flat=True).get(pk=session_id)
 
 
 def slot_template(tools: dict[str, Tool], slot: Slot) -> str:

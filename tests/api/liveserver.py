@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 DAPHNE = str(Path(sys.executable).with_name("daphne"))
 UVICORN = str(Path(sys.executable).with_name("uvicorn"))
+GRANIAN = str(Path(sys.executable).with_name("granian"))
 
 
 def free_port() -> int:
@@ -45,9 +46,9 @@ class LiveServer:
     ) -> None:
         """`sharing`: a second server process on the first one's database and secret key
         (it neither creates, migrates nor drops that database). `server`: daphne (as `make
-        run`) or uvicorn (the websocket server of `make serve-prod`)."""
-        if server not in ("daphne", "uvicorn"):
-            raise ValueError("server must be daphne or uvicorn")
+        run`), uvicorn (the websocket server of `make serve-prod`) or granian (ASGI)."""
+        if server not in ("daphne", "uvicorn", "granian"):
+            raise ValueError("server must be daphne, uvicorn or granian")
         self.server = server
         self._shared = sharing is not None
         if sharing is not None:
@@ -129,6 +130,21 @@ class LiveServer:
                 "--no-access-log",
                 "--backlog",
                 "2048",
+            ]
+        if self.server == "granian":
+            return [
+                GRANIAN,
+                "--interface",
+                "asginl",
+                "gloveapp.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--backlog",
+                "2048",
+                "--log-level",
+                "warning",
             ]
         return [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "gloveapp.asgi:application"]
 

@@ -118,7 +118,7 @@ def test_a_session_deleted_during_a_write_is_a_404_and_nothing_is_written(
 
     # Both the DRF view and the lean path in front of it (issue 13) check, then write.
     monkeypatch.setattr(store_views, "owned_session_id", check_then_lose_the_race)
-    monkeypatch.setattr(lean, "owned_session_id", check_then_lose_the_race)
+    monkeypatch.setattr(lean, "remembered_owned_session_id", check_then_lose_the_race)
     answer = owner_client.post(
         f"/api/sessions/{session_id}/messages",
         data={"messages": [{"sender": "user", "text": "hi"}]},

@@ -102,3 +102,34 @@ def test_it_checks_an_unknown_token_every_time(db, settings):
     for _ in range(2):
         with pytest.raises(Exception, match="Invalid token"):
             authentication.authenticate_credentials("not-a-token")
+
+
+def _prepared_here() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return {" ".join(row[0].split()) for row in cursor.fetchall()}
+
+
+def test_it_prepares_the_hot_statements_once_per_connection(warm, session_id, requires_postgres):
+    for _ in range(3):
+        warm.post(f"/api/sessions/{session_id}/messages", ONE_MESSAGE, format="json")
+        warm.get(f"/api/sessions/{session_id}/messages")
+
+    prepared = _prepared_here()
+    # Planned once on this connection, then only executed: the append, the history read,
+    # the ownership probe (each once, however often it ran).
+    for start in ("WITH s AS ( UPDATE", "SELECT m.seq, m.wire", "SELECT id FROM"):
+        assert len([s for s in prepared if s.startswith(start)]) == 1, (start, prepared)
+
+
+def test_it_plans_every_statement_anew_with_prepared_statements_off(
+    warm, session_id, settings, requires_postgres
+):
+    settings.GLOVE_PREPARED_STATEMENTS = False
+    before = _prepared_here()
+    warm.post(f"/api/sessions/{session_id}/messages", ONE_MESSAGE, format="json")
+
+    assert warm.get(f"/api/sessions/{session_id}/messages").json()[-1]["text"] == (
+        "A flat white, please."
+    )
+    assert _prepared_here() == before

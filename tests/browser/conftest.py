@@ -46,7 +46,9 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("server log", _servers[0].log_tail(8000)))
 
 
-@pytest.fixture(scope="module")
+# One server for the whole browser pass: starting one (migrations, the demo data, a turn
+# worker) cost more than most browser tests; each test makes the chats and items it reads.
+@pytest.fixture(scope="session")
 def server() -> Iterator[LiveServer]:
     live = LiveServer(
         extra_env={

@@ -108,6 +108,26 @@ async def test_it_tells_subscribers_about_every_change_until_they_unsubscribe():
     assert seen == [["slot_1"], []]
 
 
+async def test_it_lets_a_caller_wait_until_an_answer_has_reached_the_listeners():
+    display = DisplayManager()
+    seen: list[list[str]] = []
+
+    async def slow_listener(stack):
+        for _ in range(5):  # a listener that writes somewhere, several awaits long
+            await asyncio.sleep(0)
+        seen.append([slot.id for slot in stack])
+
+    display.subscribe(slow_listener)
+    waiting = asyncio.create_task(display.push_and_wait(renderer="form"))
+    await settle()
+    display.resolve("slot_1", True)
+    await waiting
+
+    await display.notified()
+
+    assert seen == [["slot_1"], []]
+
+
 async def test_it_hears_a_listener_that_answers_during_the_push():
     display = DisplayManager()
     display.subscribe(lambda stack: display.resolve(stack[-1].id, "instant") and None)

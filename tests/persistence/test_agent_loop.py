@@ -221,15 +221,15 @@ async def test_it_writes_nothing_of_a_reply_when_the_process_dies_while_appendin
         # updated, then a message row is refused), as a dying connection would abort it.
         real_append = services.append_to_existing
 
-        def die_on_the_reply(*, session_id, fields, messages, **options):
-            if any(m.sender == "agent" for m in messages):
-                fields = [{**values, "sender": "martian"} for values in fields]
+        def die_on_the_reply(*, session_id, fields, **options):
+            if any(values["sender"] == "agent" for values in fields):
+                fields = [{**values, "framework_context": "x" * 51} for values in fields]
                 try:
-                    real_append(session_id=session_id, fields=fields, messages=messages, **options)
+                    real_append(session_id=session_id, fields=fields, **options)
                 except DataError:
                     raise SystemExit("killed while writing the reply") from None
                 raise AssertionError("the broken row was accepted")
-            return real_append(session_id=session_id, fields=fields, messages=messages, **options)
+            return real_append(session_id=session_id, fields=fields, **options)
 
         monkeypatch.setattr(services, "append_to_existing", die_on_the_reply)
     with pytest.raises(SystemExit):

@@ -8,6 +8,7 @@ sees must not change: its messages contiguous and in order, every message once, 
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from gloveapp.conversations import services
 from gloveapp.conversations.models import Message
@@ -88,3 +89,57 @@ def test_it_announces_a_chats_title_once_when_its_first_words_come_again():
         "",  # created
         "A flat white, please.",
     ]
+
+
+# -- early lock release (PostgreSQL) ------------------------------------------------------
+
+
+def _statements_of_an_append(session_id: str) -> list[tuple[str, str]]:
+    """What one append sent, each statement with the connection's synchronous_commit after
+    it (what that statement's commit obeyed: autocommit makes each its own transaction)."""
+    seen: list[tuple[str, str]] = []
+
+    def watch(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if not sql.lstrip().upper().startswith("SHOW"):
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW synchronous_commit")
+                seen.append((" ".join(sql.split()), cursor.fetchone()[0]))
+        return result
+
+    message = CoreMessage(sender="user", text="A flat white")
+    services.messages_append(session_id=session_id, messages=[message])  # titles the chat
+    with connection.execute_wrapper(watch):
+        services.messages_append(session_id=session_id, messages=[message])
+    return seen
+
+
+def test_it_lets_go_of_the_session_before_the_disk_and_answers_after_it(requires_postgres):
+    services.session_create(session_id="early")
+
+    statements = _statements_of_an_append("early")
+
+    # The append commits without waiting for its flush (the setting is local to its own
+    # transaction, which has ended: "on" again after it), then a transaction with an id
+    # commits with the usual setting, which waits for the disk up to it: the append's
+    # commit included. Only then does the caller get its answer.
+    assert len(statements) == 2, statements
+    (append, after_append), (wait, after_wait) = statements
+    assert append.startswith("WITH s AS ( UPDATE")
+    assert "set_config('synchronous_commit', 'off', true)" in append and after_append == "on"
+    assert wait == "SELECT pg_current_xact_id()" and after_wait == "on"
+
+
+def test_it_holds_the_lock_until_the_disk_when_early_release_is_off(requires_postgres, settings):
+    settings.GLOVE_EARLY_LOCK_RELEASE = False
+    services.session_create(session_id="late")
+
+    statements = _statements_of_an_append("late")
+
+    assert len(statements) == 1, statements
+    assert "synchronous_commit" not in statements[0][0]
+
+
+def test_it_keeps_concurrent_appends_whole_and_ordered_without_early_release(settings):
+    settings.GLOVE_EARLY_LOCK_RELEASE = False
+    test_it_keeps_every_writers_messages_whole_ordered_and_announced_once()

@@ -101,11 +101,11 @@ async def test_it_rolls_back_a_batch_that_fails_half_way_through_the_write(monke
     else:
         real_append = services.append_to_existing
 
-        def crash(*, session_id, fields, messages, **options):
+        def crash(*, session_id, fields, **options):
             # One statement on PostgreSQL: the session row is updated and the first message
-            # inserted before the second is refused.
-            fields = [fields[0], {**fields[1], "sender": "martian"}]
-            return real_append(session_id=session_id, fields=fields, messages=messages, **options)
+            # inserted before the second is refused (longer than its column allows).
+            fields = [fields[0], {**fields[1], "framework_context": "x" * 51}]
+            return real_append(session_id=session_id, fields=fields, **options)
 
         monkeypatch.setattr(services, "append_to_existing", crash)
     with pytest.raises((RuntimeError, DataError)):
@@ -174,8 +174,9 @@ def test_it_reads_context_with_a_marker_probe_and_a_bounded_range():
     assert len(context) == 500
     assert len(queries) == 2
     assert "is_compaction" in queries[0]["sql"]
-    # A literal bound, which lets PostgreSQL scan just that range of (session, seq).
-    assert '"seq" >= 501' in queries[1]["sql"]
+    # The marker's seq bounds the second query: PostgreSQL scans just that range of
+    # (session, seq) (on PostgreSQL a prepared statement, logged with its parameters).
+    assert '"seq" >=' in queries[1]["sql"] and "501" in queries[1]["sql"]
 
 
 async def test_it_gives_pending_items_an_expiry_when_given_a_ttl():

@@ -50,10 +50,13 @@ def test_it_passes_the_check_as_shipped():
     assert "glove.E006" not in ids()
 
 
-def settings_in_a_process(module: str, **env: str) -> subprocess.CompletedProcess:
-    """Import an entry point (gloveapp.asgi / gloveapp.wsgi) in a fresh process."""
+def settings_in_a_process(
+    module: str, *, under: str = "", **env: str
+) -> subprocess.CompletedProcess:
+    """Import an entry point (gloveapp.asgi / gloveapp.wsgi) in a fresh process, after the
+    server's own package (`under`) as the server does."""
     code = (
-        f"import {module}\n"
+        (f"import {under}\n" if under else "") + f"import {module}\n"
         "from django.conf import settings\n"
         "db = settings.DATABASES['default']\n"
         "print(settings.GLOVE_SERVER, db.get('CONN_MAX_AGE'), 'pool' in db.get('OPTIONS', {}))\n"
@@ -94,6 +97,27 @@ def test_it_keeps_connections_per_thread_under_wsgi():
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["wsgi", "600", "False"]
+
+
+def test_it_pools_postgresql_connections_under_granian():
+    done = settings_in_a_process(
+        "gloveapp.wsgi", under="granian", DATABASE_URL="postgres://postgres@127.0.0.1:5432/x"
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["granian", "0", "True"]
+
+
+def test_it_will_not_serve_granian_with_persistent_connections():
+    done = settings_in_a_process(
+        "gloveapp.wsgi",
+        under="granian",
+        DATABASE_URL="postgres://postgres@127.0.0.1:5432/x",
+        DB_CONN_MAX_AGE="600",
+    )
+
+    assert done.returncode != 0
+    assert "leaks connections under granian" in done.stderr
 
 
 def test_it_runs_sqlite_in_wal_with_normal_sync_and_immediate_transactions(tmp_path):

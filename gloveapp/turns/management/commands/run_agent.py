@@ -9,6 +9,7 @@ import signal
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
+from gloveapp.turns import loop as event_loop
 from gloveapp.turns.mesh_peer import run_mesh_peer
 from mesh.layers import InvalidMeshConfig
 
@@ -42,7 +43,7 @@ class Command(BaseCommand):
         if options["max_turns"] is not None and options["max_turns"] < 1:
             raise CommandError("--max-turns must be at least 1.")
         try:
-            turns = asyncio.run(self._serve(mesh_id, options))
+            turns = event_loop.run(self._serve(mesh_id, options))
         except (ImproperlyConfigured, InvalidMeshConfig, ValueError) as error:
             raise CommandError(str(error)) from error
         self.stdout.write(f"{mesh_id}: stopped after {turns} turn(s).")
@@ -51,7 +52,9 @@ class Command(BaseCommand):
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
+            # Off the main thread (call_command from a test's thread) there are no signal
+            # handlers: asyncio says RuntimeError, uvloop ValueError.
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, stop.set)
         return await run_mesh_peer(
             agent_name=options["name"],

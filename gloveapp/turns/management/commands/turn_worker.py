@@ -12,6 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from gloveapp.turns import loop as event_loop
 from gloveapp.turns.engine import TurnEngine
 from gloveapp.turns.fetch import fetcher_for_backend
 
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--worker-id", default=None)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        asyncio.run(self._serve(options["concurrency"], options["worker_id"]))
+        event_loop.run(self._serve(options["concurrency"], options["worker_id"]))
 
     async def _serve(self, concurrency: int | None, worker_id: str | None) -> None:
         engine = TurnEngine(worker_id=worker_id, concurrency=concurrency)

@@ -1,0 +1,21 @@
+"""What every bench script prints: its measures as rows, and its goals with a verdict.
+
+`bench/run_all.py` turns `measures` into one table per script and every script's `goals`
+into the README's goals table, so the table a reader sees is the last run's, verdicts
+included, never copied by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def goal(issue: int, text: str, measured: str, met: bool) -> dict[str, Any]:
+    """One goal of an issue: what it asks (`text`), what this run measured, and whether
+    that meets it."""
+    return {"issue": issue, "goal": text, "measured": measured, "met": bool(met)}
+
+
+def number(value: float, digits: int = 1) -> str:
+    """1234.5 -> '1,234.5' (the README's style)."""
+    return f"{value:,.{digits}f}" if digits else f"{value:,.0f}"
