@@ -102,6 +102,11 @@ class Bench:
         if args.redis_url:
             self.env["REDIS_URL"] = args.redis_url
         self.env.pop("DB_CONN_MAX_AGE", None)
+        # The servers as configured here, not by a stray GRANIAN_* variable: a backpressure
+        # below the connection count leaves connections unaccepted in the backlog, which wrk
+        # reports neither as latency nor as errors (seen: 20 of 32 never served, p99 halved).
+        for name in [name for name in self.env if name.startswith("GRANIAN_")]:
+            del self.env[name]
         self.log_path = Path(tempfile.gettempdir()) / "glove-bench-rest-server.log"
         self.log = open(self.log_path, "wb")
 
@@ -301,15 +306,30 @@ class Bench:
             str(script),
             self.args.database_url,
         ]
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"pgbench failed:\n{result.stderr}\n{result.stdout}")
+        with tempfile.TemporaryDirectory() as logs:
+            # -l: one line per transaction (its latency in microseconds, third field), so
+            # the floor's p50/p99 sit beside the servers' at the same 32 connections.
+            command[1:1] = ["-l", f"--log-prefix={logs}/transactions"]
+            result = subprocess.run(command, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RuntimeError(f"pgbench failed:\n{result.stderr}\n{result.stdout}")
+            latencies = sorted(
+                int(line.split()[2])
+                for log in Path(logs).iterdir()
+                for line in log.read_text().splitlines()
+            )
         tps = re.search(r"tps = ([\d.]+)", result.stdout)
         latency = re.search(r"latency average = ([\d.]+) ms", result.stdout)
         return {
             "transactions_per_s": round(float(tps.group(1)), 1),
             "latency_avg_ms": round(float(latency.group(1)), 2) if latency else None,
+            "p50_ms": round(percentile(latencies, 0.50) / 1000, 2),
+            "p99_ms": round(percentile(latencies, 0.99) / 1000, 2),
         }
+
+
+def percentile(ordered: list[int], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
 
 
 def median_of(runs: list[dict]) -> dict:
@@ -462,7 +482,7 @@ def main() -> int:
                 },
                 "measures": measures,
                 "ratios": ratios,
-                "goals": goals_of(measures, db_floor, before),
+                "goals": goals_of(measures, db_floor, before, args.connections),
             },
             indent=2,
         )
@@ -473,10 +493,13 @@ def main() -> int:
 ISSUE_FLOOR_TPS = 505  # the append's pgbench floor when issue 13 was filed
 
 
-def goals_of(measures: list[dict], db_floor: float, before: float | None) -> list[dict]:
+def goals_of(
+    measures: list[dict], db_floor: float, before: float | None, connections: int
+) -> list[dict]:
     """Issue 13's goals, judged on the production topology (`prod`) of this run."""
     by = {(m["server"], m["measure"]): m for m in measures}
     get, post = by.get(("prod", "GET messages")), by.get(("prod", "POST messages (one session)"))
+    floor = by[("postgresql", "pgbench: the append statement")]
     if get is None or post is None:
         return []
     floors = {
@@ -515,7 +538,8 @@ def goals_of(measures: list[dict], db_floor: float, before: float | None) -> lis
             13,
             "REST POST to one session >= 1,000 req/s, p99 <= 50 ms, >= 0.7 x the pgbench floor "
             "of the append's statements",
-            f"{number(post['requests_per_s'], 0)} req/s, p99 {post['p99_ms']} ms, "
+            f"{number(post['requests_per_s'], 0)} req/s, p99 {post['p99_ms']} ms "
+            f"(pgbench's own p99 at {connections} clients: {floor['p99_ms']} ms), "
             f"{post['requests_per_s'] / db_floor:.2f} x {number(db_floor, 0)} tps",
             post["requests_per_s"] >= 1_000
             and post["p99_ms"] <= 50
