@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.lib.machine import machine  # noqa: E402
-from bench.lib.report import goal  # noqa: E402
+from bench.lib.report import goal, percentile  # noqa: E402
 from tests.api.liveserver import PYTHON, LiveServer  # noqa: E402
 
 LEVELS = ((1, 200), (100, 60), (1000, 30))  # (connected clients, resolutions measured)
@@ -168,11 +168,6 @@ async def connect(port: int, cookie: str, room: Room) -> Watcher:
     _, watcher = await loop.create_connection(lambda: Watcher(room, request), "127.0.0.1", port)
     # A thousand handshakes queue behind each other's session lookups: allow for it.
     return await asyncio.wait_for(watcher.opened, 120)
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
 
 
 def rss_mb(pid: int) -> float:

@@ -32,7 +32,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.lib.report import goal  # noqa: E402
+from bench.lib.report import goal, percentile  # noqa: E402
 from tests.api.liveserver import LiveServer  # noqa: E402
 from tests.workspaces.mcp_client import mcp_session  # noqa: E402
 
@@ -40,11 +40,6 @@ SIZES = (1_000, 10_000, 100_000)
 REQUESTS = 200
 WARMUP = 20
 PUSHES = 300
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
 
 
 def write_entries(path: Path, workspace_id: str, count: int) -> list[str]:

@@ -19,3 +19,10 @@ def goal(issue: int, text: str, measured: str, met: bool) -> dict[str, Any]:
 def number(value: float, digits: int = 1) -> str:
     """1234.5 -> '1,234.5' (the README's style)."""
     return f"{value:,.{digits}f}" if digits else f"{value:,.0f}"
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    """The nearest-rank percentile: the smallest sample with `fraction` of them at or
+    below it."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]

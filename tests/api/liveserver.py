@@ -184,12 +184,14 @@ class LiveServer:
         return path.read_text(errors="replace")[-size:] if path.exists() else ""
 
     # -- helpers --------------------------------------------------------------------------
-    def manage(self, *args: str) -> str:
-        """Run a management command against the server's database; return its stdout."""
+    def manage(self, *args: str, database_url: str | None = None) -> str:
+        """Run a management command against the server's database (or `database_url`);
+        return its stdout."""
+        env = self.env if database_url is None else {**self.env, "DATABASE_URL": database_url}
         result = subprocess.run(
             [PYTHON, "manage.py", *args],
             cwd=ROOT,
-            env=self.env,
+            env=env,
             capture_output=True,
             text=True,
             timeout=120,
@@ -227,17 +229,7 @@ class LiveServer:
                     shutil.copyfile(template + suffix, self._folder / f"live.sqlite3{suffix}")
 
     def _migrate_into(self, database_url: str) -> None:
-        env = {**self.env, "DATABASE_URL": database_url}
-        result = subprocess.run(
-            [PYTHON, "manage.py", "migrate", "--noinput"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"manage.py migrate failed:\n{result.stderr}")
+        self.manage("migrate", "--noinput", database_url=database_url)
 
     def _pg_execute(self, sql: str) -> None:
         _pg_execute(self._pg_admin_url, sql)
