@@ -364,6 +364,14 @@ GLOVE_WEBHOOK_MAX_SKEW_SECONDS = int(os.environ.get("GLOVE_WEBHOOK_MAX_SKEW_SECO
 # Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`
 # then answers them with an "Expired" response so no agent waits forever.
 GLOVE_INBOX_TTL_SECONDS = int(os.environ.get("GLOVE_INBOX_TTL_SECONDS", "0"))
+# Agent extensions (docs/howto/agents.md). How long a process keeps an MCP server's tool
+# list before listing it again.
+GLOVE_MCP_TOOLS_TTL_SECONDS = float(os.environ.get("GLOVE_MCP_TOOLS_TTL_SECONDS", "300"))
+# Subagents: how deep delegation may nest (1: a parent's children cannot delegate again),
+# and what one child run may spend: model calls and tokens (in + out).
+GLOVE_SUBAGENT_MAX_DEPTH = int(os.environ.get("GLOVE_SUBAGENT_MAX_DEPTH", "2"))
+GLOVE_SUBAGENT_MAX_TURNS = int(os.environ.get("GLOVE_SUBAGENT_MAX_TURNS", "20"))
+GLOVE_SUBAGENT_MAX_TOKENS = int(os.environ.get("GLOVE_SUBAGENT_MAX_TOKENS", "200000"))
 # Messages one chat may have waiting behind its running turn; more are refused (429).
 GLOVE_MAX_QUEUED_MESSAGES = int(os.environ.get("GLOVE_MAX_QUEUED_MESSAGES", "5"))
 

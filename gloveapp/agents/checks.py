@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
 
-from gloveapp.agents.config import DEMO_PROVIDER, load_factory, model_spec
+from gloveapp.agents.config import DEMO_PROVIDER, factory_path, load_factory, model_spec
 from gloveapp.core.providers.registry import available_providers
 
 # Providers that cannot start without a key, and where the key comes from.
@@ -35,7 +35,7 @@ def check_agents(app_configs, **kwargs):
     errors = []
     for name, path in agents.items():
         try:
-            load_factory(name, path)
+            load_factory(name, factory_path(path))
         except ImproperlyConfigured as error:
             errors.append(
                 Error(

@@ -6,6 +6,20 @@
 A factory takes no arguments and returns an `AgentSpec` (or a mapping with the same keys):
 the tools and the system prompt of one kind of conversation. A session names its agent in
 `Session.agent_name`; an empty name means `GLOVE_DEFAULT_AGENT`.
+
+An entry may also be a dict: the factory under "factory", and the agent's extensions beside
+it, added to what the factory returns (docs/howto/agents.md):
+
+    GLOVE_AGENTS = {"coffee": {
+        "factory": "gloveapp.demo.coffee.build_agent",
+        "model": "anthropic:claude-haiku-4-5",                 # else GLOVE_MODEL
+        "mcp_servers": [{"name": "time", "command": "mcp-server-time"}],
+        "subagents": [{"name": "roaster", "agent": "roastery", "description": "..."}],
+        "skills": [{"name": "brew-guide", "content": "...", "expose_to_agent": True}],
+        "content_skills": [{"name": "latte-art", "description": "...", "content": "..."}],
+        "hooks": {"/hook-name": "dotted.path.to.handler",
+                  "before_model": [...], "after_tool": [...]},
+    }}
 """
 
 from __future__ import annotations
@@ -40,6 +54,15 @@ class AgentSpec:
     system_prompt: str
     tools: list[Tool] = field(default_factory=list)
     compaction_instructions: str = DEFAULT_COMPACTION_INSTRUCTIONS
+    # A "provider:model" spec for this agent alone; empty: GLOVE_MODEL.
+    model: str = ""
+    # Extensions (docs/howto/agents.md): MCP servers whose tools it may call, agents it may
+    # delegate to, skills, content skills and hooks; validated by `gloveapp.agents.extensions`.
+    mcp_servers: list[Any] = field(default_factory=list)
+    subagents: list[Any] = field(default_factory=list)
+    skills: list[Any] = field(default_factory=list)
+    content_skills: list[Any] = field(default_factory=list)
+    hooks: dict[str, Any] = field(default_factory=dict)
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -67,14 +90,57 @@ def get_agent_spec(name: str | None = None) -> AgentSpec:
             f"Unknown agent {name!r}: GLOVE_AGENTS defines {known}. Add it to GLOVE_AGENTS or "
             "set GLOVE_DEFAULT_AGENT to one of them."
         )
-    factory = load_factory(name, agents[name])
+    entry = agents[name]
+    extensions: dict[str, Any] = {}
+    if isinstance(entry, Mapping):
+        extensions = dict(entry)
+        entry = extensions.pop("factory", None)
+        unknown = sorted(set(extensions) - EXTENSION_KEYS)
+        if unknown:
+            raise ImproperlyConfigured(
+                f"GLOVE_AGENTS[{name!r}] has unknown key(s) {', '.join(unknown)}; "
+                f"known: factory, {', '.join(sorted(EXTENSION_KEYS))}."
+            )
+    factory = load_factory(name, entry)
     try:
         produced = factory()
     except Exception as error:
         raise ImproperlyConfigured(
-            f"GLOVE_AGENTS[{name!r}] factory {agents[name]!r} failed: {error}"
+            f"GLOVE_AGENTS[{name!r}] factory {entry!r} failed: {error}"
         ) from error
-    return _as_spec(name, agents[name], produced)
+    spec = _as_spec(name, entry, produced)
+    return _with_extensions(spec, extensions) if extensions else spec
+
+
+EXTENSION_KEYS = frozenset(
+    {"model", "mcp_servers", "subagents", "skills", "content_skills", "hooks"}
+)
+
+
+def _with_extensions(spec: AgentSpec, extensions: dict[str, Any]) -> AgentSpec:
+    """The spec with the settings' extensions added to the factory's own."""
+    changes: dict[str, Any] = {}
+    for key, value in extensions.items():
+        if key == "model":
+            if not isinstance(value, str):
+                raise ImproperlyConfigured(
+                    f"GLOVE_AGENTS[{spec.name!r}]['model'] must be a 'provider:model' string."
+                )
+            changes["model"] = value
+        elif key == "hooks":
+            if not isinstance(value, Mapping):
+                raise ImproperlyConfigured(f"GLOVE_AGENTS[{spec.name!r}]['hooks'] must be a dict.")
+            changes["hooks"] = {**spec.hooks, **value}
+        else:
+            if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+                raise ImproperlyConfigured(f"GLOVE_AGENTS[{spec.name!r}][{key!r}] must be a list.")
+            changes[key] = [*getattr(spec, key), *value]
+    return replace(spec, **changes)
+
+
+def factory_path(entry: Any) -> Any:
+    """The factory's dotted path of a GLOVE_AGENTS entry (a path, or a dict with "factory")."""
+    return entry.get("factory") if isinstance(entry, Mapping) else entry
 
 
 def load_factory(name: str, path: Any) -> Any:
@@ -104,6 +170,7 @@ def _as_spec(name: str, path: str, produced: Any) -> AgentSpec:
                 compaction_instructions=produced.get(
                     "compaction_instructions", DEFAULT_COMPACTION_INSTRUCTIONS
                 ),
+                **{key: produced[key] for key in EXTENSION_KEYS if key in produced},
             )
         except KeyError as error:
             raise ImproperlyConfigured(
@@ -149,15 +216,15 @@ NETWORK_PROVIDERS = frozenset({"anthropic", "openai", "openrouter", "ollama"})
 _shared_adapters: dict[tuple[str, str], ModelAdapter] = {}
 
 
-def configured_model(agent: str | None = None) -> ModelAdapter:
-    """The adapter for one turn.
+def configured_model(agent: str | None = None, *, spec: str = "") -> ModelAdapter:
+    """The adapter for one turn (`spec`: the agent's own model, else GLOVE_MODEL).
 
     Adapters keep the system prompt as state, so by default each call builds a fresh one.
     With `agent`, a network adapter is shared by that agent's turns: they all set the same
     system prompt, and its SDK client and connections are reused instead of rebuilt per turn.
     """
     register_demo_model()
-    spec = model_spec()
+    spec = spec.strip() or model_spec()
     if agent is None or spec.partition(":")[0].strip().lower() not in NETWORK_PROVIDERS:
         return get_model(spec)
     key = (spec, agent)

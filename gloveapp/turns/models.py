@@ -41,6 +41,8 @@ class Turn(models.Model):
     base_seq = models.PositiveIntegerField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
     error = models.TextField(blank=True, default="")
+    # What the page says about the turn besides its reply (an MCP server that was down).
+    notice = models.TextField(blank=True, default="")
     task_id = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

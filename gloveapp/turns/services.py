@@ -224,6 +224,26 @@ def turn_finish(
     return True
 
 
+def turn_note(*, turn_id: int, worker_id: str, text: str) -> bool:
+    """Add `text` to what the page says about a running turn; False when this worker no
+    longer holds it."""
+    with transaction.atomic():
+        turn = (
+            Turn.objects.select_for_update()
+            .filter(pk=turn_id, status=Turn.Status.RUNNING, worker_id=worker_id)
+            .first()
+        )
+        if turn is None:
+            return False
+        lines = [line for line in turn.notice.splitlines() if line]
+        if text in lines:
+            return True
+        turn.notice = "\n".join([*lines, text])
+        turn.save(update_fields=["notice"])
+        _event(turn, "turn.notice", {"turn": turn_id, "notice": text})
+    return True
+
+
 def turns_heartbeat(*, turn_ids: list[int], worker_id: str) -> set[int]:
     """Renew the leases of this worker's running turns; returns the ids it still holds."""
     lease = timezone.now() + timedelta(seconds=settings.GLOVE_TURN_LEASE_SECONDS)

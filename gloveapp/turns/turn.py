@@ -21,6 +21,7 @@ from gloveapp.core.providers.errors import ModelConfigurationError, ModelProvide
 from gloveapp.core.tools import Tool
 from gloveapp.ormstore.store import DjangoStore
 from gloveapp.turns import services
+from gloveapp.turns.extensions import mount_extensions
 from gloveapp.turns.mesh_peer import join_chat_mesh, join_peer_mesh
 from gloveapp.turns.models import Turn
 
@@ -60,7 +61,7 @@ async def answer_turn(
     session_id = turn.session_id
     glove = Glove(
         store=DjangoStore(session_id, inbox_ttl=inbox_ttl()),
-        model=configured_model(agent=spec.name),
+        model=configured_model(agent=spec.name, spec=spec.model),
         display_manager=display,
         system_prompt=spec.system_prompt,
         compaction_config=CompactionConfig(compaction_instructions=spec.compaction_instructions),
@@ -82,10 +83,13 @@ async def answer_turn(
     if leave_mesh is None:
         leave_mesh = await join_chat_mesh(glove, session_id=session_id, spec=spec)
     try:
-        if resume:
-            result = await glove.resume_request(abort=abort)
-        else:
-            result = await glove.process_request(turn.text, abort=abort)
+        async with mount_extensions(
+            glove, turn=turn, worker_id=turn.worker_id, spec=spec, tools=tools
+        ):
+            if resume:
+                result = await glove.resume_request(abort=abort)
+            else:
+                result = await glove.process_request(turn.text, abort=abort)
     finally:
         if leave_mesh is not None:
             await leave_mesh()

@@ -24,3 +24,8 @@ def not_an_agent() -> str:
 
 
 NOT_CALLABLE = 42
+
+
+def plain_agent() -> dict:
+    """An agent with no tools of its own (settings add its MCP servers, subagents...)."""
+    return {"title": "Plain", "system_prompt": "You use the tools you are given."}

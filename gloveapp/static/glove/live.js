@@ -25,6 +25,7 @@
     "slot.pushed": ["slots"],
     "slot.resolved": ["slots"],
     "turn.started": ["turn-status"],
+    "turn.notice": ["turn-status"],
     "turn.restarted": ["messages", "slots", "turn-status"],
     "turn.finished": ["messages", "slots", "tasks", "inbox", "turn-status"],
     "turn.error": ["messages", "slots", "turn-status"],
