@@ -32,6 +32,11 @@ from gloveapp.core.validation import TOOL_INPUT_INVALID, validation_error_data
 logger = logging.getLogger("gloveapp.core")
 
 ABORTED_MESSAGE = "Tool execution was aborted by the user."
+SUBAGENT_ABORTED_MESSAGE = "Subagent run aborted by the user."
+# Named here, not imported: gloveapp.core.extensions builds on the executor's module.
+SUBAGENT_TOOL_NAME = "glove_invoke_subagent"
+SUBAGENT_INVOKED = "subagent_invoked"
+SUBAGENT_COMPLETED = "subagent_completed"
 
 # A permission prompt answered with this grants the one call without remembering the answer
 # (an addition to Glove, where any truthy answer is stored as "granted" for that input).
@@ -122,6 +127,7 @@ class ToolExecutor:
                 # Glove fires these without awaiting (§2.5): the tool already ran, so a broken
                 # subscriber must not lose its result. The skip-path ones are awaited.
                 await self.events.emit_fire_and_forget(TOOL_USE_RESULT, payload)
+                await self._close_subagent_bracket(call, result)
             else:
                 await self.events.emit(TOOL_USE_RESULT, payload)
             if stop:
@@ -162,6 +168,7 @@ class ToolExecutor:
                     False,
                 )
 
+        await self._open_subagent_bracket(call)
         context = ToolContext(
             tool_name=tool.name,
             call_id=call.id,
@@ -176,6 +183,30 @@ class ToolExecutor:
         )
         result, stop = await self._run_with_retries(tool, validated, context, abort)
         return result, stop, True
+
+    # Glove's Executor brackets every run of the subagent dispatch tool, so subscribers see
+    # `subagent_invoked` / `subagent_completed` in pairs whatever the run's outcome.
+    async def _open_subagent_bracket(self, call: ToolCall) -> None:
+        name = _subagent_name(call)
+        if name is not None:
+            prompt = call.input_args.get("prompt")
+            await self.events.emit_fire_and_forget(
+                SUBAGENT_INVOKED,
+                {"name": name, "prompt": prompt if isinstance(prompt, str) else ""},
+            )
+
+    async def _close_subagent_bracket(self, call: ToolCall, result: ToolResultData) -> None:
+        name = _subagent_name(call)
+        if name is None:
+            return
+        payload: dict[str, Any] = {
+            "name": name,
+            "status": "success" if result.status == "success" else "error",
+        }
+        message = SUBAGENT_ABORTED_MESSAGE if result.status == "aborted" else result.message
+        if message is not None:
+            payload["message"] = message
+        await self.events.emit_fire_and_forget(SUBAGENT_COMPLETED, payload)
 
     async def _permitted(
         self, tool: Tool, call: ToolCall, hand_over: HandOver, abort: AbortSignal | None
@@ -246,6 +277,13 @@ class ToolExecutor:
         # Race the tool against the abort signal: an abort ends the wait at once, even when the
         # tool is waiting on the user, and cancels the tool.
         return await race_abort(tool.run(validated, context), abort)
+
+
+def _subagent_name(call: ToolCall) -> str | None:
+    if call.tool_name != SUBAGENT_TOOL_NAME or not isinstance(call.input_args, dict):
+        return None
+    name = call.input_args.get("name")
+    return name if isinstance(name, str) and name else None
 
 
 def _json_safe_result(result: ToolResultData) -> ToolResultData:

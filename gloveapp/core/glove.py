@@ -27,6 +27,26 @@ from gloveapp.core.compaction import CompactionConfig, Compactor
 from gloveapp.core.display import GENERIC_RENDERER, DisplayManager
 from gloveapp.core.events import EventBus, Subscriber
 from gloveapp.core.executor import ToolExecutor
+from gloveapp.core.extensions import (
+    HOOK_INVOKED,
+    SKILL_INVOKED,
+    AgentControls,
+    HookContext,
+    HookHandler,
+    HookResult,
+    RegisteredSkill,
+    RegisteredSubAgent,
+    SkillContext,
+    SkillHandler,
+    SubAgentFactory,
+    create_skill_invoke_tool,
+    create_subagent_invoke_tool,
+    format_skill_message,
+    maybe_await,
+    parse_tokens,
+    render_skill_tool_description,
+    render_subagent_tool_description,
+)
 from gloveapp.core.providers.base import ModelAdapter
 from gloveapp.core.store import MemoryStore, supports_inbox, supports_tasks
 from gloveapp.core.tools import Tool
@@ -62,7 +82,13 @@ class Glove:
         self._model = model
         self._system_prompt = system_prompt
         self._events = EventBus()
+        self._subscribers: list[Subscriber] = []
         self._tools: list[Tool] = []
+        self.hooks: dict[str, HookHandler] = {}
+        self.skills: dict[str, RegisteredSkill] = {}
+        self.subagents: dict[str, RegisteredSubAgent] = {}
+        self._skill_tool: Tool | None = None
+        self._subagent_tool: Tool | None = None
         self._built = False
         # One ask at a time per Glove: two concurrent asks would interleave their messages.
         self._ask_lock = asyncio.Lock()
@@ -108,11 +134,70 @@ class Glove:
 
     def add_subscriber(self, subscriber: Subscriber) -> Glove:
         self._events.add(subscriber)
+        self._subscribers.append(subscriber)
         return self
 
     def remove_subscriber(self, subscriber: Subscriber) -> Glove:
         self._events.remove(subscriber)
+        if subscriber in self._subscribers:
+            self._subscribers.remove(subscriber)
         return self
+
+    # -- extensions (glove-core's defineHook / defineSkill / defineSubAgent) -------------
+    def define_hook(self, name: str, handler: HookHandler) -> Glove:
+        """Run `handler` when a user message says `/name` (before the agent loop)."""
+        self.hooks[name] = handler
+        return self
+
+    def define_skill(
+        self,
+        name: str,
+        handler: SkillHandler | str,
+        *,
+        description: str | None = None,
+        expose_to_agent: bool = False,
+    ) -> Glove:
+        """`/name` in a user message stores the skill's content as a user message marked
+        `is_skill_injection`; exposed ones the agent pulls in with `glove_invoke_skill`.
+        A string is a skill whose content is that text."""
+        if isinstance(handler, str):
+            content = handler
+
+            def handler(_context: SkillContext, _content: str = content) -> str:
+                return _content
+
+        self.skills[name] = RegisteredSkill(handler, description, expose_to_agent)
+        if any(skill.expose_to_agent for skill in self.skills.values()):
+            if self._skill_tool is None:
+                self._skill_tool = create_skill_invoke_tool(self)
+                self._tools.append(self._skill_tool)
+            else:
+                self._skill_tool.description = render_skill_tool_description(self.skills)
+        return self
+
+    def define_subagent(
+        self, name: str, factory: SubAgentFactory, *, description: str | None = None
+    ) -> Glove:
+        """Let the agent delegate to `name` with `glove_invoke_subagent`: `factory(context)`
+        returns a built child (anything with `process_request`, `add_subscriber` and
+        `remove_subscriber`), run with the parent's prompt; its final text is the result."""
+        self.subagents[name] = RegisteredSubAgent(factory, description)
+        if self._subagent_tool is None:
+            self._subagent_tool = create_subagent_invoke_tool(self)
+            self._tools.append(self._subagent_tool)
+        else:
+            self._subagent_tool.description = render_subagent_tool_description(self.subagents)
+        return self
+
+    def controls(self) -> AgentControls:
+        return AgentControls(glove=self, store=self._store, display_manager=self._display_manager)
+
+    async def emit(self, event_type: str, payload: dict[str, Any]) -> None:
+        await self._events.emit(event_type, payload)
+
+    @property
+    def subscribers(self) -> list[Subscriber]:
+        return list(self._subscribers)
 
     def set_display_manager(self, display_manager: DisplayManager) -> Glove:
         """Swap the display stack; applies to every tool, folded before or after."""
@@ -126,7 +211,7 @@ class Glove:
     # -- running --------------------------------------------------------------------------
     async def process_request(
         self, request: Request, abort: AbortSignal | None = None
-    ) -> ModelResult:
+    ) -> ModelResult | Message:
         """Answer one user request; raises `AbortError` if `abort` fires.
 
         Requests to one Glove run one after the other: a second call waits until the first
@@ -135,9 +220,61 @@ class Glove:
         """
         if not self._built:
             raise GloveNotBuiltError()
-        message = build_user_message(request)
         async with self._ask_lock:
-            return await self._agent.ask(message, hand_over=self._hand_over, abort=abort)
+            if not self.hooks and not self.skills:
+                message = build_user_message(request)
+                return await self._agent.ask(message, hand_over=self._hand_over, abort=abort)
+            return await self._process_directives(request, abort)
+
+    async def _process_directives(
+        self, request: Request, abort: AbortSignal | None
+    ) -> ModelResult | Message:
+        """Glove's processRequest with `/hook` and `/skill` directives: hooks run in order
+        (may rewrite the text or end the request), then each skill's content is stored as a
+        user message before the user's own."""
+        first = build_user_message(request)
+        raw_text = (
+            request
+            if isinstance(request, str)
+            else "\n".join(p.text for p in (first.content or []) if p.type == "text" and p.text)
+        )
+        parsed = parse_tokens(raw_text, hooks=self.hooks, skills=self.skills)
+        text = parsed.replaced
+        controls = self.controls()
+        for name in parsed.hooks:
+            await self._events.emit(HOOK_INVOKED, {"name": name})
+            outcome = await maybe_await(
+                self.hooks[name](
+                    HookContext(
+                        name=name,
+                        raw_text=raw_text,
+                        parsed_text=text,
+                        controls=controls,
+                        abort=abort,
+                    )
+                )
+            )
+            if not isinstance(outcome, HookResult):
+                continue
+            if outcome.rewrite_text is not None:
+                text = outcome.rewrite_text
+            if outcome.short_circuit is not None:
+                await self._store.append_messages([_with_text(request, text)])
+                ended = outcome.short_circuit
+                replies = [ended] if isinstance(ended, Message) else list(ended.messages)
+                await self._store.append_messages(replies)
+                return ended
+        for name in parsed.skills:
+            await self._events.emit(SKILL_INVOKED, {"name": name, "source": "user"})
+            injection = await maybe_await(
+                self.skills[name].handler(
+                    SkillContext(name=name, parsed_text=text, source="user", controls=controls)
+                )
+            )
+            await self._store.append_messages([format_skill_message(name, injection)])
+        return await self._agent.ask(
+            _with_text(request, text), hand_over=self._hand_over, abort=abort
+        )
 
     async def resume_request(self, abort: AbortSignal | None = None) -> ModelResult:
         """Continue the stored conversation without a new request: a turn retried after its
@@ -191,6 +328,17 @@ class Glove:
     @property
     def compaction_config(self) -> CompactionConfig:
         return self._compactor.config
+
+
+def _with_text(request: Request, text: str) -> Message:
+    """The user message of `request` with its text replaced (directives substituted)."""
+    if isinstance(request, str):
+        return Message(sender="user", text=text)
+    media = [p for p in build_user_message(request).content or [] if p.type != "text"]
+    if not media:
+        return Message(sender="user", text=text)
+    content = ([ContentPart(type="text", text=text)] if text else []) + media
+    return Message(sender="user", text=text or MULTIMODAL_PLACEHOLDER, content=content)
 
 
 def build_user_message(request: Request) -> Message:

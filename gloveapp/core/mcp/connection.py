@@ -93,6 +93,7 @@ class McpConnection:
                         read,
                         write,
                         client_info=Implementation(name=CLIENT_NAME, version=CLIENT_VERSION),
+                        message_handler=self._on_message,
                     )
                 )
                 await session.initialize()
@@ -109,6 +110,16 @@ class McpConnection:
         finally:
             self._session = None
             self._ended.set()
+
+    async def _on_message(self, message: Any) -> None:
+        # The SDK hands transport failures (a POST whose server died mid-answer) to the
+        # message handler and leaves the request waiting: end the connection instead, so the
+        # call fails now and the next one connects again.
+        if isinstance(message, Exception):
+            logger.warning("MCP server %s: %s", self.config.name, describe(message))
+            self.failure = message
+            self._ended.set()
+            self._closing.set()
 
     @contextlib.asynccontextmanager
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
