@@ -712,8 +712,7 @@ def reference_markdown() -> str:
             meaning = var.meaning + (f" Read by {var.read_by}." if var.read_by else "")
             cell = meaning.replace("|", "\\|")
             # An anchor per variable: other pages link to settings.md#GLOVE_MODEL.
-            anchor = f'<a id="{var.name}"></a>'
-            out.append(f"| {anchor}`{var.name}` | {kind} | {default} | {cell} |")
+            out.append(f"| `{var.name}`{{#{var.name}}} | {kind} | {default} | {cell} |")
         out.append("")
     return "\n".join(out)
 
