@@ -39,6 +39,17 @@ class TaskInline(ReadOnlyInline):
     fields = readonly_fields = ("position", "task_id", "content", "active_form", "status")
 
 
+class ChildInline(ReadOnlyInline):
+    """The subagent sessions this session's agent delegated to."""
+
+    model = Session
+    fk_name = "parent"
+    verbose_name = "subagent session"
+    verbose_name_plural = "subagent sessions"
+    fields = readonly_fields = ("id", "agent_name", "title", "parent_call_id", "created_at")
+    show_change_link = True
+
+
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
     list_display = (
@@ -50,7 +61,7 @@ class SessionAdmin(admin.ModelAdmin):
         "token_count",
         "updated_at",
     )
-    list_filter = ("agent_name",)
+    list_filter = ("agent_name", ("parent", admin.EmptyFieldListFilter))
     search_fields = ("id", "key", "title", "owner__username")
     list_select_related = ("owner",)
     readonly_fields = (
@@ -58,6 +69,8 @@ class SessionAdmin(admin.ModelAdmin):
         "key",
         "owner",
         "agent_name",
+        "parent",
+        "parent_call_id",
         "token_count",
         "turn_count",
         "tokens_in_total",
@@ -68,11 +81,12 @@ class SessionAdmin(admin.ModelAdmin):
     # Several to a line: the page is for the conversation below them.
     fields = (
         ("id", "key", "owner", "agent_name"),
+        ("parent", "parent_call_id"),
         "title",
         ("token_count", "turn_count", "tokens_in_total", "tokens_out_total"),
         ("created_at", "updated_at"),
     )
-    inlines = [TaskInline]
+    inlines = [TaskInline, ChildInline]
     # The transcript is long and the title the only field to edit: Save at the top too.
     save_on_top = True
 

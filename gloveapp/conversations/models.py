@@ -29,6 +29,12 @@ class Session(models.Model):
     )
     title = models.CharField(max_length=200, blank=True, default="")
     agent_name = models.CharField(max_length=100, blank=True, default="")
+    # A subagent's conversation: the session whose agent delegated it, and the tool call
+    # that did (one child per call, so a delegation retried after a restart finds its child).
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    parent_call_id = models.CharField(max_length=200, blank=True, default="")
     token_count = models.BigIntegerField(default=0)
     turn_count = models.IntegerField(default=0)
     # Cumulative consumption, never reset by compaction (statistics for people).
@@ -53,6 +59,11 @@ class Session(models.Model):
             models.UniqueConstraint(fields=["owner", "key"], name="session_unique_owner_key"),
             # A row written without its key would be unreachable by its owner: refuse it.
             models.CheckConstraint(condition=~models.Q(key=""), name="session_key_not_empty"),
+            models.UniqueConstraint(
+                fields=["parent", "parent_call_id"],
+                condition=models.Q(parent__isnull=False),
+                name="session_one_child_per_call",
+            ),
         ]
 
     def __str__(self) -> str:

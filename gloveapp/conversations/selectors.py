@@ -152,6 +152,21 @@ def sessions_owned_by(owner: Any) -> QuerySet[Session]:
     return Session.objects.filter(owner=owner).order_by("-created_at", "-key")
 
 
+def session_children(session: Session) -> list[Session]:
+    """The subagent sessions `session`'s agent delegated to, oldest first."""
+    return list(Session.objects.filter(parent=session).order_by("created_at", "id"))
+
+
+def session_depth(session_id: str, *, limit: int = 50) -> int:
+    """How many parents above `session_id` (0 for a chat nobody delegated)."""
+    depth = 0
+    parent_id = Session.objects.filter(pk=session_id).values_list("parent_id", flat=True).first()
+    while parent_id is not None and depth < limit:
+        depth += 1
+        parent_id = Session.objects.filter(pk=parent_id).values_list("parent_id", flat=True).first()
+    return depth
+
+
 _COUNTER_SQL = {
     name: f"SELECT {name} FROM {_SESSION_TABLE} WHERE id = %s"
     for name in ("token_count", "turn_count")

@@ -133,6 +133,32 @@ def session_create(
     return session
 
 
+def session_child(
+    *, parent_id: str, call_id: str, agent_name: str, title: str = ""
+) -> tuple[Session, bool]:
+    """The subagent session of the tool call `call_id` in `parent_id`, created on the first
+    call (same owner, linked to the parent); (session, created). A delegation retried after
+    its worker stopped finds the child it had already started."""
+    input_rules.check_text(call_id, "call_id", max_length=200)
+    with transaction.atomic():
+        parent = Session.objects.select_for_update().get(pk=parent_id)
+        child = Session.objects.filter(parent=parent, parent_call_id=call_id).first()
+        if child is not None:
+            return child, False
+        session_id = new_session_id()
+        child = Session.objects.create(
+            id=session_id,
+            key=session_id,
+            owner_id=parent.owner_id,
+            agent_name=agent_name,
+            title=title[:200],
+            parent=parent,
+            parent_call_id=call_id,
+        )
+        _announce_session(child)
+    return child, True
+
+
 def _owner_had(owner: Any, key: str) -> bool:
     return (
         Session.objects.filter(owner=owner, key=key).exists()

@@ -19,7 +19,7 @@ from gloveapp.agents.config import get_agent_spec
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations.access import address_of, may_speak
 from gloveapp.conversations.models import PERSON_MESSAGE, Message, Session, Task
-from gloveapp.core.executor import permission_denied_message
+from gloveapp.core.executor import SUBAGENT_TOOL_NAME, permission_denied_message
 from gloveapp.core.inbox_context import resolved_banner_answers
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
@@ -45,6 +45,8 @@ class ToolEntry:
     # The customer declined the permission prompt: the message is the text meant for the
     # model; the page says it in plain words and keeps that text under "Details".
     denied: bool = False
+    # A delegation to a subagent: the child's conversation, shown nested under the call.
+    child: Session | None = None
 
     @property
     def shown_message(self) -> str | None:
@@ -80,9 +82,9 @@ def sessions_for(user: Any) -> list[Session]:
     `turn_count` counts model calls, two or more per answer that used a tool)."""
     sent = Q(messages__in=Message.objects.filter(PERSON_MESSAGE))
     return list(
-        conversation_selectors.sessions_owned_by(user).annotate(
-            person_turns=Count("messages", filter=sent)
-        )
+        conversation_selectors.sessions_owned_by(user)
+        .filter(parent__isnull=True)  # subagents' conversations show under their parent's
+        .annotate(person_turns=Count("messages", filter=sent))
     )
 
 
@@ -138,7 +140,20 @@ def timeline(session: Session, messages: list[Message]) -> list[Entry]:
             entry.tools.append(tool)
             open_calls[raw.get("id") or f"name:{tool_name}"] = tool
         entries.append(entry)
+    _attach_children(session, open_calls, entries)
     return entries
+
+
+def _attach_children(session: Session, open_calls: dict, entries: list[Entry]) -> None:
+    children = {
+        child.parent_call_id: child for child in conversation_selectors.session_children(session)
+    }
+    if not children:
+        return
+    for entry in entries:
+        for tool in entry.tools:
+            if tool.tool_name == SUBAGENT_TOOL_NAME and tool.call_id in children:
+                tool.child = children[tool.call_id]
 
 
 def _attach_result(
@@ -220,4 +235,5 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
         "slots": slot_views(session),
         "busy": is_busy(session),
         "turn": turn_selectors.newest_turn(session.pk),
+        "parent_ref": address_of(user, session.parent) if session.parent_id else None,
     }
