@@ -10,8 +10,11 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
-from gloveapp.conversations import services
+from gloveapp.conversations import selectors, services
 from gloveapp.conversations.models import Session, Task
 from gloveapp.conversations.transcript import session_transcript
 
@@ -39,17 +42,6 @@ class TaskInline(ReadOnlyInline):
     fields = readonly_fields = ("position", "task_id", "content", "active_form", "status")
 
 
-class ChildInline(ReadOnlyInline):
-    """The subagent sessions this session's agent delegated to."""
-
-    model = Session
-    fk_name = "parent"
-    verbose_name = "subagent session"
-    verbose_name_plural = "subagent sessions"
-    fields = readonly_fields = ("id", "agent_name", "title", "parent_call_id", "created_at")
-    show_change_link = True
-
-
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
     list_display = (
@@ -71,6 +63,7 @@ class SessionAdmin(admin.ModelAdmin):
         "agent_name",
         "parent",
         "parent_call_id",
+        "subagent_sessions",
         "token_count",
         "turn_count",
         "tokens_in_total",
@@ -82,16 +75,33 @@ class SessionAdmin(admin.ModelAdmin):
     fields = (
         ("id", "key", "owner", "agent_name"),
         ("parent", "parent_call_id"),
+        "subagent_sessions",
         "title",
         ("token_count", "turn_count", "tokens_in_total", "tokens_out_total"),
         ("created_at", "updated_at"),
     )
-    inlines = [TaskInline, ChildInline]
+    inlines = [TaskInline]
     # The transcript is long and the title the only field to edit: Save at the top too.
     save_on_top = True
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.display(description="subagent sessions")
+    def subagent_sessions(self, session: Session) -> str:
+        """The sessions this session's agent delegated to (a field, not an inline: there is
+        nothing to edit in them here)."""
+        children = selectors.session_children(session)
+        if not children:
+            return "—"
+        return format_html_join(
+            mark_safe("<br>"),
+            '<a href="{}">{}</a> ({})',
+            (
+                (reverse("admin:conversations_session_change", args=[c.pk]), c.pk, c.agent_name)
+                for c in children
+            ),
+        )
 
     @admin.display(description="id", ordering="id")
     def shown_id(self, session: Session) -> str:
