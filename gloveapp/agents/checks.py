@@ -89,3 +89,45 @@ def check_model(app_configs, **kwargs):
             )
         )
     return errors
+
+
+@register("glove")
+def check_agent_extensions(app_configs, **kwargs):
+    """The extensions of GLOVE_AGENTS dict entries: MCP servers well formed, subagents naming
+    configured agents, hooks at known points (the factories are not run here)."""
+    from gloveapp.agents.config import EXTENSION_KEYS
+    from gloveapp.core.hooks import HOOK_POINTS
+    from gloveapp.core.mcp import McpConfigError, McpServerConfig
+
+    agents = getattr(settings, "GLOVE_AGENTS", None)
+    if not isinstance(agents, dict):
+        return []
+    errors = []
+
+    def error(text: str) -> None:
+        errors.append(Error(text, hint="See docs/howto/agents.md.", id="glove.E010"))
+
+    for name, entry in agents.items():
+        if not isinstance(entry, dict):
+            continue
+        where = f"GLOVE_AGENTS[{name!r}]"
+        unknown = sorted(set(entry) - EXTENSION_KEYS - {"factory"})
+        if unknown:
+            error(f"{where} has unknown key(s) {', '.join(unknown)}.")
+        for raw in entry.get("mcp_servers") or []:
+            try:
+                McpServerConfig.from_mapping(raw, where=f"{where}.mcp_servers")
+            except McpConfigError as problem:
+                error(str(problem))
+        for raw in entry.get("subagents") or []:
+            agent = (
+                raw if isinstance(raw, str) else (raw or {}).get("agent", (raw or {}).get("name"))
+            )
+            if agent not in agents:
+                error(f"{where}.subagents names {agent!r}, which GLOVE_AGENTS does not define.")
+        for key in entry.get("hooks") or {}:
+            if not (isinstance(key, str) and (key.startswith("/") or key in HOOK_POINTS)):
+                error(
+                    f"{where}.hooks: {key!r} is neither '/name' nor one of {', '.join(HOOK_POINTS)}."
+                )
+    return errors

@@ -125,10 +125,14 @@ class Agent:
                 await self.store.append_messages([limit_message])
                 return ModelResult(messages=[limit_message], tokens_in=0, tokens_out=0)
 
-            result = await self.model.prompt(
-                prompt, tool_specs(self.executor.tools), self.events.emit, abort
-            )
+            specs = tool_specs(self.executor.tools)
+            hooks = self.executor.hooks
+            if hooks.before_model:
+                prompt = await hooks.run_before_model(prompt, specs)
+            result = await self.model.prompt(prompt, specs, self.events.emit, abort)
             _raise_if_aborted(abort)
+            if hooks.after_model:
+                result = await hooks.run_after_model(result)
 
             calls: list[ToolCall] = [
                 call for reply in result.messages for call in (reply.tool_calls or [])

@@ -24,6 +24,7 @@ from gloveapp.core.display import (
     SlotRejectedError,
 )
 from gloveapp.core.events import TOOL_USE_RESULT, EventBus
+from gloveapp.core.hooks import CallHooks
 from gloveapp.core.store import supports_permissions
 from gloveapp.core.tools import Tool, ToolContext, as_tool_result
 from gloveapp.core.types import AbortError, ToolCall, ToolResult, ToolResultData, json_safe
@@ -94,6 +95,7 @@ class ToolExecutor:
         events: EventBus,
         display_manager: Callable[[], DisplayManager],
         max_retries: int = 3,
+        hooks: CallHooks | None = None,
     ) -> None:
         self.tools = tools
         self.store = store
@@ -102,6 +104,7 @@ class ToolExecutor:
         # swapped display manager reaches every tool.
         self._display_manager = display_manager
         self.max_retries = max_retries
+        self.hooks = hooks if hooks is not None else CallHooks()
 
     def find(self, name: str) -> Tool | None:
         wanted = name.lower()
@@ -181,7 +184,13 @@ class ToolExecutor:
             store=self.store,
             abort=abort,
         )
-        result, stop = await self._run_with_retries(tool, validated, context, abort)
+        instead = await self.hooks.run_before_tool(call, tool)
+        if instead is not None:
+            result, stop = as_tool_result(instead), False
+        else:
+            result, stop = await self._run_with_retries(tool, validated, context, abort)
+        if not stop:
+            result = await self.hooks.run_after_tool(call, result)
         return result, stop, True
 
     # Glove's Executor brackets every run of the subagent dispatch tool, so subscribers see

@@ -47,6 +47,7 @@ from gloveapp.core.extensions import (
     render_skill_tool_description,
     render_subagent_tool_description,
 )
+from gloveapp.core.hooks import CallHooks
 from gloveapp.core.providers.base import ModelAdapter
 from gloveapp.core.store import MemoryStore, supports_inbox, supports_tasks
 from gloveapp.core.tools import Tool
@@ -88,6 +89,7 @@ class Glove:
         self.skills: dict[str, RegisteredSkill] = {}
         self.subagents: dict[str, RegisteredSubAgent] = {}
         self._skill_tool: Tool | None = None
+        self.call_hooks = CallHooks()
         self._subagent_tool: Tool | None = None
         self._built = False
         # One ask at a time per Glove: two concurrent asks would interleave their messages.
@@ -103,6 +105,7 @@ class Glove:
             events=self._events,
             display_manager=lambda: self._display_manager,
             max_retries=max_retries,
+            hooks=self.call_hooks,
         )
         self._compactor = Compactor(
             store=self._store, model=model, events=self._events, config=compaction_config
@@ -187,6 +190,12 @@ class Glove:
             self._tools.append(self._subagent_tool)
         else:
             self._subagent_tool.description = render_subagent_tool_description(self.subagents)
+        return self
+
+    def add_hook(self, point: str, hook: Any) -> Glove:
+        """A hook around every model or tool call (`gloveapp.core.hooks`): before_model,
+        after_model, before_tool or after_tool."""
+        self.call_hooks.add(point, hook)
         return self
 
     def controls(self) -> AgentControls:

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
+from gloveapp.agents.extensions import apply_skills_and_hooks
 from gloveapp.conversations.selectors import session_depth
 from gloveapp.conversations.services import session_child
 from gloveapp.core.abort import AbortController, AbortSignal
@@ -98,6 +99,7 @@ async def mount_extensions(
     """`session_id` / `depth`: a subagent's own session and nesting (default: the turn's)."""
     mounted = MountedExtensions()
     servers = mcp_servers_of(spec)
+    apply_skills_and_hooks(glove, spec)
     session_id = session_id or turn.session_id
     if depth is None:
         depth = await sync_to_async(session_depth)(session_id)

@@ -19,6 +19,7 @@ from gloveapp.core.display import PERMISSION_RENDERER, DisplayManager, Slot
 from gloveapp.core.glove import Glove
 from gloveapp.core.providers.errors import ModelConfigurationError, ModelProviderError
 from gloveapp.core.tools import Tool
+from gloveapp.core.types import Message
 from gloveapp.ormstore.store import DjangoStore
 from gloveapp.turns import services
 from gloveapp.turns.extensions import mount_extensions
@@ -93,6 +94,8 @@ async def answer_turn(
     finally:
         if leave_mesh is not None:
             await leave_mesh()
+    if isinstance(result, Message):  # a hook ended the request with its own message
+        return result.text
     return result.messages[-1].text if result.messages else ""
 
 

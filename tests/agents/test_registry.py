@@ -151,3 +151,36 @@ def test_it_labels_a_configured_model_by_its_spec(settings):
     settings.GLOVE_MODEL = "openai:gpt-4o-mini"
 
     assert model_label() == "openai:gpt-4o-mini"
+
+
+def test_it_reports_a_broken_mcp_server_and_an_unknown_subagent(settings):
+    settings.GLOVE_AGENTS = {
+        "coffee": {
+            "factory": "gloveapp.demo.coffee.build_agent",
+            "mcp_servers": [{"name": "time"}],
+            "subagents": ["tea"],
+        }
+    }
+
+    messages = [m.msg for m in run_checks(tags=["glove"]) if m.id == "glove.E010"]
+
+    assert messages == [
+        "GLOVE_AGENTS['coffee'].mcp_servers[time]: give exactly one of url (HTTP) or command (stdio)",
+        "GLOVE_AGENTS['coffee'].subagents names 'tea', which GLOVE_AGENTS does not define.",
+    ]
+
+
+def test_it_adds_the_settings_extensions_to_the_factorys_agent(settings):
+    settings.GLOVE_AGENTS = {
+        "ping": {
+            "factory": f"{FACTORIES}.mapping_agent",
+            "model": "anthropic:claude-haiku-4-5",
+            "mcp_servers": [{"name": "time", "command": "mcp-server-time"}],
+        }
+    }
+
+    spec = get_agent_spec("ping")
+
+    assert spec.model == "anthropic:claude-haiku-4-5"
+    assert spec.mcp_servers == [{"name": "time", "command": "mcp-server-time"}]
+    assert [t.name for t in spec.tools] == ["ping"]

@@ -96,3 +96,45 @@ async def test_it_names_the_registered_subagents_for_an_unknown_one():
 
     result = (await store.get_messages())[2].tool_results[0].result
     assert result.message == 'Subagent "nobody" is not registered. Use one of: roaster.'
+
+
+async def test_it_runs_hooks_around_model_and_tool_calls():
+    seen: list[str] = []
+    glove, model, store = make_glove([calls(("check", {"x": 1}), ("check", {"x": 2})), "Done."])
+
+    async def check(x: int) -> str:
+        "Check."
+        return f"ran {x}"
+
+    from gloveapp.core import tool as make_tool
+    from gloveapp.core.types import ToolResultData
+
+    glove.fold(make_tool(check))
+
+    def before_model(messages, tools):
+        seen.append(f"model sees {len(messages)} messages and {len(tools)} tools")
+        return [*messages, Message(sender="user", text="(from a hook)")]
+
+    def before_tool(call, tool):
+        seen.append(f"before {call.input_args['x']}")
+        if call.input_args["x"] == 2:
+            return ToolResultData.error("Blocked by policy.")
+        return None
+
+    async def after_tool(call, result):
+        return ToolResultData.success(f"{result.data}!") if result.status == "success" else None
+
+    glove.add_hook("before_model", before_model)
+    glove.add_hook("before_tool", before_tool)
+    glove.add_hook("after_tool", after_tool)
+    glove.add_hook("after_model", lambda result: None)
+    await glove.process_request("go")
+
+    results = [r.result for r in (await store.get_messages())[2].tool_results]
+    assert [(r.status, r.data, r.message) for r in results] == [
+        ("success", "ran 1!", None),
+        ("error", None, "Blocked by policy."),
+    ]
+    assert model.calls[0].messages[-1].text == "(from a hook)"
+    assert seen[1:3] == ["before 1", "before 2"]
+    assert "(from a hook)" not in [m.text for m in await store.get_messages()]  # not stored
