@@ -296,7 +296,7 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 # default only in debug (`make run`), as each check hashes a password.
 GLOVE_DEMO_LOGIN_HINT = env_bool("GLOVE_DEMO_LOGIN_HINT", DEBUG)
 
-# Turns one user may start per minute: chat pages and `runner.submit_message` (mesh wake-ups
+# Turns one user may start per minute: chat pages and `turns.public.submit_message` (mesh wake-ups
 # included) count stored turns; /api/chat, whose turns run in the client, is throttled at the
 # same rate unless GLOVE_CHAT_RATE says otherwise.
 GLOVE_TURNS_PER_USER_PER_MINUTE = int(os.environ.get("GLOVE_TURNS_PER_USER_PER_MINUTE", "30"))
@@ -377,10 +377,10 @@ def task_backends_for(name: str, redis_url: str) -> dict:
     if name == "rq":
         if not redis_url:
             raise ImproperlyConfigured("GLOVE_TASKS_BACKEND=rq needs REDIS_URL.")
-        # django-tasks-rq on one shared Redis client per process (gloveapp/turns/rq_backend.py).
+        # django-tasks-rq on one shared Redis client per process (gloveapp/turns/queue/rq_backend.py).
         return {
             "default": {
-                "BACKEND": "gloveapp.turns.rq_backend.TurnsRQBackend",
+                "BACKEND": "gloveapp.turns.queue.rq_backend.TurnsRQBackend",
                 "QUEUES": ["default"],
             }
         }

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from gloveapp.core import input_rules
 from gloveapp.live.replay import current_cursor
-from gloveapp.turns import runner
+from gloveapp.turns import public as turns
 from inbox.workspaces import render as doc_render
 from inbox.workspaces import selectors, services
 from inbox.workspaces.models import Notification, Workspace
@@ -154,13 +154,13 @@ async def entry_reply(request: HttpRequest, entry_id: str) -> HttpResponse:
     session = await sync_to_async(services.workspace_reply_session)(workspace=entry.workspace)
     if text:
         try:
-            await runner.submit_message(
+            await turns.submit_message(
                 session_id=session.pk,
                 text=reply_text(entry, text),
                 user_id=user.pk,
                 source="page",
             )
-        except (runner.QueueFull, runner.TurnLimitReached) as exc:
+        except (turns.QueueFull, turns.TurnLimitReached) as exc:
             return HttpResponse(str(exc), status=429, content_type="text/plain")
     response = HttpResponseRedirect(reverse("chat", args=[session.key]))
     response.status_code = 303
