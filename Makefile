@@ -10,8 +10,9 @@ WS_PORT ?= 8001
 HTTP_WORKERS ?= 2
 HTTP_THREADS ?= 6
 WS_WORKERS ?= 1
+DOCS_PORT ?= 8002
 
-.PHONY: run serve-prod test install lint format bench clean
+.PHONY: run serve-prod test install lint format bench clean docs docs-serve
 
 $(PY):
 	@interp=$$(sh .ci/find-python) || exit 1; \
@@ -74,6 +75,16 @@ test: lint
 	@bash .ci/ensure-services
 	PG_TEST_URL=$(PG_TEST_URL) bash .ci/test-passes
 
+# The documentation site (mkdocs.yml, docs/): built offline into site/, every warning an error
+# and every internal link and anchor checked; the reference's generated parts come from the
+# code. `make test` builds it too (tests/suite/test_docs.py).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The site on http://127.0.0.1:8002 (search needs HTTP), rebuilt as pages change.
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict -a $(HOST):$(DOCS_PORT)
+
 # Every bench/*.py in turn; bench/run_all.py writes bench/results.json and bench/results.md
 # and copies the tables into README.md. Run it on a quiet machine.
 bench: install
@@ -81,4 +92,4 @@ bench: install
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site
