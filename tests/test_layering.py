@@ -3,6 +3,7 @@ when a module imports upwards, and passes on the tree as it is."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -115,3 +116,15 @@ def test_it_fails_on_a_circle_of_modules_inside_the_mesh_core(tree):
     assert result.returncode != 0
     assert "No circle of modules inside any package BROKEN" in result.stdout
     assert "No cycles are allowed in mesh.core" in result.stdout
+
+
+def test_it_finds_no_query_in_the_pages():
+    # Pages read through the domain apps' selectors, as writes go through services.
+    queries = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "gloveapp" / "pages").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr in ("objects", "raw", "extra")
+    ]
+
+    assert queries == []

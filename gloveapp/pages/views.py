@@ -21,6 +21,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from gloveapp.conversations import access
+from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.services import session_create
 from gloveapp.core import input_rules
@@ -49,7 +50,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "conversations/session_list.html",
-        {"sessions": pages.sessions_for(request.user)},
+        {"sessions": conversation_selectors.sessions_listed_for(request.user)},
     )
 
 

@@ -23,7 +23,6 @@ from gloveapp.live.replay import current_cursor
 from gloveapp.turns import public as turns
 from inbox.workspaces import render as doc_render
 from inbox.workspaces import selectors, services
-from inbox.workspaces.models import Notification, Workspace
 
 PAGE_SIZE = 50
 MAX_REPLY_CHARS = 10_000
@@ -99,7 +98,7 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
             for row in rows:
                 if row["id"] == str(entry.pk):
                     row["read"] = True
-    workspaces = list(Workspace.objects.filter(owner=user).values_list("pk", flat=True))
+    workspaces = selectors.owned_workspace_ids(user)
     return render(
         request,
         "inbox/workspace_inbox.html",
@@ -170,5 +169,5 @@ async def entry_reply(request: HttpRequest, entry_id: str) -> HttpResponse:
 @login_required
 @require_GET
 def notifications_page(request: HttpRequest) -> HttpResponse:
-    notifications = Notification.objects.filter(user=request.user).select_related("workspace")
-    return render(request, "inbox/notifications.html", {"notifications": list(notifications[:100])})
+    notifications = selectors.notifications_of(request.user)
+    return render(request, "inbox/notifications.html", {"notifications": notifications})
