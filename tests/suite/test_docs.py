@@ -73,6 +73,14 @@ def test_it_generates_every_declared_setting_into_the_reference(build):
     assert [var.name for var in DECLARATIONS if f'id="{var.name}"' not in page] == []
 
 
+def test_it_pastes_the_tour_file_into_the_tutorial(build):
+    site, _ = build
+    page = (site / "tutorial" / "python.html").read_text()
+
+    assert "check_stock" in page
+    assert "--8&lt;--" not in page
+
+
 def test_it_keeps_the_readme_within_15_kb():
     assert (ROOT / "README.md").stat().st_size <= 15 * 1024
 
