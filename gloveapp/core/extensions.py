@@ -10,15 +10,15 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gloveapp.core.tools import Tool, ToolContext
 from gloveapp.core.types import ContentPart, Message, ModelResult, ToolResultData
 
-if TYPE_CHECKING:
-    from gloveapp.core.glove import Glove
+# The running `gloveapp.core.glove.Glove` (not imported: it imports this module).
+Glove = Any
 
 SKILL_TOOL_NAME = "glove_invoke_skill"
 SUBAGENT_TOOL_NAME = "glove_invoke_subagent"

@@ -13,17 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Count, Q
 
 from gloveapp.agents.config import get_agent_spec
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations.access import address_of, may_speak
-from gloveapp.conversations.models import PERSON_MESSAGE, Message, Session, Task
+from gloveapp.conversations.models import Message, Session
 from gloveapp.core.executor import SUBAGENT_TOOL_NAME, permission_denied_message
 from gloveapp.core.inbox_context import resolved_banner_answers
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
-from inbox.models import InboxItem
+from inbox import selectors as inbox_selectors
 
 GENERIC_RESULT_TEMPLATE = "tools/generic_result.html"
 # The partials a page can ask for by their element id (htmx sends it as HX-Target).
@@ -77,17 +76,6 @@ class Entry:
     answers: list[tuple[str, str]] = field(default_factory=list)
 
 
-def sessions_for(user: Any) -> list[Session]:
-    """The user's chats, each with `person_turns`: the messages they sent (the runtime's
-    `turn_count` counts model calls, two or more per answer that used a tool)."""
-    sent = Q(messages__in=Message.objects.filter(PERSON_MESSAGE))
-    return list(
-        conversation_selectors.sessions_owned_by(user)
-        .filter(parent__isnull=True)  # subagents' conversations show under their parent's
-        .annotate(person_turns=Count("messages", filter=sent))
-    )
-
-
 def _tool_templates(agent_name: str) -> dict[str, str]:
     """Tool name -> its colocated result template, for the session's agent."""
     try:
@@ -96,10 +84,6 @@ def _tool_templates(agent_name: str) -> dict[str, str]:
         # An agent since removed from GLOVE_AGENTS: its history still reads, generically.
         return {}
     return {tool.name: tool.result_template for tool in spec.tools if tool.result_template}
-
-
-def history(session: Session) -> list[Message]:
-    return list(Message.objects.filter(session=session).order_by("seq"))
 
 
 def timeline(session: Session, messages: list[Message]) -> list[Entry]:
@@ -188,31 +172,6 @@ def pending_text(entries: list[Entry], text: str) -> str:
     return "" if newest_user is not None and newest_user.text == text else text
 
 
-def task_list(session: Session) -> list[Task]:
-    return list(Task.objects.filter(session=session).order_by("position"))
-
-
-def inbox_groups(session: Session) -> dict[str, list[InboxItem]]:
-    """The sidebar: "Watching" (pending), "Resolved" (waiting for the agent) and delivered."""
-    groups: dict[str, list[InboxItem]] = {"watching": [], "resolved": [], "delivered": []}
-    for item in InboxItem.objects.filter(session=session).order_by("created_at", "key"):
-        if item.status == InboxItem.Status.PENDING:
-            groups["watching"].append(item)
-        elif item.status == InboxItem.Status.RESOLVED:
-            groups["resolved"].append(item)
-        else:
-            groups["delivered"].append(item)
-    return groups
-
-
-def slot_views(session: Session) -> list[turn_selectors.SlotView]:
-    return turn_selectors.visible_slots(session.pk)
-
-
-def is_busy(session: Session) -> bool:
-    return turn_selectors.is_busy(session.pk)
-
-
 def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
     """Everything the chat page renders."""
     # Read the event id first: an event that lands while the page is being read is then
@@ -220,7 +179,7 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
     # The log's newest id, not this stream's: after `prune_live_events` a quiet session has
     # no events left, and a cursor of 0 would read as "expired" and reload the page forever.
     last_event_id = current_cursor()
-    messages = history(session)
+    messages = conversation_selectors.session_messages(session.pk)
     return {
         "session": session,
         # The id the page's URLs name the session by: its owner's own, staff's the global one.
@@ -230,10 +189,10 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
         "entries": timeline(session, messages),
         # The history's version: live.js never swaps in a partial older than the one shown.
         "last_seq": messages[-1].seq if messages else 0,
-        "tasks": task_list(session),
-        "inbox": inbox_groups(session),
-        "slots": slot_views(session),
-        "busy": is_busy(session),
+        "tasks": conversation_selectors.session_tasks(session.pk),
+        "inbox": inbox_selectors.inbox_items_by_state(session.pk),
+        "slots": turn_selectors.visible_slots(session.pk),
+        "busy": turn_selectors.is_busy(session.pk),
         "turn": turn_selectors.newest_turn(session.pk),
         "parent_ref": address_of(user, session.parent) if session.parent_id else None,
     }

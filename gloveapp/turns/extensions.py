@@ -13,6 +13,7 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -95,6 +96,7 @@ async def mount_extensions(
     tools: dict[str, Tool],
     session_id: str | None = None,
     depth: int | None = None,
+    inbox_ttl: timedelta | None = None,
 ) -> AsyncIterator[MountedExtensions]:
     """`session_id` / `depth`: a subagent's own session and nesting (default: the turn's)."""
     mounted = MountedExtensions()
@@ -108,7 +110,12 @@ async def mount_extensions(
             glove.define_subagent(
                 entry.name,
                 _child_factory(
-                    entry, turn=turn, worker_id=worker_id, parent=session_id, depth=depth
+                    entry,
+                    turn=turn,
+                    worker_id=worker_id,
+                    parent=session_id,
+                    depth=depth,
+                    inbox_ttl=inbox_ttl,
                 ),
                 description=entry.description,
             )
@@ -135,7 +142,13 @@ async def mount_extensions(
 
 
 def _child_factory(
-    entry: SubagentEntry, *, turn: Turn, worker_id: str, parent: str, depth: int
+    entry: SubagentEntry,
+    *,
+    turn: Turn,
+    worker_id: str,
+    parent: str,
+    depth: int,
+    inbox_ttl: timedelta | None,
 ) -> Any:
     async def factory(context: SubAgentFactoryContext) -> DurableSubagent:
         child_spec = await sync_to_async(get_agent_spec)(entry.agent)
@@ -155,6 +168,7 @@ def _child_factory(
             turn=turn,
             worker_id=worker_id,
             depth=depth + 1,
+            inbox_ttl=inbox_ttl,
         )
 
     return factory
@@ -183,8 +197,10 @@ class DurableSubagent:
         turn: Turn,
         worker_id: str,
         depth: int,
+        inbox_ttl: timedelta | None = None,
     ) -> None:
         self.name = name
+        self.inbox_ttl = inbox_ttl
         self.session_id = session_id
         self.spec = spec
         self.display = display
@@ -201,9 +217,7 @@ class DurableSubagent:
             self._subscribers.remove(subscriber)
 
     async def process_request(self, prompt: str, abort: AbortSignal | None = None) -> ModelResult:
-        from gloveapp.turns.turn import inbox_ttl
-
-        store = DjangoStore(self.session_id, inbox_ttl=inbox_ttl())
+        store = DjangoStore(self.session_id, inbox_ttl=self.inbox_ttl)
         stored = await store.get_messages()
         finished = _finished_reply(stored)
         if finished is not None:
@@ -246,6 +260,7 @@ class DurableSubagent:
                 tools={},
                 session_id=self.session_id,
                 depth=self.depth,
+                inbox_ttl=self.inbox_ttl,
             ):
                 if stored:
                     result = await glove.resume_request(abort=child_abort.signal)

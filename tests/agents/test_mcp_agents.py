@@ -17,7 +17,7 @@ from gloveapp.conversations.services import session_create
 from gloveapp.core.mcp import TOOL_LISTS
 from gloveapp.core.providers.registry import register_model_provider, unregister_model_provider
 from gloveapp.core.providers.scripted import ScriptedModel
-from gloveapp.turns import runner
+from gloveapp.turns import public as turns
 from gloveapp.turns.models import Turn
 from tests.agents.conftest import next_slot, say
 from tests.conftest import service_missing
@@ -108,12 +108,12 @@ async def test_it_asks_before_an_mcp_tool_that_is_not_read_only(
     configure(settings, everything.entry())
     script += [calls(("everything__toggle-simulated-logging", {})), "Toggled."]
 
-    await runner.submit_message(session_id=session_id, text="Toggle the logging")
+    await turns.submit_message(session_id=session_id, text="Toggle the logging")
     slot = await next_slot(session_id)
     assert slot.renderer == "permission_request"
     assert slot.input["toolName"] == "everything__toggle-simulated-logging"
-    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="once")
-    await runner.wait_until_idle(session_id)
+    await turns.answer_slot(session_id=session_id, slot_id=slot.id, value="once")
+    await turns.wait_until_idle(session_id)
 
     [result] = await tool_results(session_id)
     assert result["status"] == "success"

@@ -11,7 +11,7 @@ from django.test import Client
 
 from gloveapp.conversations.models import Message, Session
 from gloveapp.conversations.services import session_create
-from gloveapp.turns import runner
+from gloveapp.turns import public as turns
 from tests.agents.conftest import last_reply, next_slot
 from tests.agents.subagent_agents import ASK_PROMPT, agents, register_models
 
@@ -31,11 +31,11 @@ def lead(settings, transactional_db):
 
 
 async def delegate(session_id: str, answer: str = "dark") -> None:
-    await runner.submit_message(session_id=session_id, text="Please roast the Kenya AA")
+    await turns.submit_message(session_id=session_id, text="Please roast the Kenya AA")
     slot = await next_slot(session_id)
     assert slot.input == {"question": ASK_PROMPT}
-    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value=answer)
-    await runner.wait_until_idle(session_id)
+    await turns.answer_slot(session_id=session_id, slot_id=slot.id, value=answer)
+    await turns.wait_until_idle(session_id)
 
 
 def _children(session_id: str) -> list[Session]:
@@ -143,8 +143,8 @@ async def test_it_stops_a_child_over_its_token_budget(settings, lead):
     _, session_id = lead
     settings.GLOVE_SUBAGENT_MAX_TOKENS = 50  # one scripted call costs 120
 
-    await runner.submit_message(session_id=session_id, text="Please roast the Kenya AA")
-    await runner.wait_until_idle(session_id)
+    await turns.submit_message(session_id=session_id, text="Please roast the Kenya AA")
+    await turns.wait_until_idle(session_id)
 
     [result] = await sync_to_async(_subagent_results)(session_id)
     assert result["status"] == "error"
