@@ -96,7 +96,20 @@ class McpConnection:
                         message_handler=self._on_message,
                     )
                 )
-                await session.initialize()
+                # A transport failure during the handshake (a 401) reaches the message
+                # handler, not `initialize`, which would wait for ever.
+                handshake = asyncio.ensure_future(session.initialize())
+                lost = asyncio.ensure_future(self._ended.wait())
+                try:
+                    await asyncio.wait({handshake, lost}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    lost.cancel()
+                if not handshake.done():
+                    handshake.cancel()
+                    with contextlib.suppress(BaseException):
+                        await handshake
+                    raise McpUnavailable(describe(self.failure or RuntimeError("closed")))
+                handshake.result()
                 self._session = session
                 if not self._ready.done():
                     self._ready.set_result(None)
@@ -240,7 +253,7 @@ def describe(error: BaseException) -> str:
     """A one-line account of what ended a connection (anyio groups unwrapped)."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
-    text = str(error).strip()
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
