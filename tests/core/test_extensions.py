@@ -138,3 +138,23 @@ async def test_it_runs_hooks_around_model_and_tool_calls():
     assert model.calls[0].messages[-1].text == "(from a hook)"
     assert seen[1:3] == ["before 1", "before 2"]
     assert "(from a hook)" not in [m.text for m in await store.get_messages()]  # not stored
+
+
+async def test_it_keeps_a_skill_in_the_history_and_summarises_it_away_as_glove_does():
+    from gloveapp.core import ScriptedTurn
+
+    glove, model, store = make_glove(
+        [ScriptedTurn("Medium-fine.", tokens_in=1000), "Fine."],
+        limit=1000,
+        compaction_script=["The user asked about grinding."],
+    )
+    glove.define_skill("brew-guide", "Grind medium-fine.")
+    await glove.process_request("/brew-guide how fine?")
+    await glove.process_request("And for espresso?")
+
+    stored = await store.get_messages()
+    assert stored[0].is_skill_injection  # stored history keeps it
+    summary_prompt = next(c for c in model.calls if c.is_compaction_request).messages
+    assert summary_prompt[0].text == "[Skill: brew-guide]\nGrind medium-fine."
+    after = [m.text.split("\n")[0] for m in model.calls[-1].messages]
+    assert after == ["[Conversation summary from compaction]", "And for espresso?"]
