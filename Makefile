@@ -42,7 +42,7 @@ run: install
 	trap 'kill $$roastery $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	DEBUG=$${DEBUG:-true} $(VENV)/bin/daphne -b $(HOST) -p $(PORT) gloveapp.asgi:application
 
-# The production topology (README, "Production"): HTTP on granian's WSGI workers (HTTP in
+# The production topology (docs/howto/deploy.md): HTTP on granian's WSGI workers (HTTP in
 # Rust, no sync/async hop per middleware; connections from psycopg's pool), websockets and
 # /mcp/ on uvicorn (ASGI, the pool too), chat turns on a turn worker. A proxy routes /ws/ and
 # /mcp/ to WS_PORT and the rest to PORT.
@@ -86,7 +86,7 @@ docs-serve: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict -a $(HOST):$(DOCS_PORT)
 
 # Every bench/*.py in turn; bench/run_all.py writes bench/results.json and bench/results.md
-# and copies the tables into README.md. Run it on a quiet machine.
+# and copies the tables into bench/README.md. Run it on a quiet machine.
 bench: install
 	@bash .ci/ensure-services
 	$(PY) bench/run_all.py

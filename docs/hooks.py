@@ -7,14 +7,17 @@ rendered (so the strict build checks its links and anchors like any other text):
     <!-- generated: commands -->   each management command's --help
     <!-- generated: openapi -->    the REST routes, from drf-spectacular's OpenAPI schema
 
-The screenshots stay where the browser test writes them (gloveapp/static/screenshots/);
-pages link them by that path, which works on GitHub too, and the site gets a copy.
+Links are written as they resolve in the repository, so they work on GitHub too: a page
+links CHANGELOG.md as `../../CHANGELOG.md` and a screenshot where the browser test writes
+it, `../../gloveapp/static/screenshots/chat.png`. The files in `MOUNTS` are copied into the
+site, and links to them (from any page, the mounted ones included) are rewritten to the copy.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import sys
 from collections.abc import Callable
@@ -26,10 +29,20 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parent.parent
-SCREENSHOTS = ROOT / "gloveapp" / "static" / "screenshots"
-SITE_SCREENSHOTS = "assets/screenshots"
+DOCS = ROOT / "docs"
+# Files of the repository outside docs/ that the site carries: repository path -> site path.
+MOUNTS = {
+    "CHANGELOG.md": "changelog.md",
+    "bench/README.md": "benchmarks.md",
+    "examples/glove-react/README.md": "examples/glove-react.md",
+    "examples/production.env": "examples/production.env",
+    **{
+        f"gloveapp/static/screenshots/{shot.name}": f"assets/screenshots/{shot.name}"
+        for shot in sorted((ROOT / "gloveapp" / "static" / "screenshots").glob("*.png"))
+    },
+}
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
-SCREENSHOT_LINK = re.compile(r"\]\((?:\.\./)+gloveapp/static/screenshots/([\w.-]+)\)")
+LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 OUR_APPS = ("gloveapp", "inbox", "mesh")
 
 
@@ -50,23 +63,37 @@ def settings_reference() -> str:
     return reference_markdown()
 
 
+# The options every Django command has; the reference lists only each command's own.
+DJANGO_OPTIONS = {
+    "help",
+    "version",
+    "verbosity",
+    "settings",
+    "pythonpath",
+    "traceback",
+    "no_color",
+    "force_color",
+    "skip_checks",
+}
+
+
 def commands_reference() -> str:
     django_ready()
     from django.core.management import get_commands, load_command_class
 
     # argparse wraps help to the terminal's width: fix it, so the page is the same anywhere.
     os.environ["COLUMNS"] = "100"
-    ours = sorted(
-        (app, name) for name, app in get_commands().items() if app.split(".")[0] in OUR_APPS
-    )
+    ours = [(app, name) for name, app in get_commands().items() if app.split(".")[0] in OUR_APPS]
     out = []
     for app, name in sorted(ours, key=lambda pair: pair[1]):
-        command = load_command_class(app, name)
-        parser = command.create_parser("manage.py", name)
-        usage = parser.format_help()
-        # Django's own options (--settings, --traceback, ...) are the same for every command.
-        usage = re.sub(r"\n  --version\b.*", "", usage, flags=re.DOTALL).rstrip()
-        out += [f"## {name}", "", f"From `{app}`.", "", "```text", usage, "```", ""]
+        parser = load_command_class(app, name).create_parser("manage.py", name)
+        for action in [a for a in parser._actions if a.dest in DJANGO_OPTIONS]:
+            parser._remove_action(action)
+            for group in parser._action_groups:
+                if action in group._group_actions:
+                    group._group_actions.remove(action)
+        usage = parser.format_help().rstrip()
+        out += [f"### {name}", "", f"From `{app}`.", "", "```text", usage, "```", ""]
     return "\n".join(out)
 
 
@@ -130,8 +157,8 @@ def openapi_reference() -> str:
         tags = operation.get("tags") or ["other"]
         if tags[0] != tag:
             tag = tags[0]
-            out += [f"## The {tag} routes", ""]
-        out += [f"### {method.upper()} `{path}`", ""]
+            out += [f"### The {tag} routes", ""]
+        out += [f"#### {method.upper()} `{path}`", ""]
         description = operation.get("description", "").strip()
         if description and description not in common:
             out += [description, ""]
@@ -159,9 +186,9 @@ def openapi_reference() -> str:
                 answer = (answer + " " if answer else "") + _body_types(response["content"])
             out.append(f"| {status} | {answer} |")
         out.append("")
-    out += ["## Schemas", ""]
+    out += ["### Schemas", ""]
     for name, component in schema.get("components", {}).get("schemas", {}).items():
-        out += [f"### {name}", ""]
+        out += [f"#### {name}", ""]
         if component.get("description"):
             out += [_cell(component["description"]), ""]
         properties = component.get("properties")
@@ -188,11 +215,29 @@ GENERATORS: dict[str, Callable[[], str]] = {
 
 
 def on_files(files: Files, config: Any) -> Files:
-    for shot in sorted(SCREENSHOTS.glob("*.png")):
-        files.append(
-            File.generated(config, f"{SITE_SCREENSHOTS}/{shot.name}", abs_src_path=str(shot))
-        )
+    for source, target in MOUNTS.items():
+        files.append(File.generated(config, target, abs_src_path=str(ROOT / source)))
     return files
+
+
+def site_link(target: str, page: Any) -> str:
+    """A link as it resolves in the repository -> the same file in the site."""
+    if re.match(r"[a-z][a-z0-9+.-]*:|#|/", target):
+        return target  # another site, an anchor on this page, or the site's root
+    path, hash_, anchor = target.partition("#")
+    here = Path(page.file.abs_src_path).parent
+    resolved = (here / path).resolve()
+    if not resolved.is_relative_to(ROOT):
+        return target
+    repo_path = resolved.relative_to(ROOT).as_posix()
+    if resolved.is_relative_to(DOCS):
+        site_path = resolved.relative_to(DOCS).as_posix()
+    elif repo_path in MOUNTS:
+        site_path = MOUNTS[repo_path]
+    else:
+        return target  # MkDocs reports it if it leads nowhere
+    page_dir = posixpath.dirname(page.file.src_uri)
+    return posixpath.relpath(site_path, page_dir or ".") + hash_ + anchor
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
@@ -206,7 +251,4 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
         return text
 
     markdown = MARKER.sub(generate, markdown)
-    # ../../gloveapp/static/screenshots/x.png (right on GitHub) -> the site's copy.
-    depth = page.file.src_uri.count("/")
-    site_path = "../" * depth + SITE_SCREENSHOTS
-    return SCREENSHOT_LINK.sub(lambda m: f"]({site_path}/{m.group(1)})", markdown)
+    return LINK.sub(lambda m: m.group(1) + site_link(m.group(2), page) + m.group(3), markdown)

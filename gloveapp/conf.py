@@ -357,8 +357,8 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "REDIS_URL",
         "str",
         "",
-        "Redis for the channel layer (channels_redis), the `rq` turn queue and the `redis` "
-        "mesh transport. Empty: the in-memory channel layer.",
+        "Redis for the channel layer (channels_redis) and instant relay wake-ups, the `rq` "
+        "turn queue and the `redis` mesh transport. Empty: the in-memory channel layer.",
         TURNS,
     ),
     EnvVar(

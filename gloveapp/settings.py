@@ -128,7 +128,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # a read-then-write transaction never fails to upgrade its lock. WAL lets readers run
     # beside the writer. synchronous=NORMAL syncs the WAL at checkpoints, not at every
     # commit: a power loss (not a crash of the process) may lose the last commits, never
-    # corrupt the file (README, "Durability").
+    # corrupt the file (docs/explanation/performance.md).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "timeout": 20,
@@ -157,8 +157,9 @@ if (
 # PgBouncer older than 1.21, which cannot keep prepared statements.
 GLOVE_PREPARED_STATEMENTS = env("GLOVE_PREPARED_STATEMENTS")
 # PostgreSQL: an append outside a transaction lets go of its session's lock when its rows
-# are written, not when they reach the disk, and answers once they have (README,
-# "Durability"). Off: one session's appends also wait for each other's disk flushes.
+# are written, not when they reach the disk, and answers once they have
+# (docs/explanation/performance.md, "Durability"). Off: one session's appends also wait
+# for each other's disk flushes.
 GLOVE_EARLY_LOCK_RELEASE = env("GLOVE_EARLY_LOCK_RELEASE")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -231,7 +232,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # Behind a proxy, the client address comes from the header the proxy sets (see the
-# production settings in the README); directly, from the socket.
+# production settings in docs/howto/deploy.md); directly, from the socket.
 AXES_IPWARE_META_PRECEDENCE_ORDER = env(
     "AXES_IP_HEADERS",
     default=["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if GLOVE_BEHIND_PROXY else ["REMOTE_ADDR"],

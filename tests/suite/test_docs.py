@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from markdown.extensions.toc import slugify
 
 from gloveapp.conf import DECLARATIONS
 
@@ -70,3 +71,37 @@ def test_it_generates_every_declared_setting_into_the_reference(build):
     page = (site / "reference" / "settings.html").read_text()
 
     assert [var.name for var in DECLARATIONS if f'id="{var.name}"' not in page] == []
+
+
+def test_it_pastes_the_tour_file_into_the_tutorial(build):
+    site, _ = build
+    page = (site / "tutorial" / "python.html").read_text()
+
+    assert "check_stock" in page
+    assert "--8&lt;--" not in page
+
+
+def test_it_keeps_the_readme_within_15_kb():
+    assert (ROOT / "README.md").stat().st_size <= 15 * 1024
+
+
+def anchors_of(page: Path) -> set[str]:
+    text = page.read_text()
+    return {explicit or slugify(title, "-") for title, explicit in HEADING.findall(text)}
+
+
+@pytest.mark.parametrize("name", TOP_LEVEL_PAGES)
+def test_it_links_from_the_top_level_pages_only_to_what_exists(name):
+    page = ROOT / name
+    broken = []
+    for target in LINK.findall(page.read_text()):
+        if re.match(r"[a-z]+:", target):
+            continue  # another site, or mailto:
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists():
+            broken.append(target)
+        elif anchor and linked.suffix == ".md" and anchor not in anchors_of(linked):
+            broken.append(target)
+
+    assert broken == []
