@@ -14,13 +14,13 @@ from rest_framework import serializers, status
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from gloveapp.api.access import ApiView
 from gloveapp.api.auth import SameOriginJsonSessionAuthentication
 from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from inbox.access import may_resolve
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 from inbox.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookSignatureAuthentication
 
 REQUIRED = "itemId and response are required"
@@ -38,7 +38,7 @@ class IsStaffOrSignedWebhook(BasePermission):
 ErrorBody = inline_serializer("InboxResolveError", {"error": serializers.CharField()})
 
 
-class InboxResolveApi(APIView):
+class InboxResolveApi(ApiView):
     authentication_classes = [
         CachedTokenAuthentication,
         WebhookSignatureAuthentication,
@@ -94,7 +94,9 @@ class InboxResolveApi(APIView):
         else:
             resolver = {"resolved_by": "api", "user": request.user}
         try:
-            resolve_inbox_item(item_id, serializer.validated_data["response"], **resolver)
+            inbox_item_resolve(
+                item_id=item_id, response=serializer.validated_data["response"], **resolver
+            )
         except InboxItemNotFound as exc:
             return Response({"error": str(exc), "itemId": item_id}, status=404)
         except InboxTransitionError as exc:

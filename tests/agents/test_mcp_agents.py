@@ -27,6 +27,7 @@ from tests.mcp_servers import EverythingServer, everything_server, time_server
 pytestmark = [
     pytest.mark.postgres,
     pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("worker"),
     pytest.mark.timeout(120),
 ]
 

@@ -20,6 +20,7 @@ from tests.core.support import calls
 pytestmark = [
     pytest.mark.postgres,
     pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("worker"),
     pytest.mark.timeout(120),
 ]
 

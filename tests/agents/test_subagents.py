@@ -18,6 +18,7 @@ from tests.agents.subagent_agents import ASK_PROMPT, agents, register_models
 pytestmark = [
     pytest.mark.postgres,
     pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("worker"),
     pytest.mark.timeout(120),
 ]
 

@@ -12,8 +12,8 @@ from gloveapp.demo import shop
 from gloveapp.demo.models import CartLine, Coffee, Order
 from gloveapp.turns import public as turns
 from inbox.models import InboxItem
-from inbox.services import resolve_inbox_item
-from tests.agents.conftest import inbox_items, last_reply, next_slot, say, user_texts
+from inbox.services import inbox_item_resolve
+from tests.demo.conftest import inbox_items, last_reply, next_slot, say, user_texts
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -82,8 +82,11 @@ async def test_it_relays_the_resolution_on_the_next_message(session_id, staff):
     item = await watch_yirgacheffe(session_id)
     # Staff put bags on the shelf and answer the watch by hand.
     await Coffee.objects.filter(pk="yirgacheffe").aupdate(stock=12)
-    await sync_to_async(resolve_inbox_item)(
-        item.pk, "Yirgacheffe is back in stock (12 bags).", resolved_by="user", user=staff
+    await sync_to_async(inbox_item_resolve)(
+        item_id=item.pk,
+        response="Yirgacheffe is back in stock (12 bags).",
+        resolved_by="user",
+        user=staff,
     )
 
     await say(session_id, "anything new?")
@@ -102,8 +105,11 @@ async def test_it_promises_no_bag_when_a_watch_is_answered_but_the_shelf_is_empt
     # Outside testing found staff answering the watch in the admin without restocking: the
     # agent offered a bag ("good news, shall I add a bag?") and then said "out of stock".
     item = await watch_yirgacheffe(session_id)
-    await sync_to_async(resolve_inbox_item)(
-        item.pk, "Yirgacheffe is back in stock (12 bags).", resolved_by="user", user=staff
+    await sync_to_async(inbox_item_resolve)(
+        item_id=item.pk,
+        response="Yirgacheffe is back in stock (12 bags).",
+        resolved_by="user",
+        user=staff,
     )
 
     await say(session_id, "anything new?")
@@ -143,7 +149,7 @@ async def test_it_checks_the_shelf_again_before_setting_the_watch_it_offered(ses
 
 async def test_it_relays_the_news_only_once(session_id, staff):
     item = await watch_yirgacheffe(session_id)
-    await sync_to_async(resolve_inbox_item)(item.pk, "Back in stock.", user=staff)
+    await sync_to_async(inbox_item_resolve)(item_id=item.pk, response="Back in stock.", user=staff)
     await say(session_id, "anything new?")
 
     await say(session_id, "show me the menu")
