@@ -23,11 +23,13 @@ from gloveapp.core.executor import permission_denied_message
 from gloveapp.core.inbox_context import resolved_banner_answers
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
+from gloveapp.turns.services import PERMISSION_CHOICES, REMEMBERED_PERMISSION_LABELS
 from inbox.models import InboxItem
 
 GENERIC_RESULT_TEMPLATE = "tools/generic_result.html"
 # The partials a page can ask for by their element id (htmx sends it as HX-Target).
-PARTIALS = ("messages", "tasks", "inbox", "slots", "turn-status")
+PARTIALS = ("messages", "tasks", "inbox", "slots", "turn-status", "permissions")
+TOOL_STATUS_WORDS = {"aborted": "stopped", "error": "failed", "success": "success"}
 
 
 @dataclass(slots=True)
@@ -53,6 +55,11 @@ class ToolEntry:
         return self.message
 
     @property
+    def shown_status(self) -> str:
+        """How the card names the call's state: stopped and failed in plain words."""
+        return TOOL_STATUS_WORDS.get(self.status or "", self.status or "running…")
+
+    @property
     def template(self) -> str:
         # A colocated renderer draws from render_data (refusals included); a result without
         # it (a thrown error, an aborted call) or a call still running is shown generically.
@@ -65,7 +72,7 @@ class ToolEntry:
 class Entry:
     """One row of the timeline: a bubble, a framework note, or a compaction divider."""
 
-    kind: str  # "user" | "agent" | "framework" | "compaction"
+    kind: str  # "user" | "agent" | "framework" | "compaction" | "turn-note"
     seq: int
     text: str = ""
     framework_context: str | None = None
@@ -100,45 +107,79 @@ def history(session: Session) -> list[Message]:
     return list(Message.objects.filter(session=session).order_by("seq"))
 
 
-def timeline(session: Session, messages: list[Message]) -> list[Entry]:
+def turn_note_text(turn: Any) -> str:
+    """What a transcript says after a stopped or failed turn: who stopped it and when."""
+    if turn.status == "failed":
+        return f"This turn failed: {turn.error}" if turn.error else "This turn failed."
+    when = turn.stopped_at or turn.finished_at
+    at = f" at {when:%Y-%m-%d %H:%M:%S} UTC" if when else ""
+    who = turn.stopped_by.get_username() if turn.stopped_by else "the server"
+    return f"Stopped by {who}{at}."
+
+
+def timeline(
+    session: Session, messages: list[Message], notes: list[Any] | None = None
+) -> list[Entry]:
     templates = _tool_templates(session.agent_name)
     entries: list[Entry] = []
+    # Stopped or failed turns, each noted after its last message.
+    notes_after: dict[int, list[Any]] = {}
+    for turn in notes or []:
+        notes_after.setdefault(turn.end_seq, []).append(turn)
+
+    def add_notes(seq: int) -> None:
+        for turn in notes_after.pop(seq, []):
+            entries.append(Entry(kind="turn-note", seq=seq, text=turn_note_text(turn)))
+
+    add_notes(0)
     # Results arrive in a later message than their calls; they find their call by id.
     open_calls: dict[str, ToolEntry] = {}
     for message in messages:
-        if message.is_compaction:
-            entries.append(Entry(kind="compaction", seq=message.seq, text=message.text))
-            continue
-        if message.tool_results:
-            for raw in message.tool_results:
-                _attach_result(raw, open_calls, entries, templates, message.seq)
-            continue
-        if message.framework_context or message.is_skill_injection:
-            entries.append(
-                Entry(
-                    kind="framework",
-                    seq=message.seq,
-                    text=message.text,
-                    framework_context=message.framework_context or "skill",
-                    answers=resolved_banner_answers(message.text)
-                    if message.framework_context == "inbox"
-                    else [],
-                )
-            )
-            continue
-        entry = Entry(kind=message.sender, seq=message.seq, text=message.text)
-        for raw in message.tool_calls or []:
-            tool_name = raw.get("tool_name", "")
-            tool = ToolEntry(
-                tool_name=tool_name,
-                call_id=raw.get("id"),
-                input=raw.get("input_args"),
-                result_template=templates.get(tool_name, GENERIC_RESULT_TEMPLATE),
-            )
-            entry.tools.append(tool)
-            open_calls[raw.get("id") or f"name:{tool_name}"] = tool
-        entries.append(entry)
+        _add_entry(message, entries, open_calls, templates)
+        add_notes(message.seq)
+    for seq in sorted(notes_after):
+        add_notes(seq)
     return entries
+
+
+def _add_entry(
+    message: Message,
+    entries: list[Entry],
+    open_calls: dict[str, ToolEntry],
+    templates: dict[str, str],
+) -> None:
+    if message.is_compaction:
+        entries.append(Entry(kind="compaction", seq=message.seq, text=message.text))
+        return
+    if message.tool_results:
+        for raw in message.tool_results:
+            _attach_result(raw, open_calls, entries, templates, message.seq)
+        return
+    if message.framework_context or message.is_skill_injection:
+        entries.append(
+            Entry(
+                kind="framework",
+                seq=message.seq,
+                text=message.text,
+                framework_context=message.framework_context or "skill",
+                answers=resolved_banner_answers(message.text)
+                if message.framework_context == "inbox"
+                else [],
+            )
+        )
+        return
+    entry = Entry(kind=message.sender, seq=message.seq, text=message.text)
+    for raw in message.tool_calls or []:
+        tool_name = raw.get("tool_name", "")
+        tool = ToolEntry(
+            tool_name=tool_name,
+            call_id=raw.get("id"),
+            input=raw.get("input_args"),
+            result_template=templates.get(tool_name, GENERIC_RESULT_TEMPLATE),
+        )
+        entry.tools.append(tool)
+        open_calls[raw.get("id") or f"name:{tool_name}"] = tool
+    entries.append(entry)
 
 
 def _attach_result(
@@ -165,12 +206,6 @@ def _attach_result(
     tool.message = result.get("message")
     tool.render_data = result.get("renderData", result.get("render_data"))
     tool.denied = tool.status == "error" and tool.message == permission_denied_message(tool_name)
-
-
-def pending_text(entries: list[Entry], text: str) -> str:
-    """`text` unless the newest user message already is it (the turn stored it first)."""
-    newest_user = next((entry for entry in reversed(entries) if entry.kind == "user"), None)
-    return "" if newest_user is not None and newest_user.text == text else text
 
 
 def task_list(session: Session) -> list[Task]:
@@ -212,7 +247,12 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
         "session_ref": address_of(user, session),
         "can_speak": may_speak(user, session),
         "last_event_id": last_event_id,
-        "entries": timeline(session, messages),
+        "entries": timeline(session, messages, turn_selectors.ended_turn_notes(session.pk)),
+        # What waits behind the running turn, from the database: a reload shows the same.
+        "queue": turn_selectors.live_turns(session.pk),
+        "permissions": conversation_selectors.remembered_permissions(session.pk),
+        "permission_labels": REMEMBERED_PERMISSION_LABELS,
+        "permission_choices": PERMISSION_CHOICES,
         # The history's version: live.js never swaps in a partial older than the one shown.
         "last_seq": messages[-1].seq if messages else 0,
         "tasks": task_list(session),

@@ -81,8 +81,8 @@ async def answer_slot(*, session_id: str, slot_id: str, value: Any) -> bool:
     )
 
 
-async def cancel(session_id: str) -> bool:
-    return await sync_to_async(services.turn_cancel)(session_id=session_id)
+async def cancel(session_id: str, *, user_id: int | None = None) -> bool:
+    return await sync_to_async(services.turn_cancel)(session_id=session_id, user_id=user_id)
 
 
 async def wait_until_idle(session_id: str, *, poll: float = 0.01) -> None:

@@ -1,0 +1,96 @@
+"""What a new customer tripped over, in a real browser (issue 23): queued messages stay
+listed, a stopped checkout says it was stopped, and "Deny once" asks again next time."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import DEMO_PASSWORD
+from tests.browser.test_coffee_shop import log_in, say
+
+pytestmark = pytest.mark.browser
+
+WAIT_MS = 20_000
+
+
+def new_chat(browser, server) -> tuple[object, Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    expect.set_options(timeout=WAIT_MS)
+    log_in(page, server.url, "demo", DEMO_PASSWORD)
+    page.get_by_role("button", name="New chat").click()
+    expect(page).to_have_url(re.compile(r"/sessions/[^/]+/$"))
+    expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
+    return context, page
+
+
+def waiting_on_checkout(page: Page) -> None:
+    say(page, "add 2 Kenya AA")
+    expect(page.locator("#messages")).to_contain_text("Added 2")
+    say(page, "checkout")
+    expect(page.get_by_role("button", name="Allow once")).to_be_visible()
+
+
+def send(page: Page, text: str) -> None:
+    page.get_by_label("Message").fill(text)
+    page.get_by_role("button", name="Send").click()
+
+
+def test_it_lists_three_queued_messages_before_and_after_a_reload(server, browser):
+    context, page = new_chat(browser, server)
+    waiting_on_checkout(page)
+
+    for text in ("a flat white", "and a croissant", "make it two"):
+        send(page, text)
+        expect(page.locator(".queue")).to_contain_text(text)
+    queued = page.locator('.queue [data-state="queued"] .bubble')
+    expect(queued).to_have_text(["a flat white", "and a croissant", "make it two"])
+
+    page.reload()
+    expect(queued).to_have_text(["a flat white", "and a croissant", "make it two"])
+    expect(page.locator('.queue [data-state="running"]')).to_contain_text("checkout")
+
+    # One is withdrawn before it runs; the others stay, in order.
+    page.locator('.queue [data-state="queued"]').nth(1).get_by_role(
+        "button", name="Withdraw"
+    ).click()
+    expect(queued).to_have_text(["a flat white", "make it two"])
+    page.get_by_role("button", name="Stop").click()
+    context.close()
+
+
+def test_it_shows_a_stopped_checkout_as_stopped(server, browser):
+    context, page = new_chat(browser, server)
+    waiting_on_checkout(page)
+
+    page.get_by_role("button", name="Stop").click()
+
+    card = page.locator('[data-tool="checkout"]')
+    expect(card).to_have_attribute("data-status", "stopped")
+    expect(card).to_contain_text("stopped")
+    expect(page.locator(".note--turn")).to_contain_text(re.compile(r"Stopped by demo at \d{4}-"))
+    page.reload()
+    expect(card).to_have_attribute("data-status", "stopped")
+    expect(page.locator("#messages")).not_to_contain_text("running…")
+    context.close()
+
+
+def test_it_asks_again_after_deny_once(server, browser):
+    context, page = new_chat(browser, server)
+    waiting_on_checkout(page)
+
+    page.get_by_role("button", name="Deny once").click()
+    expect(page.locator("#slots")).not_to_contain_text("Allow")
+    expect(page.locator("#turn-status")).not_to_contain_text("working")
+    expect(page.locator("#permissions")).to_contain_text("None")
+
+    say(page, "checkout")
+    expect(page.get_by_role("button", name="Allow once")).to_be_visible()
+    page.get_by_role("button", name="Always deny").click()
+    expect(page.locator("#permissions")).to_contain_text("Always denied")
+    page.get_by_role("button", name="Reset checkout").click()
+    expect(page.locator("#permissions")).not_to_contain_text("Always denied")
+    context.close()
