@@ -267,8 +267,36 @@ class TaskUpdateApi(ApiView):
         return Response({"ok": True})
 
 
+class PermissionQueryInputField(serializers.CharField):
+    """A tool input in a query string, as JSON; left out means null."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        kwargs.setdefault("help_text", "The tool input as JSON; left out means null.")
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> object:
+        text = super().to_internal_value(data)
+        try:
+            return JsonValueField().to_internal_value(json.loads(text))
+        except (ValueError, RecursionError) as exc:
+            raise ValidationError("must be JSON") from exc
+
+
 class PermissionOutputSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=list(PERMISSION_STATUSES))
+
+
+class ResetQuerySerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "PermissionResetQuery"
+
+    toolName = serializers.CharField(max_length=200, required=False)
+    input = PermissionQueryInputField(required=False)
+
+
+class ResetOutputSerializer(serializers.Serializer):
+    reset = serializers.IntegerField(help_text="How many remembered answers were forgotten.")
 
 
 class PermissionsApi(ApiView):
@@ -328,3 +356,21 @@ class PermissionsApi(ApiView):
                 tool_input=data["input"],
             )
         return Response({"ok": True})
+
+    @extend_schema(
+        operation_id="session_permissions_reset",
+        description="Forget the session's remembered permission answers: every one, or with "
+        "`toolName` (and `input`) the one for that call. The next call asks again.",
+        parameters=[ResetQuerySerializer],
+        responses={200: ResetOutputSerializer, 400: ErrorSerializer, **NOT_FOUND},
+    )
+    def delete(self, request: Request, session_id: str) -> Response:
+        session_id = owned_session_id(request.user, session_id)
+        query = ResetQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        tool_name = query.validated_data.get("toolName")
+        key = None
+        if tool_name is not None:
+            key = permission_key(tool_name, query.validated_data.get("input"))
+        forgotten = services.permissions_reset(session_id=session_id, key=key)
+        return Response({"reset": forgotten})
