@@ -425,6 +425,11 @@ GLOVE_LIVE_SEND_TIMEOUT_SECONDS = float(os.environ.get("GLOVE_LIVE_SEND_TIMEOUT_
 # largest workspace file the inbox renders or serves (bigger ones are explained, not read).
 GLOVE_PUBLIC_URL = os.environ.get("GLOVE_PUBLIC_URL", "http://127.0.0.1:8000")
 GLOVE_WORKSPACE_FILE_MAX_BYTES = int(os.environ.get("GLOVE_WORKSPACE_FILE_MAX_BYTES", str(1 << 20)))
+# The download route streams a workspace file up to this size (the inbox renders only up
+# to GLOVE_WORKSPACE_FILE_MAX_BYTES); a larger file's entry says so instead of linking.
+GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES = int(
+    os.environ.get("GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES", str(100 << 20))
+)
 
 LOGGING = {
     "version": 1,

@@ -3,13 +3,19 @@ listed, a stopped checkout says it was stopped, and "Deny once" asks again next 
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import DEMO_PASSWORD
 from tests.browser.test_coffee_shop import log_in, say
+from tests.browser.test_workspace_inbox import push
+from tests.examples.test_mcp_client_example import EXAMPLE
+from tests.workspaces.conftest import make_workspace
 
 pytestmark = pytest.mark.browser
 
@@ -93,4 +99,39 @@ def test_it_asks_again_after_deny_once(server, browser):
     expect(page.locator("#permissions")).to_contain_text("Always denied")
     page.get_by_role("button", name="Reset checkout").click()
     expect(page.locator("#permissions")).not_to_contain_text("Always denied")
+    context.close()
+
+
+def test_a_reply_from_the_inbox_is_read_by_the_workspaces_mcp_client(
+    server, browser, tmp_path_factory
+):
+    root = tmp_path_factory.mktemp("reply-workspace")
+    workspace = make_workspace(server, root, "demo", owner_token="")
+    question = push(workspace, comments="Blocked: which index should I use?")
+    expect.set_options(timeout=WAIT_MS)
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    log_in(page, server.url, "demo", DEMO_PASSWORD, next_url=f"/inbox/?entry={question}")
+    expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
+
+    page.get_by_label(re.compile("^Reply in ")).fill("Use a B-tree on (owner, ts).")
+    page.get_by_role("button", name="Reply").click()
+    thread = page.locator(".thread")
+    expect(thread).to_contain_text("Use a B-tree on (owner, ts).")
+    expect(thread).to_contain_text("waiting for the workspace's agent")
+
+    # The workspace's agent, the MCP SDK's client (examples/mcp_client.py), reads it once.
+    read = subprocess.run(
+        [sys.executable, str(EXAMPLE), workspace.mcp_url, workspace.token],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert read.returncode == 0, read.stderr
+    replies = json.loads(read.stdout)["replies"]
+    assert [(r["entryId"], r["text"]) for r in replies] == [
+        (question, "Use a B-tree on (owner, ts).")
+    ]
+    # ... and the page says so, live.
+    expect(thread).to_contain_text("read by the workspace's agent")
     context.close()
