@@ -3,6 +3,8 @@ delete, the dev seed route and the file route, each scoped to the entry's owner.
 
 from __future__ import annotations
 
+import os
+
 import httpx
 import pytest
 
@@ -190,8 +192,8 @@ async def test_the_file_route_streams_a_file_over_the_render_cap(live):
 
 async def test_the_file_route_refuses_a_file_over_the_download_cap(live):
     size = (100 << 20) + 1  # GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES's default, and a byte
-    with open(live["ann"].root / "huge.bin", "wb") as huge:
-        huge.truncate(size)  # sparse: nothing is written
+    (live["ann"].root / "huge.bin").touch()
+    os.truncate(live["ann"].root / "huge.bin", size)  # sparse: nothing is written
     async with client(live, "ann") as http:
         response = await http.get(
             f"/api/workspaces/{live['ann'].id}/file", params={"path": "huge.bin"}
