@@ -9,6 +9,7 @@ reloaded later shows a past result exactly as it first appeared.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
 from gloveapp.turns.services import PERMISSION_CHOICES, REMEMBERED_PERMISSION_LABELS
 from inbox.models import InboxItem
+from mesh.core.inbound import WAITING_PREFIX
 
 GENERIC_RESULT_TEMPLATE = "tools/generic_result.html"
 # The partials a page can ask for by their element id (htmx sends it as HX-Target).
@@ -212,16 +214,92 @@ def task_list(session: Session) -> list[Task]:
     return list(Task.objects.filter(session=session).order_by("position"))
 
 
-def inbox_groups(session: Session) -> dict[str, list[InboxItem]]:
-    """The sidebar: "Watching" (pending), "Resolved" (waiting for the agent) and delivered."""
-    groups: dict[str, list[InboxItem]] = {"watching": [], "resolved": [], "delivered": []}
-    for item in InboxItem.objects.filter(session=session).order_by("created_at", "key"):
+@dataclass(slots=True)
+class InboxCard:
+    """One card of the chat's inbox sidebar, in words a customer reads: a mesh item names
+    the agent and never shows its tag or message ids; a reply that resolved a waiting item
+    is one card, not two."""
+
+    key: str
+    title: str
+    text: str
+    created_at: Any
+    tag: str | None = None  # shown for the app's own items (restock_watch), never for mesh
+    mesh: bool = False
+    blocking: bool = False
+
+
+_PEER = re.compile(r'"(?P<name>[^"]*)" \((?P<id>[^)]*)\)')
+_REPLYING_TO = re.compile(r"\(replying to (?P<id>[^)]+)\)\s*$")
+
+
+def _peer_name(request: str) -> str:
+    match = _PEER.search(request)
+    return (match["name"] or match["id"]) if match else "another agent"
+
+
+def _card(item: InboxItem, *, answered_wait: bool = False) -> InboxCard:
+    tag, request, response = item.tag, item.request, item.response
+    card = InboxCard(
+        key=item.key, title="", text="", created_at=item.created_at, blocking=item.blocking
+    )
+    if not tag.startswith("mesh:"):
+        card.tag, card.title = tag, ""
+        card.text = response if item.status != InboxItem.Status.PENDING and response else request
+        return card
+    card.mesh, peer = True, _peer_name(request)
+    if tag.startswith(WAITING_PREFIX):
+        broadcast = request.startswith("Broadcast ")
         if item.status == InboxItem.Status.PENDING:
-            groups["watching"].append(item)
-        elif item.status == InboxItem.Status.RESOLVED:
-            groups["resolved"].append(item)
+            card.title = (
+                "Broadcast sent, waiting for an answer" if broadcast else f"Waiting for {peer}"
+            )
+            card.text = "" if broadcast else f"Asked {peer}; the answer shows here."
         else:
-            groups["delivered"].append(item)
+            card.title = "Answer to the broadcast" if broadcast else f"{peer} answered"
+            card.text = response or ""
+    elif tag.startswith("mesh:broadcast:"):
+        card.title, card.text = f"Broadcast from {peer}", response or ""
+    elif request.startswith("Acknowledgement from"):
+        card.title, card.text = f"{peer} acknowledged", response or ""
+    else:
+        card.title = f"{peer} answered" if answered_wait else f"Message from {peer}"
+        card.text = response or ""
+    return card
+
+
+def inbox_groups(session: Session) -> dict[str, list[InboxCard]]:
+    """The sidebar: "Watching" (pending), "Resolved" (waiting for the agent) and delivered.
+
+    A mesh reply arrives twice in the store (the reply, and the `mesh:waiting:<id>` item it
+    resolves, with the same text): the page shows the reply's card alone."""
+    items = list(InboxItem.objects.filter(session=session).order_by("created_at", "key"))
+    waits = {
+        item.tag[len(WAITING_PREFIX) :]: item
+        for item in items
+        if item.tag.startswith(WAITING_PREFIX)
+    }
+    folded: set[str] = set()
+    answered: set[str] = set()
+    for item in items:
+        if not item.tag.startswith("mesh:from:"):
+            continue
+        match = _REPLYING_TO.search(item.request)
+        wait = waits.get(match["id"]) if match else None
+        if wait is not None and wait.status != InboxItem.Status.PENDING:
+            folded.add(wait.key)
+            answered.add(item.key)
+    groups: dict[str, list[InboxCard]] = {"watching": [], "resolved": [], "delivered": []}
+    for item in items:
+        if item.key in folded:
+            continue
+        card = _card(item, answered_wait=item.key in answered)
+        if item.status == InboxItem.Status.PENDING:
+            groups["watching"].append(card)
+        elif item.status == InboxItem.Status.RESOLVED:
+            groups["resolved"].append(card)
+        else:
+            groups["delivered"].append(card)
     return groups
 
 

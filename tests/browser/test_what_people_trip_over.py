@@ -135,3 +135,42 @@ def test_a_reply_from_the_inbox_is_read_by_the_workspaces_mcp_client(
     # ... and the page says so, live.
     expect(thread).to_contain_text("read by the workspace's agent")
     context.close()
+
+
+MESH_ANSWER = """
+from django.contrib.auth import get_user_model
+from gloveapp.conversations.models import Session
+from gloveapp.core.types import InboxItem
+from inbox.services import inbox_item_add, inbox_item_update
+session = Session.objects.get(owner__username="demo", key="{key}")
+message_id = "msg_chat-glove_5f1e0c2a9b_1764100000000_ab12cd"
+inbox_item_add(session_id=session.pk, item=InboxItem(
+    id="inbox_{key}_w", tag="mesh:waiting:" + message_id,
+    request='Waiting for response from "Roastery" (roastery) to message ' + message_id,
+    status="pending", blocking=True))
+inbox_item_add(session_id=session.pk, item=InboxItem(
+    id="inbox_{key}_r", tag="mesh:from:roastery",
+    request='Message from "Roastery" (roastery) [message id: msg_r_1] (replying to '
+    + message_id + ")",
+    response="We have 12 bags of Kenya AA.", status="resolved"))
+inbox_item_update(session_id=session.pk, item_id="inbox_{key}_w",
+    updates={{"status": "resolved", "response": "We have 12 bags of Kenya AA."}})
+"""
+
+
+def test_it_shows_one_card_per_mesh_answer_naming_the_agent(server, browser):
+    context, page = new_chat(browser, server)
+    key = page.url.rstrip("/").rsplit("/", 1)[1]
+
+    server.manage("shell", "-c", MESH_ANSWER.format(key=key))
+
+    inbox = page.locator("#inbox")
+    expect(inbox.locator('[data-section="resolved"] .inbox-item')).to_have_count(1)
+    expect(inbox).to_contain_text("Roastery answered")
+    expect(inbox).to_contain_text("We have 12 bags of Kenya AA.")
+    expect(inbox).not_to_contain_text("mesh:")
+    expect(inbox).not_to_contain_text("msg_")
+    box = inbox.locator(".inbox-item").first.bounding_box()
+    side = page.locator(".chat__side").bounding_box()
+    assert box and side and box["x"] + box["width"] <= side["x"] + side["width"] + 1
+    context.close()
