@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import subprocess
 import sys
 
+import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import DEMO_PASSWORD
+from tests.browser.conftest import DEMO_PASSWORD, STAFF_PASSWORD
 from tests.browser.test_coffee_shop import log_in, say
 from tests.browser.test_workspace_inbox import push
 from tests.examples.test_mcp_client_example import EXAMPLE
@@ -173,4 +175,52 @@ def test_it_shows_one_card_per_mesh_answer_naming_the_agent(server, browser):
     box = inbox.locator(".inbox-item").first.bounding_box()
     side = page.locator(".chat__side").bounding_box()
     assert box and side and box["x"] + box["width"] <= side["x"] + side["width"] + 1
+    context.close()
+
+
+@pytest.fixture
+def mesh_traffic(server) -> None:
+    headers = {"Authorization": f"Token {server.token_for('demo')}"}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=10) as api:
+        session_id = api.post(
+            "/api/sessions", json={"title": "A chat whose title runs on and on " * 4}
+        ).json()["sessionId"]
+        for n in range(6):
+            message_id = f"msg_chat-glove_{secrets.token_hex(16)}_{1764100000000 + n}_{n:06x}"
+            item = {
+                "id": f"inbox_{secrets.token_hex(12)}",
+                "tag": f"mesh:waiting:{message_id}",
+                "request": f'Waiting for response from "Roastery" (roastery) to {message_id}',
+                "blocking": True,
+            }
+            answer = api.post(f"/api/sessions/{session_id}/inbox", json={"item": item})
+            assert answer.status_code in (200, 201), answer.text
+
+
+def test_the_admin_inbox_list_fits_1280_px_with_mesh_tags(server, browser, mesh_traffic):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    log_in(page, server.url, "staff", STAFF_PASSWORD, next_url="/admin/inbox/inboxitem/")
+    page.wait_for_selector("#result_list")
+
+    assert page.locator(".results").evaluate("el => el.scrollWidth - el.clientWidth") <= 0
+    for column in ("state", "short_session", "asked"):
+        header = page.locator(f"#result_list thead th.column-{column}")
+        box = header.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 1280, column
+    tag = page.locator("#result_list td.field-short_tag span").first
+    assert tag.get_attribute("title").startswith("mesh:waiting:msg_chat-glove_")
+    assert tag.inner_text().endswith("…")
+    kinds = page.locator("#changelist-filter").inner_text()
+    for kind in ("plain", "mesh direct", "mesh broadcast", "mesh waiting", "expired"):
+        assert kind in kinds
+    assert "By tag" not in kinds and "msg_chat-glove_" not in kinds
+    page.locator("#changelist-filter").get_by_role("link", name="mesh waiting").click()
+    expect(page.locator("#result_list tbody tr").first).to_contain_text("Pending")
+
+    page.goto(f"{server.url}/admin/conversations/session/")
+    results = page.locator(".results")
+    assert results.evaluate("el => el.scrollWidth - el.clientWidth") <= 0
+    last = page.locator("#result_list thead th").last.bounding_box()
+    assert last is not None and last["x"] + last["width"] <= 1280
     context.close()
