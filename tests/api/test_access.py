@@ -52,9 +52,14 @@ def test_it_serves_the_owner(owner_client, session_id, method, path, body, expec
 def test_it_answers_another_user_as_if_the_session_did_not_exist(
     other_client, owner_client, session_id, method, path, body, expected
 ):
+    # Ids are per owner: to another user the owner's id names a session of their own that
+    # they never created, answered exactly as any id they never used (an empty history for a
+    # read, their own new session for a first write), never with the owner's data.
+    unused = call(other_client, method, "never-used-by-anyone", path, body)
     response = call(other_client, method, session_id, path, body)
-    assert response.status_code == 404
-    assert response.json()["error"]
+    assert response.status_code == unused.status_code
+    if method == "get":
+        assert response.json() == unused.json()
     # Nothing was written on the owner's session.
     assert owner_client.get(f"/api/sessions/{session_id}/messages").json() == []
     assert owner_client.get(f"/api/sessions/{session_id}/inbox").json() == []
@@ -81,3 +86,43 @@ def test_it_accepts_a_logged_in_browser_session(client, owner, session_id):
     # Session auth for the pages: a logged-in browser reaches its own sessions.
     client.force_login(owner)
     assert client.get(f"/api/sessions/{session_id}/messages").status_code == 200
+
+
+def test_it_answers_an_unused_key_with_an_empty_history_and_creates_nothing(owner_client):
+    messages = owner_client.get("/api/sessions/made-up-in-the-browser/messages")
+    tokens = owner_client.get("/api/sessions/made-up-in-the-browser/tokens")
+    tasks = owner_client.get("/api/sessions/made-up-in-the-browser/tasks")
+    inbox = owner_client.get("/api/sessions/made-up-in-the-browser/inbox")
+
+    assert (messages.status_code, messages.json()) == (200, [])
+    assert tokens.json()["count"] == 0 if "count" in tokens.json() else tokens.status_code == 200
+    assert (tasks.json(), inbox.json()) == ([], [])
+    listed = [s["sessionId"] for s in owner_client.get("/api/sessions").json()]
+    assert "made-up-in-the-browser" not in listed
+
+
+def test_a_first_write_creates_the_owners_session_under_that_key(owner_client):
+    key = "made-up-in-the-browser"
+    written = owner_client.post(
+        f"/api/sessions/{key}/messages",
+        {"messages": [{"sender": "user", "text": "hi"}]},
+        format="json",
+    )
+
+    assert written.json() == {"ok": True}
+    assert owner_client.get(f"/api/sessions/{key}/messages").json() == [
+        {"sender": "user", "text": "hi"}
+    ]
+    assert key in [s["sessionId"] for s in owner_client.get("/api/sessions").json()]
+
+
+def test_a_deleted_sessions_key_stays_gone(owner_client, session_id):
+    owner_client.delete(f"/api/sessions/{session_id}")
+
+    assert owner_client.get(f"/api/sessions/{session_id}/messages").status_code == 404
+    written = owner_client.post(
+        f"/api/sessions/{session_id}/messages",
+        {"messages": [{"sender": "user", "text": "hi"}]},
+        format="json",
+    )
+    assert written.status_code == 404

@@ -23,7 +23,7 @@ from gloveapp.core import (
     ToolCall,
     tool,
 )
-from gloveapp.remote.remote_store import RemoteStore, RemoteStoreError
+from gloveapp.remote.remote_store import RemoteStore
 
 pytestmark = [pytest.mark.postgres]
 
@@ -120,11 +120,13 @@ async def test_it_raises_the_runtime_errors_for_refused_inbox_updates(
 async def test_it_cannot_reach_a_session_of_another_user(live_server_process, live_token):
     other_token = await asyncio.to_thread(live_server_process.token_for, "remote-other")
     mine = await RemoteStore.create(live_server_process.url, live_token)
+    await mine.append_messages([Message(sender="user", text="mine only")])
     theirs = RemoteStore(live_server_process.url, other_token, mine.identifier)
     try:
-        with pytest.raises(RemoteStoreError) as refused:
-            await theirs.get_messages()
-        assert refused.value.status == 404
+        # Ids are per owner: the same id names a session of theirs, empty, never mine.
+        assert await theirs.get_messages() == []
+        await theirs.append_messages([Message(sender="user", text="theirs")])
+        assert [m.text for m in await mine.get_messages()] == ["mine only"]
     finally:
         await mine.delete_session()
         await mine.aclose()
