@@ -12,8 +12,9 @@ WS_PORT ?= 8001
 HTTP_WORKERS ?= 2
 HTTP_THREADS ?= 6
 WS_WORKERS ?= 1
+DOCS_PORT ?= 8002
 
-.PHONY: run serve-prod test install install-run lint format bench clean
+.PHONY: run serve-prod test install install-run lint format bench clean docs docs-serve
 
 $(PY):
 	@interp=$$(sh .ci/find-python) || exit 1; \
@@ -49,7 +50,7 @@ run: install-run
 	trap 'kill $$roastery $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	DEBUG=$${DEBUG:-true} $(VENV)/bin/daphne -b $(HOST) -p $(PORT) gloveapp.asgi:application
 
-# The production topology (README, "Production"): HTTP on granian's WSGI workers (HTTP in
+# The production topology (docs/howto/deploy.md): HTTP on granian's WSGI workers (HTTP in
 # Rust, no sync/async hop per middleware; connections from psycopg's pool), websockets and
 # /mcp/ on uvicorn (ASGI, the pool too), chat turns on a turn worker. A proxy routes /ws/ and
 # /mcp/ to WS_PORT and the rest to PORT.
@@ -83,12 +84,22 @@ test: lint
 	@bash .ci/ensure-services
 	bash .ci/test-passes
 
+# The documentation site (mkdocs.yml, docs/): built offline into site/, every warning an error
+# and every internal link and anchor checked; the reference's generated parts come from the
+# code. `make test` builds it too (tests/suite/test_docs.py).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The site on http://127.0.0.1:8002 (search needs HTTP), rebuilt as pages change.
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict -a $(HOST):$(DOCS_PORT)
+
 # Every bench/*.py in turn; bench/run_all.py writes bench/results.json and bench/results.md
-# and copies the tables into README.md. Run it on a quiet machine.
+# and copies the tables into bench/README.md. Run it on a quiet machine.
 bench: install
 	@bash .ci/ensure-services
 	@bash .ci/ensure-bench-tools
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site

@@ -4,7 +4,7 @@ Starts its own ASGI server (Daphne, as `make run`, then uvicorn, as `make serve-
 websocket server; `--servers`) on a free port with a fresh database
 and the Redis channel layer (REDIS_URL, its own Redis database), connects 1, 100 and 1,000
 websocket clients as the session's owner, then resolves inbox items one at a time from a
-separate worker process (`inbox.services.resolve_inbox_item`, the service the management
+separate worker process (`inbox.services.inbox_item_resolve`, the service the management
 command calls). Each response carries the worker's clock just before the call; each client
 notes when the frame arrives. Prints JSON: p50/p99 latency in milliseconds and lost events
 per level, and the server's resident memory with 1,000 clients connected.
@@ -67,11 +67,11 @@ print(json.dumps({"cookie": client.cookies["sessionid"].value}))
 WORKER = """
 import sys, time, django
 django.setup()
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 print("ready", flush=True)
 for line in sys.stdin:
     item_id = line.strip()
-    resolve_inbox_item(item_id, f"sent:{time.time()!r}", resolved_by="command")
+    inbox_item_resolve(item_id=item_id, response=f"sent:{time.time()!r}", resolved_by="command")
     print("ok", flush=True)
 """
 
@@ -316,7 +316,7 @@ def main() -> int:
                 "configuration": {
                     "channel_layer": "redis",
                     "database": database,
-                    "path": "resolve_inbox_item in a worker process -> websocket frame",
+                    "path": "inbox_item_resolve in a worker process -> websocket frame",
                     "servers": args.servers,
                 },
                 "measures": measures,

@@ -8,7 +8,7 @@ new script needs no change here. Writes:
 - bench/results.json: a list, one object per measure, each with the script, the machine,
   the date and the script's configuration;
 - bench/results.md: the same as Markdown tables, which this runner also copies into
-  README.md between `<!-- bench:start -->` and `<!-- bench:end -->`.
+  bench/README.md between `<!-- bench:start -->` and `<!-- bench:end -->`.
 
     .venv/bin/python bench/run_all.py [--only rest,live] [--no-readme]
 """
@@ -33,7 +33,7 @@ from bench.lib.machine import machine  # noqa: E402
 BENCH = ROOT / "bench"
 RESULTS_JSON = BENCH / "results.json"
 RESULTS_MD = BENCH / "results.md"
-README = ROOT / "README.md"
+README = BENCH / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 SKIP = {"run_all.py"}
 MAX_FLAT_ROWS = 60
@@ -176,7 +176,7 @@ def main() -> int:
     table = markdown(results)
     RESULTS_MD.write_text(table)
     if not args.no_readme and splice_readme(table):
-        print("README.md: benchmark tables updated", file=sys.stderr)
+        print("bench/README.md: benchmark tables updated", file=sys.stderr)
     print(f"wrote {RESULTS_JSON.relative_to(ROOT)} and {RESULTS_MD.relative_to(ROOT)}")
     return 1 if failed else 0
 

@@ -5,7 +5,7 @@
   compaction marker is 20 messages from the end (so the context is 21 messages), beside
   `get_messages` of the whole history for comparison. The context read should not grow with
   the history (spec Decision 4: one probe of the partial compaction index, one range scan).
-- resolve+consume: `resolve_inbox_item` (the conditional UPDATE every resolver shares) and
+- resolve+consume: `inbox_item_resolve` (the conditional UPDATE every resolver shares) and
   the store's atomic `consume_resolved_inbox_items`.
 
 Each backend runs in its own child process against a database it creates and drops: a
@@ -71,7 +71,7 @@ def run_backend(quick: bool) -> dict[str, Any]:
     from gloveapp.conversations import services
     from gloveapp.core.types import InboxItem, Message
     from gloveapp.ormstore.store import DjangoStore
-    from inbox.services import inbox_item_add, resolve_inbox_item
+    from inbox.services import inbox_item_add, inbox_item_resolve
 
     call_command("migrate", verbosity=0)
     results: list[dict[str, Any]] = []
@@ -170,11 +170,13 @@ def run_backend(quick: bool) -> dict[str, Any]:
         from asgiref.sync import sync_to_async
 
         store = DjangoStore("bench_inbox")
-        resolve = sync_to_async(resolve_inbox_item)
+        resolve = sync_to_async(inbox_item_resolve)
         resolve_ns, consume_ns = [], []
         for n in range(inbox_calls):
             start = time.perf_counter_ns()
-            await resolve(f"inbox_bench_{n}", "Back in stock", resolved_by="command")
+            await resolve(
+                item_id=f"inbox_bench_{n}", response="Back in stock", resolved_by="command"
+            )
             middle = time.perf_counter_ns()
             taken = await store.consume_resolved_inbox_items()
             end = time.perf_counter_ns()
@@ -183,7 +185,7 @@ def run_backend(quick: bool) -> dict[str, Any]:
             consume_ns.append(end - middle)
         empty = await timed(inbox_calls, lambda i: store.consume_resolved_inbox_items())
         results.append(
-            {"name": "inbox.services.resolve_inbox_item", "params": {}, **stats(resolve_ns)}
+            {"name": "inbox.services.inbox_item_resolve", "params": {}, **stats(resolve_ns)}
         )
         results.append(
             {

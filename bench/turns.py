@@ -121,8 +121,8 @@ async def run(backend: str, messages: int, worker_count: int) -> dict:
     from django.contrib.auth import get_user_model
 
     from gloveapp.conversations.services import session_create
-    from gloveapp.turns import runner
     from gloveapp.turns.models import Turn
+    from gloveapp.turns.public import submit_message
     from gloveapp.turns.services import LIVE_STATUSES
 
     user = await sync_to_async(get_user_model().objects.create_user)(f"bench-{time.time()}")
@@ -143,7 +143,7 @@ async def run(backend: str, messages: int, worker_count: int) -> dict:
         session = await sync_to_async(new_session)(0)
         overheads = []
         for index in range(40):
-            await runner.submit_message(session_id=session, text=f"hello {index}", user_id=user.pk)
+            await submit_message(session_id=session, text=f"hello {index}", user_id=user.pk)
             await wait_until_idle([session])
             row = await Turn.objects.filter(session_id=session).alast()
             overheads.append((row.started_at - row.created_at).total_seconds() * 1000)
@@ -157,9 +157,7 @@ async def run(backend: str, messages: int, worker_count: int) -> dict:
             cpu_workers = sum(cpu_seconds(w.pid) for w in workers)
             for index in range(messages):
                 for session_id in sessions:
-                    await runner.submit_message(
-                        session_id=session_id, text=f"m{index}", user_id=user.pk
-                    )
+                    await submit_message(session_id=session_id, text=f"m{index}", user_id=user.pk)
             posted_cpu = time.process_time() - cpu
             await wait_until_idle(sessions)
             elapsed = time.perf_counter() - started

@@ -9,7 +9,7 @@ client over streamable HTTP, and as bare JSON-RPC POSTs. Prints JSON.
 
 Floor: history must not grow with the number of entries: p50 at 100k / p50 at 1k <= 1.5
 for both pages (the (owner, ts, id) index makes every page one index range scan; EXPLAIN
-ANALYZE on PostgreSQL at 100k: 0.06 ms either page). Anchor: README, "Benchmarks".
+ANALYZE on PostgreSQL at 100k: 0.06 ms either page). Anchor: bench/README.md.
 
     .venv/bin/python bench/workspace_inbox.py
     .venv/bin/python bench/workspace_inbox.py --database-url postgres://postgres@127.0.0.1:5432/glove_test

@@ -1,4 +1,4 @@
-"""The README's Python tour, runnable: `python examples/tour.py` (add `--django` for DjangoStore).
+"""The tutorial's Python tour, runnable: `python examples/tour.py` (add `--django` for DjangoStore).
 
 The runtime is plain asyncio, so the tour runs in `asyncio.run`; DjangoStore needs Django set
 up first (settings, then `django.setup()`), and a migrated database (`manage.py migrate`).

@@ -1,63 +1,45 @@
 """Settings for glove-django: one file, driven by environment variables.
 
 With no variables set it runs offline: SQLite, the in-memory channel layer and the
-rule-based demo model. Each external part is switched on by its own variable.
+rule-based demo model. Each external part is switched on by its own variable. Every variable
+is declared once, with its type, default and meaning, in gloveapp/conf.py and read here with
+`env()`; the settings reference in docs/ is generated from those declarations.
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from gloveapp import conf
+from gloveapp.conf import env
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-
-def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    lowered = raw.strip().lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    return [part.strip() for part in raw.split(",") if part.strip()]
-
-
 # Off unless asked for: `make run` turns it on for the local demo.
-DEBUG = env_bool("DEBUG", False)
+DEBUG = env("DEBUG")
 # The fallback key is only good for local development; system checks warn when
 # DEBUG is off and it is still in use.
-DEV_SECRET_KEY = "dev-only-insecure-key-change-me"
-SECRET_KEY = os.environ.get("SECRET_KEY") or DEV_SECRET_KEY
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+DEV_SECRET_KEY = conf.SETTINGS["SECRET_KEY"].default
+SECRET_KEY = env("SECRET_KEY")
+ALLOWED_HOSTS = env("ALLOWED_HOSTS")
+CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
 
 # Production over HTTPS (examples/production.env): GLOVE_HTTPS=1 redirects plain HTTP,
 # marks the cookies secure and sends HSTS; each part can be set on its own too.
-GLOVE_HTTPS = env_bool("GLOVE_HTTPS", False)
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", GLOVE_HTTPS)
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", GLOVE_HTTPS)
-CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", GLOVE_HTTPS)
-SECURE_HSTS_SECONDS = int(
-    os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600 if GLOVE_HTTPS else 0))
-)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
-SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+GLOVE_HTTPS = env("GLOVE_HTTPS")
+SECURE_SSL_REDIRECT = env("SECURE_SSL_REDIRECT", default=GLOVE_HTTPS)
+SESSION_COOKIE_SECURE = env("SESSION_COOKIE_SECURE", default=GLOVE_HTTPS)
+CSRF_COOKIE_SECURE = env("CSRF_COOKIE_SECURE", default=GLOVE_HTTPS)
+SECURE_HSTS_SECONDS = env("SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if GLOVE_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env("SECURE_HSTS_PRELOAD")
 # Behind a proxy that always sets X-Forwarded-Proto / X-Forwarded-For (and strips a
 # client's own): trust them for "is this HTTPS" and for the client address (login lockout).
-GLOVE_BEHIND_PROXY = env_bool("GLOVE_BEHIND_PROXY", False)
+GLOVE_BEHIND_PROXY = env("GLOVE_BEHIND_PROXY")
 if GLOVE_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 X_FRAME_OPTIONS = "DENY"
@@ -131,15 +113,13 @@ TEMPLATES = [
 # are reused: under gunicorn each server thread keeps its own (DB_CONN_MAX_AGE); under ASGI
 # each request's sync code may run on a new thread, and granian's threads exit when idle,
 # so a kept connection would leak, and PostgreSQL connections come from psycopg's pool.
-GLOVE_SERVER = os.environ.get("GLOVE_SERVER", "asgi")
-if GLOVE_SERVER not in {"asgi", "wsgi", "granian"}:
-    raise ValueError(f"GLOVE_SERVER must be asgi, wsgi or granian, got {GLOVE_SERVER!r}")
+GLOVE_SERVER = env("GLOVE_SERVER")
 
 # SQLite by default; DATABASE_URL (e.g. postgres://user@host:5432/name) for anything else.
 DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+    "default": dj_database_url.parse(
+        env("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+        conn_max_age=env("DB_CONN_MAX_AGE"),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -148,7 +128,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # a read-then-write transaction never fails to upgrade its lock. WAL lets readers run
     # beside the writer. synchronous=NORMAL syncs the WAL at checkpoints, not at every
     # commit: a power loss (not a crash of the process) may lose the last commits, never
-    # corrupt the file (README, "Durability").
+    # corrupt the file (docs/explanation/performance.md).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "timeout": 20,
@@ -161,7 +141,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # process) unless DB_POOL_SIZE says otherwise; 0 is off (management commands and tests
 # open connections as they need them). It must exceed the threads that hold a connection
 # at once: asgiref's sync pool and the live relay's thread, or granian's blocking threads.
-DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", "0"))
+DB_POOL_SIZE = env("DB_POOL_SIZE", default=0)
 if (
     DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
     and DB_POOL_SIZE > 0
@@ -175,14 +155,15 @@ if (
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
 # instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
 # PgBouncer older than 1.21, which cannot keep prepared statements.
-GLOVE_PREPARED_STATEMENTS = env_bool("GLOVE_PREPARED_STATEMENTS", True)
+GLOVE_PREPARED_STATEMENTS = env("GLOVE_PREPARED_STATEMENTS")
 # PostgreSQL: an append outside a transaction lets go of its session's lock when its rows
-# are written, not when they reach the disk, and answers once they have (README,
-# "Durability"). Off: one session's appends also wait for each other's disk flushes.
-GLOVE_EARLY_LOCK_RELEASE = env_bool("GLOVE_EARLY_LOCK_RELEASE", True)
+# are written, not when they reach the disk, and answers once they have
+# (docs/explanation/performance.md, "Durability"). Off: one session's appends also wait
+# for each other's disk flushes.
+GLOVE_EARLY_LOCK_RELEASE = env("GLOVE_EARLY_LOCK_RELEASE")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = os.environ.get("REDIS_URL", "")
+REDIS_URL = env("REDIS_URL")
 
 
 def channel_layers_for(redis_url: str) -> dict:
@@ -199,17 +180,6 @@ def channel_layers_for(redis_url: str) -> dict:
 
 
 CHANNEL_LAYERS = channel_layers_for(REDIS_URL)
-
-
-def env_pairs(name: str) -> dict[str, str]:
-    """`a=x,b=y` -> {"a": "x", "b": "y"} (for secrets kept in the environment)."""
-    pairs = {}
-    for part in env_list(name, []):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ValueError(f"{name} must look like agent=secret,agent=secret")
-        pairs[key.strip()] = value.strip()
-    return pairs
 
 
 def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> dict:
@@ -233,21 +203,21 @@ def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> di
 # Agents on the mesh: MESH_TRANSPORT=inprocess|redis|database (MESH_REDIS_URL, else REDIS_URL);
 # MESH_SIGNING_KEYS=agent=secret,... turns on signed messages.
 MESH = mesh_for(
-    os.environ.get("MESH_TRANSPORT", "inprocess"),
-    os.environ.get("MESH_REDIS_URL") or REDIS_URL,
-    env_pairs("MESH_SIGNING_KEYS"),
+    env("MESH_TRANSPORT"),
+    env("MESH_REDIS_URL", default=REDIS_URL),
+    env("MESH_SIGNING_KEYS"),
 )
 # Chat agents join the mesh for their turns (as `chat-<session id>`, their inbox being the
 # chat): they can ask peers such as the demo's roastery. Needs MESH_TRANSPORT=database (the
 # replies must reach the chat while no turn runs). `make run` turns both on.
-GLOVE_CHAT_MESH = env_bool("GLOVE_CHAT_MESH", False)
+GLOVE_CHAT_MESH = env("GLOVE_CHAT_MESH")
 # Live updates (gloveapp/live): each server process polls the event log this
 # often when no commit wakes it; remembers skipped ids (transactions still committing) this
 # long; and replays at most this many events to a reconnecting socket before telling it to
 # reload its state instead.
-GLOVE_LIVE_POLL_SECONDS = float(os.environ.get("GLOVE_LIVE_POLL_SECONDS", "0.25"))
-GLOVE_LIVE_GAP_SECONDS = float(os.environ.get("GLOVE_LIVE_GAP_SECONDS", "10"))
-GLOVE_LIVE_REPLAY_LIMIT = int(os.environ.get("GLOVE_LIVE_REPLAY_LIMIT", "500"))
+GLOVE_LIVE_POLL_SECONDS = env("GLOVE_LIVE_POLL_SECONDS")
+GLOVE_LIVE_GAP_SECONDS = env("GLOVE_LIVE_GAP_SECONDS")
+GLOVE_LIVE_REPLAY_LIMIT = env("GLOVE_LIVE_REPLAY_LIMIT")
 
 # django-axes counts failed logins (the site's and the admin's, both go through
 # authenticate()): after AXES_FAILURE_LIMIT failures for one username from one address, that
@@ -256,16 +226,16 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
-AXES_COOLOFF_TIME = float(os.environ.get("AXES_COOLOFF_HOURS", "1"))
+AXES_FAILURE_LIMIT = env("AXES_FAILURE_LIMIT")
+AXES_COOLOFF_TIME = env("AXES_COOLOFF_HOURS")
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # Behind a proxy, the client address comes from the header the proxy sets (see the
-# production settings in the README); directly, from the socket.
-AXES_IPWARE_META_PRECEDENCE_ORDER = env_list(
+# production settings in docs/howto/deploy.md); directly, from the socket.
+AXES_IPWARE_META_PRECEDENCE_ORDER = env(
     "AXES_IP_HEADERS",
-    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if GLOVE_BEHIND_PROXY else ["REMOTE_ADDR"],
+    default=["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if GLOVE_BEHIND_PROXY else ["REMOTE_ADDR"],
 )
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -294,16 +264,16 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 # The login page names the demo's logins while they keep their development passwords; on by
 # default only in debug (`make run`), as each check hashes a password.
-GLOVE_DEMO_LOGIN_HINT = env_bool("GLOVE_DEMO_LOGIN_HINT", DEBUG)
+GLOVE_DEMO_LOGIN_HINT = env("GLOVE_DEMO_LOGIN_HINT", default=DEBUG)
 
-# Turns one user may start per minute: chat pages and `runner.submit_message` (mesh wake-ups
+# Turns one user may start per minute: chat pages and `turns.public.submit_message` (mesh wake-ups
 # included) count stored turns; /api/chat, whose turns run in the client, is throttled at the
 # same rate unless GLOVE_CHAT_RATE says otherwise.
-GLOVE_TURNS_PER_USER_PER_MINUTE = int(os.environ.get("GLOVE_TURNS_PER_USER_PER_MINUTE", "30"))
+GLOVE_TURNS_PER_USER_PER_MINUTE = env("GLOVE_TURNS_PER_USER_PER_MINUTE")
 # Wake-up turns per minute of a mesh peer (`run_agent`) whose inbox session has no owner;
 # one with an owner counts against the owner's GLOVE_TURNS_PER_USER_PER_MINUTE instead.
-GLOVE_MESH_TURNS_PER_MINUTE = int(
-    os.environ.get("GLOVE_MESH_TURNS_PER_MINUTE", str(GLOVE_TURNS_PER_USER_PER_MINUTE))
+GLOVE_MESH_TURNS_PER_MINUTE = env(
+    "GLOVE_MESH_TURNS_PER_MINUTE", default=GLOVE_TURNS_PER_USER_PER_MINUTE
 )
 
 REST_FRAMEWORK = {
@@ -319,15 +289,15 @@ REST_FRAMEWORK = {
     ],
     # Each /api/chat call is a paid model call: limit how often one user may make them.
     "DEFAULT_THROTTLE_RATES": {
-        "chat": os.environ.get("GLOVE_CHAT_RATE", f"{GLOVE_TURNS_PER_USER_PER_MINUTE}/min")
+        "chat": env("GLOVE_CHAT_RATE", default=f"{GLOVE_TURNS_PER_USER_PER_MINUTE}/min")
     },
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "gloveapp.api.errors.exception_handler",
 }
 # How long a process trusts a token it has checked (gloveapp/api/token_auth.py); 0: never.
-GLOVE_TOKEN_CACHE_SECONDS = float(os.environ.get("GLOVE_TOKEN_CACHE_SECONDS", "5"))
+GLOVE_TOKEN_CACHE_SECONDS = env("GLOVE_TOKEN_CACHE_SECONDS")
 # The hot routes answer plain token requests without DRF (gloveapp/api/lean.py); 0: DRF only.
-GLOVE_LEAN_ROUTES = os.environ.get("GLOVE_LEAN_ROUTES", "1") != "0"
+GLOVE_LEAN_ROUTES = env("GLOVE_LEAN_ROUTES")
 SPECTACULAR_SETTINGS = {
     "TITLE": "glove-django API",
     "DESCRIPTION": "The Glove remote store, inbox resolution and workspace inbox.",
@@ -348,39 +318,39 @@ SPECTACULAR_SETTINGS = {
 
 # The model the agents talk to: "demo" (offline, rule-based), "scripted",
 # "anthropic:<model>" (ANTHROPIC_API_KEY) or "openai:<model>" (OPENAI_API_KEY, OPENAI_BASE_URL).
-GLOVE_MODEL = os.environ.get("GLOVE_MODEL", "")
+GLOVE_MODEL = env("GLOVE_MODEL")
 # Agent name -> dotted path of a factory returning its tools and system prompt.
 GLOVE_AGENTS = {
     "coffee": "gloveapp.demo.coffee.build_agent",
     # The mesh demo's second agent: `manage.py run_agent roastery --mesh-id roastery`.
     "roastery": "gloveapp.demo.roastery.build_agent",
 }
-GLOVE_DEFAULT_AGENT = os.environ.get("GLOVE_DEFAULT_AGENT", "coffee")
+GLOVE_DEFAULT_AGENT = env("GLOVE_DEFAULT_AGENT")
 # Shared secret for signed webhooks resolving inbox items (HMAC-SHA256 over the body).
 # How long a signed chat URL (`POST /api/sessions/<id>/chat-url`) stays valid.
-GLOVE_CHAT_URL_TTL_SECONDS = int(os.environ.get("GLOVE_CHAT_URL_TTL_SECONDS", "900"))
-GLOVE_WEBHOOK_SECRET = os.environ.get("GLOVE_WEBHOOK_SECRET", "")
-GLOVE_WEBHOOK_MAX_SKEW_SECONDS = int(os.environ.get("GLOVE_WEBHOOK_MAX_SKEW_SECONDS", "300"))
+GLOVE_CHAT_URL_TTL_SECONDS = env("GLOVE_CHAT_URL_TTL_SECONDS")
+GLOVE_WEBHOOK_SECRET = env("GLOVE_WEBHOOK_SECRET")
+GLOVE_WEBHOOK_MAX_SKEW_SECONDS = env("GLOVE_WEBHOOK_MAX_SKEW_SECONDS")
 # Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`
 # then answers them with an "Expired" response so no agent waits forever.
-GLOVE_INBOX_TTL_SECONDS = int(os.environ.get("GLOVE_INBOX_TTL_SECONDS", "0"))
+GLOVE_INBOX_TTL_SECONDS = env("GLOVE_INBOX_TTL_SECONDS")
 # Messages one chat may have waiting behind its running turn; more are refused (429).
-GLOVE_MAX_QUEUED_MESSAGES = int(os.environ.get("GLOVE_MAX_QUEUED_MESSAGES", "5"))
+GLOVE_MAX_QUEUED_MESSAGES = env("GLOVE_MAX_QUEUED_MESSAGES")
 
 # Chat turns run as Django Tasks (gloveapp/turns). "db" (default): django-tasks-db's queue in
 # this database, worked by `manage.py turn_worker` (`make run` starts one). "rq": RQ on
 # REDIS_URL through django-tasks-rq, for many workers (`manage.py turn_worker` as well).
-GLOVE_TASKS_BACKEND = os.environ.get("GLOVE_TASKS_BACKEND", "db")
+GLOVE_TASKS_BACKEND = env("GLOVE_TASKS_BACKEND")
 
 
 def task_backends_for(name: str, redis_url: str) -> dict:
     if name == "rq":
         if not redis_url:
             raise ImproperlyConfigured("GLOVE_TASKS_BACKEND=rq needs REDIS_URL.")
-        # django-tasks-rq on one shared Redis client per process (gloveapp/turns/rq_backend.py).
+        # django-tasks-rq on one shared Redis client per process (gloveapp/turns/queue/rq_backend.py).
         return {
             "default": {
-                "BACKEND": "gloveapp.turns.rq_backend.TurnsRQBackend",
+                "BACKEND": "gloveapp.turns.queue.rq_backend.TurnsRQBackend",
                 "QUEUES": ["default"],
             }
         }
@@ -395,45 +365,41 @@ if GLOVE_TASKS_BACKEND == "rq":
     INSTALLED_APPS.append("django_rq")
 RQ_QUEUES = {"default": {"URL": REDIS_URL or "redis://127.0.0.1:6379/0"}}
 # `turn_worker` and `run_agent` run on uvloop (when installed); off: asyncio's own loop.
-GLOVE_UVLOOP = env_bool("GLOVE_UVLOOP", True)
+GLOVE_UVLOOP = env("GLOVE_UVLOOP")
 # How many turns one worker process runs at once (they wait on the model, not the CPU).
-GLOVE_TURN_CONCURRENCY = int(os.environ.get("GLOVE_TURN_CONCURRENCY", "100"))
+GLOVE_TURN_CONCURRENCY = env("GLOVE_TURN_CONCURRENCY")
 # RQ backend: RQ workers (one thread and one Redis connection each) taking turn tasks in one
 # `turn_worker` process; they only hand sessions to its event loop.
-GLOVE_TURN_RQ_WORKERS = int(os.environ.get("GLOVE_TURN_RQ_WORKERS", "4"))
+GLOVE_TURN_RQ_WORKERS = env("GLOVE_TURN_RQ_WORKERS")
 # RQ backend: how long a Redis command may take before it fails (an enqueue to a frozen
 # Redis then gives up, and the stored turn waits for a worker's sweep). Above the RQ
 # workers' 1 s blocking pop.
-GLOVE_RQ_SOCKET_TIMEOUT_SECONDS = float(os.environ.get("GLOVE_RQ_SOCKET_TIMEOUT_SECONDS", "3"))
+GLOVE_RQ_SOCKET_TIMEOUT_SECONDS = env("GLOVE_RQ_SOCKET_TIMEOUT_SECONDS")
 # Database threads (one connection each) those turns share, per worker process.
-GLOVE_TURN_DB_THREADS = int(os.environ.get("GLOVE_TURN_DB_THREADS", "8"))
+GLOVE_TURN_DB_THREADS = env("GLOVE_TURN_DB_THREADS")
 # A worker renews the lease of its running turns; a lease this old means the worker died,
 # and another worker restarts the turn, at most GLOVE_TURN_MAX_ATTEMPTS times in all.
-GLOVE_TURN_LEASE_SECONDS = float(os.environ.get("GLOVE_TURN_LEASE_SECONDS", "15"))
-GLOVE_TURN_MAX_ATTEMPTS = int(os.environ.get("GLOVE_TURN_MAX_ATTEMPTS", "3"))
+GLOVE_TURN_LEASE_SECONDS = env("GLOVE_TURN_LEASE_SECONDS")
+GLOVE_TURN_MAX_ATTEMPTS = env("GLOVE_TURN_MAX_ATTEMPTS")
 # How often a worker looks at the database for answers and cancels, and for new tasks on the
 # database queue (SQLite, or PostgreSQL while its LISTEN connection is down).
-GLOVE_TURN_POLL_SECONDS = float(os.environ.get("GLOVE_TURN_POLL_SECONDS", "0.02"))
+GLOVE_TURN_POLL_SECONDS = env("GLOVE_TURN_POLL_SECONDS")
 # On PostgreSQL an answer, a stop or a task enqueued on the database queue reaches the worker
 # by NOTIFY (it LISTENs on one connection of its own); it still looks this often, a safety
 # net for a lost notification.
-GLOVE_TURN_ANSWER_RECHECK_SECONDS = float(os.environ.get("GLOVE_TURN_ANSWER_RECHECK_SECONDS", "1"))
+GLOVE_TURN_ANSWER_RECHECK_SECONDS = env("GLOVE_TURN_ANSWER_RECHECK_SECONDS")
 # Live pushes from a turn (text deltas, tool use) give up after this long: a frozen Redis
 # slows the live push only; the stored events reach pages through the event log.
-GLOVE_LIVE_SEND_TIMEOUT_SECONDS = float(os.environ.get("GLOVE_LIVE_SEND_TIMEOUT_SECONDS", "0.2"))
+GLOVE_LIVE_SEND_TIMEOUT_SECONDS = env("GLOVE_LIVE_SEND_TIMEOUT_SECONDS")
 # The workspace inbox: the server's URL as agents reach it (printed into .mcp.json), and the
 # largest workspace file the inbox renders or serves (bigger ones are explained, not read).
-GLOVE_PUBLIC_URL = os.environ.get("GLOVE_PUBLIC_URL", "http://127.0.0.1:8000")
-GLOVE_WORKSPACE_FILE_MAX_BYTES = int(os.environ.get("GLOVE_WORKSPACE_FILE_MAX_BYTES", str(1 << 20)))
-# The download route streams a workspace file up to this size (the inbox renders only up
-# to GLOVE_WORKSPACE_FILE_MAX_BYTES); a larger file's entry says so instead of linking.
-GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES = int(
-    os.environ.get("GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES", str(100 << 20))
-)
+GLOVE_PUBLIC_URL = env("GLOVE_PUBLIC_URL")
+GLOVE_WORKSPACE_FILE_MAX_BYTES = env("GLOVE_WORKSPACE_FILE_MAX_BYTES")
+GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES = env("GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES")
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL")},
 }

@@ -25,7 +25,7 @@ from gloveapp.conversations.admin import cut_with_title
 from gloveapp.core import input_rules
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from inbox.models import InboxItem
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 
 Status = InboxItem.Status
 
@@ -71,7 +71,9 @@ class InboxItemAdminForm(forms.ModelForm):
 
 def _resolve(request: HttpRequest, item_id: str, response: str) -> tuple[bool, str]:
     try:
-        resolve_inbox_item(item_id, response, resolved_by="user", user=request.user)
+        inbox_item_resolve(
+            item_id=item_id, response=response, resolved_by="user", user=request.user
+        )
     except (InboxItemNotFound, InboxTransitionError) as exc:
         return False, str(exc)
     return True, f'Resolved inbox item "{item_id}".'

@@ -1,6 +1,6 @@
 """Every write to the inbox: post, the guarded updates, resolve, consume, expire.
 
-`resolve_inbox_item` is THE resolution: the admin, the signed webhook, the staff API, the
+`inbox_item_resolve` is THE resolution: the admin, the signed webhook, the staff API, the
 management command, expiry and Python code in any process that shares the database all call
 it. It moves an item pending -> resolved in one conditional UPDATE, so of any number of
 concurrent resolvers exactly one wins and the others learn it was "already resolved".
@@ -9,6 +9,7 @@ concurrent resolvers exactly one wins and the others learn it was "already resol
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -101,8 +102,8 @@ def _resolve(
     return item
 
 
-def resolve_inbox_item(
-    item_id: str, response: str, *, resolved_by: str = "api", user: Any = None
+def inbox_item_resolve(
+    *, item_id: str, response: str, resolved_by: str = "api", user: Any = None
 ) -> InboxItem:
     """Resolve a pending item with `response`, from any process sharing the database.
 
@@ -116,11 +117,41 @@ def resolve_inbox_item(
     return _resolve(item_id, response=response, resolved_by=resolved_by, user=user)
 
 
+async def ainbox_item_resolve(
+    *, item_id: str, response: str, resolved_by: str = "api", user: Any = None
+) -> InboxItem:
+    return await sync_to_async(inbox_item_resolve)(
+        item_id=item_id, response=response, resolved_by=resolved_by, user=user
+    )
+
+
+def resolve_inbox_item(
+    item_id: str, response: str, *, resolved_by: str = "api", user: Any = None
+) -> InboxItem:
+    """Deprecated (removed in the next release): `inbox_item_resolve(item_id=..., response=...)`."""
+    _deprecated("resolve_inbox_item", "inbox_item_resolve")
+    return inbox_item_resolve(
+        item_id=item_id, response=response, resolved_by=resolved_by, user=user
+    )
+
+
 async def aresolve_inbox_item(
     item_id: str, response: str, *, resolved_by: str = "api", user: Any = None
 ) -> InboxItem:
-    return await sync_to_async(resolve_inbox_item)(
-        item_id, response, resolved_by=resolved_by, user=user
+    """Deprecated (removed in the next release): `ainbox_item_resolve(item_id=..., response=...)`."""
+    _deprecated("aresolve_inbox_item", "ainbox_item_resolve")
+    return await ainbox_item_resolve(
+        item_id=item_id, response=response, resolved_by=resolved_by, user=user
+    )
+
+
+def _deprecated(old: str, new: str) -> None:
+    # stacklevel 3: the warning names the caller of the old name, not this module.
+    warnings.warn(
+        f"inbox.services.{old}(item_id, response, ...) is deprecated and goes in the next "
+        f"release; call {new}(item_id=..., response=...).",
+        DeprecationWarning,
+        stacklevel=3,
     )
 
 

@@ -22,6 +22,22 @@ def sender_of(tag: str) -> str:
     return ""  # mesh:waiting:<id> is this agent's own pending send
 
 
+class MeshRecordAdmin(admin.ModelAdmin):
+    """What the mesh wrote, listed and searched: never added or edited here, and deleted only
+    where `deletable` says so."""
+
+    deletable = False
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return self.deletable and super().has_delete_permission(request, obj)
+
+
 class SenderFilter(admin.SimpleListFilter):
     title = "sender"
     parameter_name = "sender"
@@ -53,7 +69,7 @@ class RecipientFilter(admin.SimpleListFilter):
 
 
 @admin.register(MeshTraffic)
-class MeshTrafficAdmin(admin.ModelAdmin):
+class MeshTrafficAdmin(MeshRecordAdmin):
     list_display = ("id", "kind", "sender", "session", "status", "short_response", "created_at")
     list_filter = (SenderFilter, RecipientFilter, "status")
     search_fields = ("id", "tag", "request", "response", "session__id")
@@ -78,39 +94,17 @@ class MeshTrafficAdmin(admin.ModelAdmin):
         text = item.response or item.request
         return text if len(text) <= 80 else text[:79] + "\u2026"
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
 
 @admin.register(MeshAgent)
-class MeshAgentAdmin(admin.ModelAdmin):
+class MeshAgentAdmin(MeshRecordAdmin):
     list_display = ("agent_id", "name", "description", "capabilities", "registered_at")
     search_fields = ("agent_id", "name", "description")
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
+    # An agent that will not come back may be taken off the registry.
+    deletable = True
 
 
 @admin.register(MeshDelivery)
-class MeshDeliveryAdmin(admin.ModelAdmin):
+class MeshDeliveryAdmin(MeshRecordAdmin):
     list_display = ("message_id", "kind", "sender", "recipient", "delivered_at")
     list_filter = ("kind", "sender", "recipient")
     search_fields = ("message_id", "sender", "recipient")
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

@@ -24,7 +24,5 @@ def check_mesh_setting(app_configs, **kwargs):
             # Building a transport connects to nothing: clients are made on first use.
             build_transport(entry, alias)
         except InvalidMeshConfig as error:
-            errors.append(
-                Error(str(error), hint="See the mesh section of the README.", id="mesh.E002")
-            )
+            errors.append(Error(str(error), hint="See docs/reference/mesh.md.", id="mesh.E002"))
     return errors

@@ -22,7 +22,7 @@ from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import mesh_stream
 from inbox.models import InboxItem
-from inbox.services import inbox_item_add, inbox_items_deliver, resolve_inbox_item
+from inbox.services import inbox_item_add, inbox_item_resolve, inbox_items_deliver
 from mesh.core.errors import MeshUnknownAgentError, MeshUnknownMessageError
 from mesh.core.inbound import ack_response, inbound_item, late_ack_item, waiting_tag
 from mesh.core.types import AgentIdentity, IncomingMeshMessage
@@ -381,7 +381,7 @@ def _resolve_wait(agent_id: str, message_id: str, response: str) -> bool | None:
     if item_id is None:
         return None
     try:
-        resolve_inbox_item(item_id, response, resolved_by="mesh")
+        inbox_item_resolve(item_id=item_id, response=response, resolved_by="mesh")
     except InboxTransitionError:
         return False
     except InboxItemNotFound:

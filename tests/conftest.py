@@ -125,10 +125,11 @@ async def turn_worker(transactional_db):
     from asgiref.sync import sync_to_async
     from django.db import connections
 
-    from gloveapp.turns.engine import TurnEngine
-    from gloveapp.turns.fetch import fetcher_for_backend
+    from gloveapp.turns.queue.fetch import fetcher_for_backend
+    from gloveapp.turns.queue.tasks import enqueue_session
+    from gloveapp.turns.worker import TurnEngine
 
-    engine = TurnEngine(worker_id="test-worker")
+    engine = TurnEngine(requeue=enqueue_session, worker_id="test-worker")
     serving = asyncio.ensure_future(engine.serve(fetch=fetcher_for_backend()))
     await asyncio.sleep(0)
     yield engine

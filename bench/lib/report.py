@@ -1,7 +1,7 @@
 """What every bench script prints: its measures as rows, and its goals with a verdict.
 
 `bench/run_all.py` turns `measures` into one table per script and every script's `goals`
-into the README's goals table, so the table a reader sees is the last run's, verdicts
+into bench/README.md's goals table, so the table a reader sees is the last run's, verdicts
 included, never copied by hand.
 """
 
@@ -17,7 +17,7 @@ def goal(issue: int, text: str, measured: str, met: bool) -> dict[str, Any]:
 
 
 def number(value: float, digits: int = 1) -> str:
-    """1234.5 -> '1,234.5' (the README's style)."""
+    """1234.5 -> '1,234.5' (the docs' style)."""
     return f"{value:,.{digits}f}" if digits else f"{value:,.0f}"
 
 

@@ -1,5 +1,5 @@
 // glove-react `RemoteStoreActions` for a glove-django server: every store method, one route
-// each (README "The REST remote store"). Use them with glove-react's `createRemoteStore`:
+// each (docs/reference/rest-api.md). Use them with glove-react's `createRemoteStore`:
 //
 //   import { createRemoteStore } from "glove-react";
 //   import { storeActions } from "./store-actions.js";

@@ -20,7 +20,7 @@ from gloveapp.api.auth import SameOriginJsonSessionAuthentication
 from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from inbox.access import may_resolve
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 from inbox.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookSignatureAuthentication
 
 REQUIRED = "itemId and response are required"
@@ -94,7 +94,9 @@ class InboxResolveApi(APIView):
         else:
             resolver = {"resolved_by": "api", "user": request.user}
         try:
-            resolve_inbox_item(item_id, serializer.validated_data["response"], **resolver)
+            inbox_item_resolve(
+                item_id=item_id, response=serializer.validated_data["response"], **resolver
+            )
         except InboxItemNotFound as exc:
             return Response({"error": str(exc), "itemId": item_id}, status=404)
         except InboxTransitionError as exc:

@@ -18,7 +18,7 @@ from gloveapp.api import (
     store_views,
     workspace_inbox,
 )
-from gloveapp.turns.api import TurnCancelApi
+from gloveapp.api.turns import TurnCancelApi
 
 urlpatterns = [
     path("inbox/resolve", inbox_resolve.InboxResolveApi.as_view(), name="inbox-resolve"),

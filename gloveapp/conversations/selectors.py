@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db.models import JSONField, QuerySet
+from django.db.models import Count, JSONField, Q, QuerySet
 
 from gloveapp.conversations import serialization
-from gloveapp.conversations.models import Message, Permission, Session, Task
+from gloveapp.conversations.models import PERSON_MESSAGE, Message, Permission, Session, Task
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
@@ -150,6 +150,24 @@ def sessions_owned_by(owner: Any) -> QuerySet[Session]:
     """The sessions `owner` owns, newest first: the API's list and the pages' chat list.
     Ties go by the owner's own ids, never by the global ones they must not see."""
     return Session.objects.filter(owner=owner).order_by("-created_at", "-key")
+
+
+def sessions_listed_for(owner: Any) -> list[Session]:
+    """`sessions_owned_by`, each with `person_turns`: the messages the person sent (the
+    runtime's `turn_count` counts model calls, two or more per answer that used a tool)."""
+    sent = Q(messages__in=Message.objects.filter(PERSON_MESSAGE))
+    return list(sessions_owned_by(owner).annotate(person_turns=Count("messages", filter=sent)))
+
+
+def session_messages(session_id: str) -> list[Message]:
+    """Every message of the session as rows, oldest first: what a person reads (the model
+    reads from the last compaction on, `read_messages`)."""
+    return list(Message.objects.filter(session_id=session_id).order_by("seq"))
+
+
+def session_tasks(session_id: str) -> list[Task]:
+    """The session's task list as rows, in the agent's order."""
+    return list(Task.objects.filter(session_id=session_id).order_by("position", "pk"))
 
 
 _COUNTER_SQL = {

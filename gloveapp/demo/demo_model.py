@@ -6,8 +6,9 @@ checkout with its confirmation and permission prompts. This model reads the late
 message (or the latest tool results) and picks a reply by a handful of keyword rules. It says
 so in its first reply: it is not an AI and must never pass for one.
 
-Django-free (like `gloveapp.core`): it implements the `ModelAdapter` protocol and knows the
-coffee names from `gloveapp.demo.catalogue`.
+Django-free (like `gloveapp.core`): a `ScriptedModel` whose rules answer every prompt
+(`respond`), streamed like a real adapter; it knows the coffee names from
+`gloveapp.demo.catalogue`.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from gloveapp.core.abort import AbortSignal
-from gloveapp.core.providers.base import Notify, ToolSpec
-from gloveapp.core.types import Message, ModelResult, ToolCall, ToolResult
+from gloveapp.core.providers.base import ToolSpec
+from gloveapp.core.providers.scripted import ScriptedModel, ScriptedTurn
+from gloveapp.core.types import Message, ToolCall, ToolResult
 from gloveapp.demo.catalogue import CatalogueEntry, find_entry
 from gloveapp.demo.demo_mesh import (
     answer_mesh_question,
@@ -67,50 +68,27 @@ _MENU = re.compile(
 Intent = tuple[str, dict[str, Any], str]  # (tool name, input, text shown with the call)
 
 
-class DemoModel:
+class DemoModel(ScriptedModel):
     """A `ModelAdapter` that answers by rules. Honest about it, deterministic, free."""
-
-    name = "demo"
 
     def __init__(
         self, *, find_product: Callable[[str], CatalogueEntry | None] = find_entry
     ) -> None:
-        self.system_prompt = ""
+        super().__init__(respond=self._answer, stream=True, label="demo", record_messages=False)
+        self.name = "demo"
         self._find = find_product
 
-    def set_system_prompt(self, text: str) -> None:
-        self.system_prompt = text
-
-    async def prompt(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None,
-        notify: Notify,
-        abort: AbortSignal | None = None,
-    ) -> ModelResult:
+    def _answer(self, messages: list[Message], tools: list[ToolSpec] | None) -> ScriptedTurn:
         if messages and messages[-1].is_compaction_request:
-            reply = Message(sender="agent", text=self._summary(messages))
+            reply = _say(self._summary(messages))
         else:
             reply = self._reply(messages, {tool.name for tool in tools or []})
             if reply.text and not _has_spoken(messages):
                 reply.text = f"{DISCLOSURE}\n\n{reply.text}"
-        # Streamed like a real adapter, so pages show the same live typing.
-        for chunk in _chunks(reply.text):
-            await notify("text_delta", {"text": chunk})
-        for call in reply.tool_calls or []:
-            await notify(
-                "tool_use", {"id": call.id, "name": call.tool_name, "input": call.input_args}
-            )
-        stop_reason = "tool_use" if reply.tool_calls else "end_turn"
-        tokens_in = sum(len(message.text) for message in messages) // 4 + 1
-        tokens_out = len(reply.text) // 4 + 1
-        payload: dict[str, Any] = {"text": reply.text, "stop_reason": stop_reason}
-        if reply.tool_calls:
-            payload["tool_calls"] = [call.to_dict() for call in reply.tool_calls]
-        payload.update(tokens_in=tokens_in, tokens_out=tokens_out)
-        await notify("model_response_complete", payload)
-        return ModelResult(
-            messages=[reply], tokens_in=tokens_in, tokens_out=tokens_out, stop_reason=stop_reason
+        return ScriptedTurn(
+            reply=reply,
+            tokens_in=sum(len(message.text) for message in messages) // 4 + 1,
+            tokens_out=len(reply.text) // 4 + 1,
         )
 
     # -- choosing a reply -------------------------------------------------------------------
@@ -355,8 +333,3 @@ def _quantity(text: str) -> int:
         if re.search(rf"\b{word}\b", text):
             return value
     return 1
-
-
-def _chunks(text: str, size: int = 6) -> list[str]:
-    words = re.findall(r"\S+\s*", text)
-    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]

@@ -13,7 +13,7 @@ from gloveapp.core.store import InboxTransitionError
 from gloveapp.demo.catalogue import CATALOGUE, RESTOCK_TAG, find_entry
 from gloveapp.demo.models import CartLine, Coffee, Order
 from inbox.models import InboxItem
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 
 
 class ShopError(Exception):
@@ -233,8 +233,11 @@ def _tell_restock_watchers(coffee: Coffee, *, user: Any) -> list[InboxItem]:
         response = f"{coffee.name} is back in stock ({coffee.stock} bags)."
         try:
             resolved.append(
-                resolve_inbox_item(
-                    item.pk, response, resolved_by="user" if user else "api", user=user
+                inbox_item_resolve(
+                    item_id=item.pk,
+                    response=response,
+                    resolved_by="user" if user else "api",
+                    user=user,
                 )
             )
         except InboxTransitionError:

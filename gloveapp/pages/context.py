@@ -14,17 +14,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Count, Q
 
 from gloveapp.agents.config import get_agent_spec
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations.access import address_of, may_speak
-from gloveapp.conversations.models import PERSON_MESSAGE, Message, Session, Task
+from gloveapp.conversations.models import Message, Session
 from gloveapp.core.executor import permission_denied_message
 from gloveapp.core.inbox_context import resolved_banner_answers
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
 from gloveapp.turns.services import PERMISSION_CHOICES, REMEMBERED_PERMISSION_LABELS
+from inbox import selectors as inbox_selectors
 from inbox.models import InboxItem
 from mesh.core.inbound import WAITING_PREFIX
 
@@ -84,17 +84,6 @@ class Entry:
     answers: list[tuple[str, str]] = field(default_factory=list)
 
 
-def sessions_for(user: Any) -> list[Session]:
-    """The user's chats, each with `person_turns`: the messages they sent (the runtime's
-    `turn_count` counts model calls, two or more per answer that used a tool)."""
-    sent = Q(messages__in=Message.objects.filter(PERSON_MESSAGE))
-    return list(
-        conversation_selectors.sessions_owned_by(user).annotate(
-            person_turns=Count("messages", filter=sent)
-        )
-    )
-
-
 def _tool_templates(agent_name: str) -> dict[str, str]:
     """Tool name -> its colocated result template, for the session's agent."""
     try:
@@ -103,10 +92,6 @@ def _tool_templates(agent_name: str) -> dict[str, str]:
         # An agent since removed from GLOVE_AGENTS: its history still reads, generically.
         return {}
     return {tool.name: tool.result_template for tool in spec.tools if tool.result_template}
-
-
-def history(session: Session) -> list[Message]:
-    return list(Message.objects.filter(session=session).order_by("seq"))
 
 
 def turn_note_text(turn: Any) -> str:
@@ -210,10 +195,6 @@ def _attach_result(
     tool.denied = tool.status == "error" and tool.message == permission_denied_message(tool_name)
 
 
-def task_list(session: Session) -> list[Task]:
-    return list(Task.objects.filter(session=session).order_by("position"))
-
-
 @dataclass(slots=True)
 class InboxCard:
     """One card of the chat's inbox sidebar, in words a customer reads: a mesh item names
@@ -268,12 +249,16 @@ def _card(item: InboxItem, *, answered_wait: bool = False) -> InboxCard:
     return card
 
 
-def inbox_groups(session: Session) -> dict[str, list[InboxCard]]:
+def inbox_cards(session_id: str) -> dict[str, list[InboxCard]]:
     """The sidebar: "Watching" (pending), "Resolved" (waiting for the agent) and delivered.
 
     A mesh reply arrives twice in the store (the reply, and the `mesh:waiting:<id>` item it
     resolves, with the same text): the page shows the reply's card alone."""
-    items = list(InboxItem.objects.filter(session=session).order_by("created_at", "key"))
+    by_state = inbox_selectors.inbox_items_by_state(session_id)
+    items = sorted(
+        [item for group in by_state.values() for item in group],
+        key=lambda item: (item.created_at, item.key),
+    )
     waits = {
         item.tag[len(WAITING_PREFIX) :]: item
         for item in items
@@ -303,14 +288,6 @@ def inbox_groups(session: Session) -> dict[str, list[InboxCard]]:
     return groups
 
 
-def slot_views(session: Session) -> list[turn_selectors.SlotView]:
-    return turn_selectors.visible_slots(session.pk)
-
-
-def is_busy(session: Session) -> bool:
-    return turn_selectors.is_busy(session.pk)
-
-
 def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
     """Everything the chat page renders."""
     # Read the event id first: an event that lands while the page is being read is then
@@ -318,7 +295,7 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
     # The log's newest id, not this stream's: after `prune_live_events` a quiet session has
     # no events left, and a cursor of 0 would read as "expired" and reload the page forever.
     last_event_id = current_cursor()
-    messages = history(session)
+    messages = conversation_selectors.session_messages(session.pk)
     return {
         "session": session,
         # The id the page's URLs name the session by: its owner's own, staff's the global one.
@@ -333,9 +310,9 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
         "permission_choices": PERMISSION_CHOICES,
         # The history's version: live.js never swaps in a partial older than the one shown.
         "last_seq": messages[-1].seq if messages else 0,
-        "tasks": task_list(session),
-        "inbox": inbox_groups(session),
-        "slots": slot_views(session),
-        "busy": is_busy(session),
+        "tasks": conversation_selectors.session_tasks(session.pk),
+        "inbox": inbox_cards(session.pk),
+        "slots": turn_selectors.visible_slots(session.pk),
+        "busy": turn_selectors.is_busy(session.pk),
         "turn": turn_selectors.newest_turn(session.pk),
     }

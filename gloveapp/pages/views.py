@@ -1,6 +1,6 @@
 """The HTMX chat pages.
 
-Each view checks who asks, calls one runner or service function and renders: the whole page,
+Each view checks who asks, calls one entry point or service function and renders: the whole page,
 or, when htmx asks (`request.htmx`), only the partial it targets. Every form also works as a
 plain HTML form (a 303 back to the page), so the pages read and post without JavaScript.
 """
@@ -21,13 +21,14 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from gloveapp.conversations import access
+from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations import services as conversation_services
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.services import session_create
 from gloveapp.core import input_rules
 from gloveapp.pages import context as pages
-from gloveapp.turns import runner
-from gloveapp.turns import services as turns
+from gloveapp.turns import public as turns
+from gloveapp.turns import services as turn_services
 
 CHAT_TEMPLATE = "conversations/chat.html"
 MAX_MESSAGE_CHARS = 20_000
@@ -50,7 +51,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "conversations/session_list.html",
-        {"sessions": pages.sessions_for(request.user)},
+        {"sessions": conversation_selectors.sessions_listed_for(request.user)},
     )
 
 
@@ -105,7 +106,7 @@ async def message_create(request: HttpRequest, session_id: str) -> HttpResponse:
     status = 400
     if error is None:
         try:
-            await runner.submit_message(
+            await turns.submit_message(
                 session_id=session.pk, text=text, user_id=user.pk, source="page"
             )
         except (turns.QueueFull, turns.TurnLimitReached) as exc:
@@ -159,7 +160,7 @@ async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> Ht
     except (ValueError, RecursionError):  # JSONDecodeError, or an integer of 4,300+ digits
         return HttpResponse("The answer is not valid JSON.", status=400, content_type="text/plain")
     try:
-        answered = await runner.answer_slot(session_id=session.pk, slot_id=slot_id, value=value)
+        answered = await turns.answer_slot(session_id=session.pk, slot_id=slot_id, value=value)
     except ValueError as refused:
         return HttpResponse(str(refused), status=400, content_type="text/plain")
     if not answered:
@@ -175,7 +176,7 @@ async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> Ht
 def turn_cancel(request: HttpRequest, session_id: str) -> HttpResponse:
     """The stop button: abort the running turn, whichever worker runs it."""
     session = access.owned_session(request.user, session_id)
-    turns.turn_cancel(session_id=session.pk, user_id=request.user.pk)
+    turn_services.turn_cancel(session_id=session.pk, user_id=request.user.pk)
     if request.htmx:
         return HttpResponse(status=204)
     return _see_other(_chat_url(session.key))
@@ -186,7 +187,9 @@ def turn_cancel(request: HttpRequest, session_id: str) -> HttpResponse:
 def turn_withdraw(request: HttpRequest, session_id: str, turn_id: int) -> HttpResponse:
     """Take a queued message back before it runs."""
     session = access.owned_session(request.user, session_id)
-    withdrawn = turns.turn_withdraw(session_id=session.pk, turn_id=turn_id, user_id=request.user.pk)
+    withdrawn = turn_services.turn_withdraw(
+        session_id=session.pk, turn_id=turn_id, user_id=request.user.pk
+    )
     if not withdrawn and not request.htmx:
         return HttpResponse(
             "That message is no longer waiting: it has started or was withdrawn.",

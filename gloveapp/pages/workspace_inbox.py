@@ -19,10 +19,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from gloveapp.live.replay import current_cursor
-from gloveapp.turns import runner
+from gloveapp.turns import public as turns
 from inbox.workspaces import render as doc_render
 from inbox.workspaces import selectors, services
-from inbox.workspaces.models import Notification, Workspace, WorkspaceReply
+from inbox.workspaces.models import WorkspaceReply
 
 PAGE_SIZE = 50
 
@@ -99,7 +99,7 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
             for row in rows:
                 if row["id"] == str(entry.pk):
                     row["read"] = True
-    workspaces = list(Workspace.objects.filter(owner=user).values_list("pk", flat=True))
+    workspaces = selectors.owned_workspace_ids(user)
     return render(
         request,
         "inbox/workspace_inbox.html",
@@ -157,13 +157,13 @@ async def entry_reply(request: HttpRequest, entry_id: str) -> HttpResponse:
     if workspace.agent_name:
         session = await sync_to_async(services.workspace_reply_session)(workspace=workspace)
         try:
-            await runner.submit_message(
+            await turns.submit_message(
                 session_id=session.pk,
                 text=reply_text(entry, reply.text),
                 user_id=user.pk,
                 source="page",
             )
-        except (runner.QueueFull, runner.TurnLimitReached) as exc:
+        except (turns.QueueFull, turns.TurnLimitReached) as exc:
             # Stored on the thread all the same; the agent has not received it yet.
             return HttpResponse(str(exc), status=429, content_type="text/plain")
         await sync_to_async(services.reply_mark_delivered)(
@@ -177,5 +177,5 @@ async def entry_reply(request: HttpRequest, entry_id: str) -> HttpResponse:
 @login_required
 @require_GET
 def notifications_page(request: HttpRequest) -> HttpResponse:
-    notifications = Notification.objects.filter(user=request.user).select_related("workspace")
-    return render(request, "inbox/notifications.html", {"notifications": list(notifications[:100])})
+    notifications = selectors.notifications_of(request.user)
+    return render(request, "inbox/notifications.html", {"notifications": notifications})

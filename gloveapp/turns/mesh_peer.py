@@ -6,33 +6,32 @@ peer on the mesh: it subscribes (Redis pub/sub; the database transport's deliver
 what arrives lands in that inbox, and each arrival *wakes* the peer: a wake-up turn is queued
 on the turn queue (`Turn`, source "mesh") and a turn worker runs it like a chat turn: one
 turn at a time per peer, retries, stop, the admin's listing, the per-user turn limit. The
-worker mounts the mesh on the turn's agent for sending only (`receive=False`): `run_agent`
-stays the one receiver, so nothing is stored twice.
+worker mounts the mesh on the turn's agent for sending only (`receive=False`, in
+`turns.single_turn`): `run_agent` stays the one receiver, so nothing is stored twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 
 from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
 from gloveapp.conversations.services import DuplicateSession, session_create
 from gloveapp.core.compaction import CompactionConfig
 from gloveapp.core.glove import Glove
-from gloveapp.turns import runner, selectors
+from gloveapp.turns import selectors
 from gloveapp.turns.models import MeshPeer
+from gloveapp.turns.public import wake_mesh_peer_sync
 from gloveapp.turns.services import QueueFull, TurnLimitReached
 from mesh.core import AgentIdentity, mount_mesh, unmount_mesh
 from mesh.core.mount import MeshMount
 from mesh.core.peer import WAKE_PROMPT, wait_for_arrival
-from mesh.layers import build_transport, get_mesh_transport, mesh_config
+from mesh.layers import get_mesh_transport
 from mesh.services import mesh_session_id
-from mesh.transports.database import DatabaseMeshTransport, mesh_store
+from mesh.transports.database import mesh_store
 from mesh.transports.inprocess import InProcessMeshTransport
 
 logger = logging.getLogger(__name__)
@@ -57,37 +56,6 @@ def build_peer_glove(spec: AgentSpec, mesh_id: str) -> Glove:
     for tool in spec.tools:
         glove.fold(tool)
     return glove.build()
-
-
-def chat_mesh_id(session_id: str) -> str:
-    return f"chat-{session_id}"
-
-
-async def join_chat_mesh(
-    glove: Glove, *, session_id: str, spec: AgentSpec
-) -> Callable[[], Awaitable[Any]] | None:
-    """Put a chat turn's agent on the mesh (GLOVE_CHAT_MESH); returns how to leave again.
-
-    Only on the database transport: a peer's reply must reach the chat while no turn runs,
-    and there the sender's transaction writes it into the chat's inbox directly.
-    """
-    if not settings.GLOVE_CHAT_MESH:
-        return None
-    transport = get_mesh_transport()
-    if not isinstance(transport, DatabaseMeshTransport):
-        logger.warning("GLOVE_CHAT_MESH needs MESH_TRANSPORT=database; chats stay off the mesh")
-        return None
-    mesh_id = chat_mesh_id(session_id)
-    identity = AgentIdentity(
-        id=mesh_id,
-        name=f"{spec.title} (chat)",
-        description=f"A customer chat with {spec.title}.",
-        capabilities=["chat"],
-    )
-    adapter = transport.adapter(mesh_id, inbox_session=session_id)
-    await mount_mesh(glove, adapter=adapter, identity=identity)
-    # Stays registered after the turn: a reply that comes later still finds the chat.
-    return lambda: unmount_mesh(glove, unregister=False)
 
 
 # How long a peer whose wake-up was refused (turn limit, full queue) waits before trying
@@ -177,9 +145,7 @@ async def _wake_on_arrivals(
         if not await wait_for_arrival(mount, stop):
             break
         try:
-            woke = await sync_to_async(runner.wake_mesh_peer_sync)(
-                session_id=session_id, text=WAKE_PROMPT
-            )
+            woke = await sync_to_async(wake_mesh_peer_sync)(session_id=session_id, text=WAKE_PROMPT)
         except (TurnLimitReached, QueueFull) as refused:
             # Nothing is lost: the message is in the inbox already, and the next turn of
             # this peer reads it. Try again later, even if nothing else arrives.
@@ -204,36 +170,3 @@ async def _wait_idle_or_stop(session_id: str, stop: asyncio.Event | None) -> Non
         if stop is not None and stop.is_set():
             return
         await asyncio.sleep(0.05)
-
-
-# -- on the worker ---------------------------------------------------------------------------
-async def join_peer_mesh(glove: Glove, *, session_id: str) -> Callable[[], Awaitable[Any]] | None:
-    """A turn of a mesh peer's inbox (a wake-up, on a turn worker): give its agent the mesh
-    tools, sending as the peer through the peer's transport; `run_agent` receives."""
-    peer = await MeshPeer.objects.filter(session_id=session_id).afirst()
-    if peer is None:
-        return None
-    shared = get_mesh_transport(peer.transport)
-    # The in-process network must be the process's one; other transports are built for the
-    # turn, inside its event loop (a plain task worker runs each session in a fresh loop).
-    transport = (
-        shared
-        if isinstance(shared, InProcessMeshTransport)
-        else build_transport(mesh_config()[peer.transport], peer.transport)
-    )
-    identity = AgentIdentity(
-        id=peer.mesh_id,
-        name=peer.name,
-        description=peer.description,
-        capabilities=peer.capabilities,
-    )
-    await mount_mesh(
-        glove, adapter=transport.adapter(peer.mesh_id), identity=identity, receive=False
-    )
-
-    async def leave() -> None:
-        await unmount_mesh(glove, unregister=False)
-        if transport is not shared:
-            await transport.close()
-
-    return leave

@@ -7,7 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gloveapp.core import input_rules
-from inbox.workspaces.models import Workspace, WorkspaceEntry, WorkspaceEntryRead, WorkspaceReply
+from inbox.workspaces.models import (
+    Notification,
+    Workspace,
+    WorkspaceEntry,
+    WorkspaceEntryRead,
+    WorkspaceReply,
+)
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 200
@@ -53,6 +59,17 @@ def owned_workspace(user: Any, workspace_id: Any) -> Workspace | None:
     if user is None or not user.is_authenticated:
         return None
     return Workspace.objects.filter(pk=workspace_id, owner=user).first()
+
+
+def owned_workspace_ids(user: Any) -> list[str]:
+    """The ids of the user's workspaces (the inbox page follows each one's live stream)."""
+    return list(Workspace.objects.filter(owner=user).values_list("pk", flat=True))
+
+
+def notifications_of(user: Any, *, limit: int = 100) -> list[Notification]:
+    """The user's newest notifications, with their workspaces."""
+    rows = Notification.objects.filter(user=user).select_related("workspace")
+    return list(rows[:limit])
 
 
 def owned_entry(user: Any, entry_id: Any) -> WorkspaceEntry | None:

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gloveapp.core.tools import Tool, ToolContext
 from gloveapp.core.types import InboxItem, ToolResultData, now_iso
-from mesh.core.types import MeshMessage, new_message_id
-
-if TYPE_CHECKING:
-    from mesh.core.mount import MeshMount
+from mesh.core.adapter import MeshAdapter
+from mesh.core.types import AgentIdentity, MeshMessage, new_message_id
 
 logger = logging.getLogger("mesh")
 
@@ -171,7 +169,22 @@ def error_text(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def build_mesh_tools(mount: MeshMount) -> list[Tool]:
+class MeshMember(Protocol):
+    """What the tools need of an agent's membership of the mesh (`mount.MeshMount`): who
+    it is, its transport, its inbox store and its waiting items."""
+
+    identity: AgentIdentity
+    adapter: MeshAdapter
+    store: Any
+
+    async def add_waiting_item(self, message: MeshMessage, request: str) -> InboxItem: ...
+
+    def forget_waiting(self, message_id: str) -> None: ...
+
+    async def peer_name(self, agent_id: str) -> str: ...
+
+
+def build_mesh_tools(mount: MeshMember) -> list[Tool]:
     identity = mount.identity
     adapter = mount.adapter
 

@@ -1,4 +1,4 @@
-"""Helpers for driving the coffee agent through the runner, as a page would."""
+"""Helpers for driving the coffee agent through the turns' entry points, as a page would."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from gloveapp.conversations.models import Message
 from gloveapp.conversations.services import session_create
 from gloveapp.live.groups import stream_group
 from gloveapp.live.streams import session_stream
-from gloveapp.turns import runner
+from gloveapp.turns import public as turns
 from inbox.models import InboxItem
 
 
 @pytest.fixture(autouse=True)
 async def close_worker_connections():
-    """The runner's database work happens in asgiref's worker thread; close its connection
+    """The entry points' database work happens in asgiref's worker thread; close its connection
     after each test so PostgreSQL can drop the test database at the end."""
     yield
     await sync_to_async(connections.close_all)()
@@ -49,17 +49,17 @@ def session_id(customer) -> str:
 
 async def say(session_id: str, text: str) -> None:
     """Send a message and wait for every queued turn to finish."""
-    await runner.submit_message(session_id=session_id, text=text)
-    await runner.wait_until_idle(session_id)
+    await turns.submit_message(session_id=session_id, text=text)
+    await turns.wait_until_idle(session_id)
 
 
-async def next_slot(session_id: str) -> runner.SlotView:
+async def next_slot(session_id: str) -> turns.SlotView:
     """Wait (on the loop, not a clock) until the running turn shows a prompt."""
     while True:
-        slots = await sync_to_async(runner.visible_slots)(session_id)
+        slots = await sync_to_async(turns.visible_slots)(session_id)
         if slots:
             return slots[-1]
-        busy = await sync_to_async(runner.is_busy)(session_id)
+        busy = await sync_to_async(turns.is_busy)(session_id)
         assert busy, "the turn ended without showing a prompt"
         await asyncio.sleep(0.005)
 

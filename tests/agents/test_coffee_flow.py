@@ -1,4 +1,4 @@
-"""The coffee shop end to end: the runner, the offline demo model, the coffee tools and the
+"""The coffee shop end to end: the turns' entry points, the offline demo model, the coffee tools and the
 Django store, the way the chat page drives them (no browser)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from django.test import Client
 from gloveapp.conversations.models import Message
 from gloveapp.demo import shop
 from gloveapp.demo.models import CartLine, Coffee, Order
-from gloveapp.turns import runner
+from gloveapp.turns import public as turns
 from inbox.models import InboxItem
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 from tests.agents.conftest import inbox_items, last_reply, next_slot, say, user_texts
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -82,8 +82,11 @@ async def test_it_relays_the_resolution_on_the_next_message(session_id, staff):
     item = await watch_yirgacheffe(session_id)
     # Staff put bags on the shelf and answer the watch by hand.
     await Coffee.objects.filter(pk="yirgacheffe").aupdate(stock=12)
-    await sync_to_async(resolve_inbox_item)(
-        item.pk, "Yirgacheffe is back in stock (12 bags).", resolved_by="user", user=staff
+    await sync_to_async(inbox_item_resolve)(
+        item_id=item.pk,
+        response="Yirgacheffe is back in stock (12 bags).",
+        resolved_by="user",
+        user=staff,
     )
 
     await say(session_id, "anything new?")
@@ -102,8 +105,11 @@ async def test_it_promises_no_bag_when_a_watch_is_answered_but_the_shelf_is_empt
     # Outside testing found staff answering the watch in the admin without restocking: the
     # agent offered a bag ("good news, shall I add a bag?") and then said "out of stock".
     item = await watch_yirgacheffe(session_id)
-    await sync_to_async(resolve_inbox_item)(
-        item.pk, "Yirgacheffe is back in stock (12 bags).", resolved_by="user", user=staff
+    await sync_to_async(inbox_item_resolve)(
+        item_id=item.pk,
+        response="Yirgacheffe is back in stock (12 bags).",
+        resolved_by="user",
+        user=staff,
     )
 
     await say(session_id, "anything new?")
@@ -143,7 +149,7 @@ async def test_it_checks_the_shelf_again_before_setting_the_watch_it_offered(ses
 
 async def test_it_relays_the_news_only_once(session_id, staff):
     item = await watch_yirgacheffe(session_id)
-    await sync_to_async(resolve_inbox_item)(item.pk, "Back in stock.", user=staff)
+    await sync_to_async(inbox_item_resolve)(item_id=item.pk, response="Back in stock.", user=staff)
     await say(session_id, "anything new?")
 
     await say(session_id, "show me the menu")
@@ -241,14 +247,14 @@ async def test_it_refuses_to_add_a_coffee_that_is_out_of_stock(session_id):
 
 async def test_it_places_the_order_when_checkout_is_confirmed(session_id):
     await say(session_id, "add 2 Kenya AA")
-    await runner.submit_message(session_id=session_id, text="checkout, I'll pay at pickup")
+    await turns.submit_message(session_id=session_id, text="checkout, I'll pay at pickup")
 
     slot = await next_slot(session_id)
     assert slot.template == "tools/coffee/checkout_slot.html"
     assert slot.tool_name == "checkout"
     assert slot.input["total"] == "$42.00"
-    assert await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
-    await runner.wait_until_idle(session_id)
+    assert await turns.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
+    await turns.wait_until_idle(session_id)
 
     order = await sync_to_async(Order.objects.get)(session_id=session_id)
     assert order.total_cents == 4200
@@ -257,16 +263,16 @@ async def test_it_places_the_order_when_checkout_is_confirmed(session_id):
     assert await sync_to_async(CartLine.objects.filter(session_id=session_id).count)() == 0
     kenya = await sync_to_async(Coffee.objects.get)(pk="kenya-aa")
     assert kenya.stock == 6
-    assert (await sync_to_async(runner.visible_slots)(session_id)) == []
+    assert (await sync_to_async(turns.visible_slots)(session_id)) == []
 
 
 async def test_it_places_nothing_when_checkout_is_cancelled(session_id):
     await say(session_id, "add Colombia Huila")
-    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    await turns.submit_message(session_id=session_id, text="checkout, pay at pickup")
 
     slot = await next_slot(session_id)
-    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="cancel")
-    await runner.wait_until_idle(session_id)
+    await turns.answer_slot(session_id=session_id, slot_id=slot.id, value="cancel")
+    await turns.wait_until_idle(session_id)
 
     assert await sync_to_async(Order.objects.filter(session_id=session_id).count)() == 0
     assert "haven't placed the order" in await last_reply(session_id)
@@ -293,17 +299,17 @@ async def test_it_keeps_the_result_for_the_page_to_draw_after_a_reload(session_i
 
 async def test_it_queues_a_second_message_until_the_running_turn_ends(session_id):
     await say(session_id, "add Kenya AA")
-    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    await turns.submit_message(session_id=session_id, text="checkout, pay at pickup")
     slot = await next_slot(session_id)
 
-    ahead = await runner.submit_message(session_id=session_id, text="show me the menu")
+    ahead = await turns.submit_message(session_id=session_id, text="show me the menu")
 
     assert ahead == 1
-    assert await sync_to_async(runner.is_busy)(session_id)
-    assert (await sync_to_async(runner.queued)(session_id)) == 1
+    assert await sync_to_async(turns.is_busy)(session_id)
+    assert (await sync_to_async(turns.queued)(session_id)) == 1
     assert "show me the menu" not in await user_texts(session_id)
-    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
-    await runner.wait_until_idle(session_id)
+    await turns.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
+    await turns.wait_until_idle(session_id)
     assert await user_texts(session_id) == [
         "add Kenya AA",
         "checkout, pay at pickup",
@@ -315,12 +321,12 @@ async def test_it_queues_a_second_message_until_the_running_turn_ends(session_id
     )
     menu_at = rows.index(("user", "show me the menu"))
     assert any("Order #" in text for sender, text in rows[:menu_at] if sender == "agent")
-    assert (await sync_to_async(runner.queued)(session_id)) == 0
-    assert not (await sync_to_async(runner.is_busy)(session_id))
+    assert (await sync_to_async(turns.queued)(session_id)) == 0
+    assert not (await sync_to_async(turns.is_busy)(session_id))
 
 
 async def test_it_answers_false_for_a_slot_nobody_waits_on(session_id):
-    assert not await runner.answer_slot(session_id=session_id, slot_id="slot_99", value="confirm")
+    assert not await turns.answer_slot(session_id=session_id, slot_id="slot_99", value="confirm")
 
 
 async def test_it_draws_past_results_and_the_waiting_prompt_on_a_reloaded_page(
@@ -328,7 +334,7 @@ async def test_it_draws_past_results_and_the_waiting_prompt_on_a_reloaded_page(
 ):
     await say(session_id, "show me the menu")
     await say(session_id, "add 2 Kenya AA")
-    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    await turns.submit_message(session_id=session_id, text="checkout, pay at pickup")
     slot = await next_slot(session_id)
     browser = Client()
     await sync_to_async(browser.force_login)(customer)
@@ -340,8 +346,8 @@ async def test_it_draws_past_results_and_the_waiting_prompt_on_a_reloaded_page(
     assert "Added 2 \u00d7 Kenya AA." in page
     assert "Confirm your order" in page
     assert f"/sessions/{session_id}/slots/{slot.id}" in page
-    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
-    await runner.wait_until_idle(session_id)
+    await turns.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
+    await turns.wait_until_idle(session_id)
     page = (await sync_to_async(browser.get)(f"/sessions/{session_id}/")).content.decode()
     assert "Confirm your order" not in page
     assert "placed" in page

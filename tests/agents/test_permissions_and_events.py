@@ -9,7 +9,7 @@ from gloveapp.conversations.models import Message
 from gloveapp.conversations.services import session_create
 from gloveapp.demo.models import Order
 from gloveapp.ormstore.store import DjangoStore
-from gloveapp.turns import runner
+from gloveapp.turns import public as turns
 from tests.agents.conftest import LiveListener, last_reply, next_slot, say
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -20,21 +20,21 @@ SAVED_CARD = {"payment": "saved_card"}
 async def checkout_with_card(session_id: str, permission: str | None) -> None:
     """Check out with the saved card, answering the permission prompt (if one shows)."""
     await say(session_id, "add Kenya AA")
-    await runner.submit_message(session_id=session_id, text="checkout")
+    await turns.submit_message(session_id=session_id, text="checkout")
     slot = await next_slot(session_id)
     if permission is not None:
         assert slot.renderer == "permission_request"
         assert slot.template == "tools/permission_request.html"
         assert slot.input["toolName"] == "checkout"
         assert slot.input["toolInput"] == SAVED_CARD
-        assert await runner.answer_slot(session_id=session_id, slot_id=slot.id, value=permission)
+        assert await turns.answer_slot(session_id=session_id, slot_id=slot.id, value=permission)
         if permission == "deny":
-            await runner.wait_until_idle(session_id)
+            await turns.wait_until_idle(session_id)
             return
         slot = await next_slot(session_id)
     assert slot.renderer == "checkout"
-    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
-    await runner.wait_until_idle(session_id)
+    await turns.answer_slot(session_id=session_id, slot_id=slot.id, value="confirm")
+    await turns.wait_until_idle(session_id)
 
 
 async def orders(session_id: str) -> int:
@@ -68,31 +68,31 @@ async def test_it_remembers_deny_and_places_nothing(session_id):
     store = DjangoStore(session_id)
     assert await store.get_permission("checkout", SAVED_CARD) == "denied"
     await say(session_id, "checkout")  # refused at once, no prompt
-    assert (await sync_to_async(runner.visible_slots)(session_id)) == []
+    assert (await sync_to_async(turns.visible_slots)(session_id)) == []
     assert "You didn't allow that" in await last_reply(session_id)
 
 
 async def test_it_does_not_ask_permission_to_pay_at_pickup(session_id):
     await say(session_id, "add Kenya AA")
-    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    await turns.submit_message(session_id=session_id, text="checkout, pay at pickup")
 
     slot = await next_slot(session_id)
 
     assert slot.renderer == "checkout"
-    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="cancel")
-    await runner.wait_until_idle(session_id)
+    await turns.answer_slot(session_id=session_id, slot_id=slot.id, value="cancel")
+    await turns.wait_until_idle(session_id)
 
 
 async def test_it_refuses_an_unknown_permission_answer(session_id):
     await say(session_id, "add Kenya AA")
-    await runner.submit_message(session_id=session_id, text="checkout")
+    await turns.submit_message(session_id=session_id, text="checkout")
     slot = await next_slot(session_id)
 
-    assert not await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="maybe")
+    assert not await turns.answer_slot(session_id=session_id, slot_id=slot.id, value="maybe")
 
-    assert (await sync_to_async(runner.visible_slots)(session_id))[0].id == slot.id
-    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="deny")
-    await runner.wait_until_idle(session_id)
+    assert (await sync_to_async(turns.visible_slots)(session_id))[0].id == slot.id
+    await turns.answer_slot(session_id=session_id, slot_id=slot.id, value="deny")
+    await turns.wait_until_idle(session_id)
 
 
 def _stored_events(session_id: str) -> list[tuple[str, dict]]:
@@ -105,9 +105,9 @@ def _stored_events(session_id: str) -> list[tuple[str, dict]]:
 
 async def test_it_streams_the_turn_to_the_session_group(session_id):
     async with LiveListener(session_id) as live:
-        await runner.submit_message(session_id=session_id, text="show me the menu")
+        await turns.submit_message(session_id=session_id, text="show me the menu")
         events = await live.until("tool_use_result")
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     types = [event_type for event_type, _ in events]
     assert "text_delta" in types
@@ -124,10 +124,10 @@ async def test_it_streams_the_turn_to_the_session_group(session_id):
 
 async def test_it_announces_slots_as_they_are_pushed_and_answered(session_id):
     await say(session_id, "add Kenya AA")
-    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    await turns.submit_message(session_id=session_id, text="checkout, pay at pickup")
     slot = await next_slot(session_id)
-    await runner.answer_slot(session_id=session_id, slot_id=slot.id, value="cancel")
-    await runner.wait_until_idle(session_id)
+    await turns.answer_slot(session_id=session_id, slot_id=slot.id, value="cancel")
+    await turns.wait_until_idle(session_id)
 
     stored = await sync_to_async(_stored_events)(session_id)
     assert ("slot.pushed", {"slot_id": slot.id}) in stored
@@ -138,10 +138,10 @@ async def test_it_announces_slots_as_they_are_pushed_and_answered(session_id):
 
 async def test_it_reports_a_misconfigured_agent_and_still_runs_the_next_message(customer):
     session = await sync_to_async(session_create)(owner=customer, agent_name="espresso-bar")
-    await runner.submit_message(session_id=session.pk, text="hello")
-    await runner.wait_until_idle(session.pk)
-    await runner.submit_message(session_id=session.pk, text="hello again")
-    await runner.wait_until_idle(session.pk)
+    await turns.submit_message(session_id=session.pk, text="hello")
+    await turns.wait_until_idle(session.pk)
+    await turns.submit_message(session_id=session.pk, text="hello again")
+    await turns.wait_until_idle(session.pk)
 
     stored = await sync_to_async(_stored_events)(session.pk)
     errors = [payload for kind, payload in stored if kind == "turn.error"]
@@ -155,8 +155,8 @@ async def test_it_reports_a_model_without_its_key_and_writes_nothing(
 ):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     settings.GLOVE_MODEL = "anthropic:claude-sonnet-4-5"
-    await runner.submit_message(session_id=session_id, text="hello")
-    await runner.wait_until_idle(session_id)
+    await turns.submit_message(session_id=session_id, text="hello")
+    await turns.wait_until_idle(session_id)
 
     error = dict(await sync_to_async(_stored_events)(session_id))["turn.error"]
     assert "ANTHROPIC_API_KEY" in error["message"]

@@ -99,4 +99,4 @@ def test_its_ready_banner_shows_the_way_to_the_workspace_inbox():
     assert "http://127.0.0.1:8000/inbox/" in output
     assert "create_workspace --label Research --root ~/research" in output
     assert "--write" in output and "inbox_read" in output
-    assert "docs/tutorial/tour.md" in output
+    assert "docs/tutorial/index.md" in output

@@ -22,7 +22,7 @@ from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
 from inbox.models import InboxItem
-from inbox.services import inbox_item_add, resolve_inbox_item
+from inbox.services import inbox_item_add, inbox_item_resolve
 from mesh.services import mesh_session_id
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -293,7 +293,7 @@ def test_it_lets_resolvers_name_items_by_their_global_id(
     staff_client.post(
         "/api/inbox/resolve", {"itemId": "inbox_1_kenya", "response": "Back!"}, format="json"
     )
-    resolve_inbox_item(theirs.id, "Back for you too.", resolved_by="command")
+    inbox_item_resolve(item_id=theirs.id, response="Back for you too.", resolved_by="command")
 
     owners = owner_client.get(f"/api/sessions/{session_id}/inbox/resolved").json()
     assert [(i["id"], i["response"]) for i in owners] == [("inbox_1_kenya", "Back!")]

@@ -12,7 +12,7 @@ import pytest
 
 from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
-from inbox.services import inbox_items_consume_resolved, resolve_inbox_item
+from inbox.services import inbox_item_resolve, inbox_items_consume_resolved
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -53,7 +53,7 @@ def pending(owner_client, session_id) -> str:
 
 @pytest.fixture
 def resolved(pending, staff) -> str:
-    resolve_inbox_item(pending, "Refund DENIED", resolved_by="user", user=staff)
+    inbox_item_resolve(item_id=pending, response="Refund DENIED", resolved_by="user", user=staff)
     return pending
 
 

@@ -30,7 +30,7 @@ CHROMIUM_ARGS = [
 ]
 DEMO_PASSWORD = "demo-browser-pw-1"
 STAFF_PASSWORD = "staff-browser-pw-1"
-# Set GLOVE_SCREENSHOTS=1 to refresh the README's screenshots from the browser test.
+# Set GLOVE_SCREENSHOTS=1 to refresh the screenshots the README and docs/ show, from the browser test.
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "gloveapp" / "static" / "screenshots"
 
 
@@ -80,7 +80,7 @@ def browser():
         chromium.close()
 
 
-# The ones the README shows; the browser tests' other screenshots stay in their tmp_path.
+# The ones the README and docs/ show; the browser tests' other screenshots stay in their tmp_path.
 README_SCREENSHOTS = {"chat.png", "admin.png", "admin-session.png", "api-docs.png", "inbox.png"}
 
 

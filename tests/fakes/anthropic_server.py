@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fakes.http_fake import FakeServer, Reply, SseEvent
+from tests.fakes.http_fake import FakeProvider, Reply, SseEvent, split_evenly
 
 MODEL = "claude-test"
 
@@ -77,13 +77,6 @@ def message_json(
     }
 
 
-def _split(value: str, pieces: int) -> list[str]:
-    if pieces <= 1 or len(value) <= 1:
-        return [value]
-    size = max(1, -(-len(value) // pieces))
-    return [value[i : i + size] for i in range(0, len(value), size)]
-
-
 def message_events(
     blocks: list[dict[str, Any]],
     *,
@@ -142,7 +135,7 @@ def message_events(
                     },
                 },
             )
-            for piece in _split(json.dumps(block["input"]), block["pieces"]):
+            for piece in split_evenly(json.dumps(block["input"]), block["pieces"]):
                 emit(
                     "content_block_delta",
                     {"index": index, "delta": {"type": "input_json_delta", "partial_json": piece}},
@@ -159,7 +152,7 @@ def message_events(
     return events
 
 
-def error_json(error_type: str, message: str) -> dict[str, Any]:
+def error_json(error_type: str, message: str, code: str | None = None) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
 
@@ -224,23 +217,14 @@ def wire_problem(body: Any) -> str | None:
     return None
 
 
-class FakeAnthropic(FakeServer):
+class FakeAnthropic(FakeProvider):
     """Also validates message structure like the real API: a malformed request gets a 400."""
 
-    def __init__(self) -> None:
-        super().__init__(
-            no_reply=Reply(status=500, json_body=error_json("api_error", "no scripted reply")),
-            validate=self._check,
-        )
-
-    @staticmethod
-    def _check(path: str, body: Any) -> Reply | None:
-        if path != "/v1/messages":
-            return Reply(status=404, json_body=error_json("not_found_error", f"Not found: {path}"))
-        problem = wire_problem(body)
-        if problem:
-            return Reply(status=400, json_body=error_json("invalid_request_error", problem))
-        return None
+    path = "/v1/messages"
+    not_found = ("not_found_error", "Not found: {path}")
+    server_error_type = "api_error"
+    error_json = staticmethod(error_json)
+    wire_problem = staticmethod(wire_problem)
 
     def reply_json(self, blocks: list[dict[str, Any]], **kwargs: Any) -> None:
         self.enqueue(Reply(json_body=message_json(blocks, **kwargs)))
@@ -260,9 +244,6 @@ class FakeAnthropic(FakeServer):
                 event_delay=event_delay,
             )
         )
-
-    def reply_error(self, status: int, error_type: str, message: str) -> None:
-        self.enqueue(Reply(status=status, json_body=error_json(error_type, message)))
 
     def reply_stream_error(
         self, blocks: list[dict[str, Any]], error_type: str, message: str

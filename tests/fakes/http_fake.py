@@ -4,6 +4,9 @@ Each POST is recorded (path, headers, JSON body) and answered with the next queu
 a JSON body with any status, or a server-sent-event stream. A stream can `hang_after` some
 events, holding the connection open until the client goes away, which is how abort tests
 check that the adapter really closed the stream.
+
+`FakeProvider` is a model provider's API on it (one POST route, requests checked as the real
+API checks them); `anthropic_server` and `openai_server` say only what differs.
 """
 
 from __future__ import annotations
@@ -168,3 +171,55 @@ class FakeServer:
                     time.sleep(0.02)
 
         return Handler
+
+
+def split_evenly(value: str, pieces: int) -> list[str]:
+    """`value` in about `pieces` fragments, as a provider streams a tool call's JSON."""
+    if pieces <= 1 or len(value) <= 1:
+        return [value]
+    size = max(1, -(-len(value) // pieces))
+    return [value[i : i + size] for i in range(0, len(value), size)]
+
+
+class FakeProvider(FakeServer):
+    """A model provider's API: one POST route; a request the real API would refuse gets its
+    400, another route its 404, and a request with no reply scripted a 500.
+
+    A provider names its route (`path`), how its API words an error (`error_json`), what it
+    would reject in a request body (`wire_problem`), and its error types."""
+
+    path: str
+    not_found: tuple[str, str]  # (error type, message with {path})
+    server_error_type: str
+
+    def __init__(self) -> None:
+        super().__init__(
+            no_reply=Reply(
+                status=500, json_body=self.error_json(self.server_error_type, "no scripted reply")
+            ),
+            validate=self._check,
+        )
+
+    @staticmethod
+    def error_json(error_type: str, message: str, code: str | None = None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @staticmethod
+    def wire_problem(body: Any) -> str | None:
+        raise NotImplementedError
+
+    def _check(self, path: str, body: Any) -> Reply | None:
+        if path != self.path:
+            error_type, message = self.not_found
+            return Reply(
+                status=404, json_body=self.error_json(error_type, message.format(path=path))
+            )
+        problem = self.wire_problem(body)
+        if problem:
+            return Reply(status=400, json_body=self.error_json("invalid_request_error", problem))
+        return None
+
+    def reply_error(
+        self, status: int, error_type: str, message: str, code: str | None = None
+    ) -> None:
+        self.enqueue(Reply(status=status, json_body=self.error_json(error_type, message, code)))

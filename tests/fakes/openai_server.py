@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fakes.http_fake import FakeServer, Reply, SseEvent
+from tests.fakes.http_fake import FakeProvider, Reply, SseEvent, split_evenly
 
 MODEL = "gpt-test"
 
@@ -87,13 +87,6 @@ def _chunk(delta: dict[str, Any] | None, finish_reason: str | None = None, **ext
     )
 
 
-def _split(value: str, pieces: int) -> list[str]:
-    if pieces <= 1 or len(value) <= 1:
-        return [value]
-    size = max(1, -(-len(value) // pieces))
-    return [value[i : i + size] for i in range(0, len(value), size)]
-
-
 def completion_events(
     text: list[str] | None = None,
     tool_calls: list[ToolCallSpec] | None = None,
@@ -130,7 +123,7 @@ def completion_events(
                 ),
             )
         )
-        for piece in _split(_arguments(arguments), argument_pieces):
+        for piece in split_evenly(_arguments(arguments), argument_pieces):
             events.append(
                 (
                     None,
@@ -182,25 +175,14 @@ def wire_problem(body: Any) -> str | None:
     return None
 
 
-class FakeOpenAI(FakeServer):
+class FakeOpenAI(FakeProvider):
     """Also validates tool-message structure like the real API: a malformed request gets a 400."""
 
-    def __init__(self) -> None:
-        super().__init__(
-            no_reply=Reply(status=500, json_body=error_json("server_error", "no scripted reply")),
-            validate=self._check,
-        )
-
-    @staticmethod
-    def _check(path: str, body: Any) -> Reply | None:
-        if path != "/v1/chat/completions":
-            return Reply(
-                status=404, json_body=error_json("invalid_request_error", f"Unknown url {path}")
-            )
-        problem = wire_problem(body)
-        if problem:
-            return Reply(status=400, json_body=error_json("invalid_request_error", problem))
-        return None
+    path = "/v1/chat/completions"
+    not_found = ("invalid_request_error", "Unknown url {path}")
+    server_error_type = "server_error"
+    error_json = staticmethod(error_json)
+    wire_problem = staticmethod(wire_problem)
 
     @property
     def base_url(self) -> str:
@@ -227,8 +209,3 @@ class FakeOpenAI(FakeServer):
                 event_delay=event_delay,
             )
         )
-
-    def reply_error(
-        self, status: int, error_type: str, message: str, code: str | None = None
-    ) -> None:
-        self.enqueue(Reply(status=status, json_body=error_json(error_type, message, code)))

@@ -12,7 +12,7 @@ from django.db import connections
 
 from gloveapp.conversations.services import session_create
 from gloveapp.ormstore.store import DjangoStore
-from gloveapp.turns import runner
+from gloveapp.turns import public as turns
 from gloveapp.turns.mesh_peer import run_mesh_peer
 from mesh.layers import get_mesh_transport, mesh_transports
 from tests.mesh.support import eventually, items
@@ -47,10 +47,8 @@ async def test_brew_asks_the_roastery_over_the_mesh_and_relays_its_answer(chat_m
     registry = get_mesh_transport().adapter("test")
     await eventually(lambda: registry.get_agent("roastery"))
 
-    await runner.submit_message(
-        session_id=session.pk, text="Please ask the roastery about Kenya AA"
-    )
-    await runner.wait_until_idle(session.pk)
+    await turns.submit_message(session_id=session.pk, text="Please ask the roastery about Kenya AA")
+    await turns.wait_until_idle(session.pk)
     assert await asyncio.wait_for(roastery, 30) == 1
 
     chat = DjangoStore(session.pk)
@@ -60,8 +58,8 @@ async def test_brew_asks_the_roastery_over_the_mesh_and_relays_its_answer(chat_m
     [waited] = [i for i in await chat.get_inbox_items() if i.tag.startswith("mesh:waiting:")]
     assert (waited.status, waited.response) == ("resolved", reply.response)
 
-    await runner.submit_message(session_id=session.pk, text="Any news?")
-    await runner.wait_until_idle(session.pk)
+    await turns.submit_message(session_id=session.pk, text="Any news?")
+    await turns.wait_until_idle(session.pk)
     said = [m.text for m in await chat.get_messages() if m.sender == "agent"]
     assert any("I'll ask the roastery about Kenya AA." in text for text in said)
     assert said[-1].count("Roastery here: ") == 1  # the reply and the resolved wait, said once

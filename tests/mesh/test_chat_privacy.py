@@ -13,7 +13,7 @@ from django.db import connections
 from gloveapp.agents.config import get_agent_spec
 from gloveapp.conversations.services import session_create
 from gloveapp.ormstore.store import DjangoStore
-from gloveapp.turns.mesh_peer import chat_mesh_id, join_chat_mesh
+from gloveapp.turns.single_turn import chat_mesh_id, join_chat_mesh
 from mesh.core import AgentIdentity, mount_mesh, unmount_mesh
 from mesh.layers import get_mesh_transport, mesh_transports
 from mesh.transports.database import mesh_store

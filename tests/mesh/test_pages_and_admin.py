@@ -72,6 +72,28 @@ def test_the_admin_filters_traffic_by_sender_recipient_and_state(traffic, staff_
     assert "inbox_3_w" in pending and "inbox_2_a" not in pending
 
 
+def test_it_lets_staff_remove_an_agent_but_never_edit_what_the_mesh_wrote(traffic, staff_client):
+    from mesh.models import MeshAgent, MeshDelivery
+
+    MeshAgent.objects.create(agent_id="roastery", name="Roastery")
+    delivery = MeshDelivery.objects.create(
+        message_id="msg_1", recipient="roastery", sender="shop", kind="direct", body={}
+    )
+
+    assert staff_client.get("/admin/mesh/meshagent/roastery/delete/").status_code == 200
+    refused = [
+        "/admin/mesh/meshagent/add/",
+        "/admin/mesh/meshtraffic/add/",
+        "/admin/mesh/meshdelivery/add/",
+        f"/admin/mesh/meshdelivery/{delivery.pk}/delete/",
+        "/admin/mesh/meshtraffic/inbox_1_q/delete/",
+    ]
+    assert [staff_client.get(url).status_code for url in refused] == [403] * len(refused)
+    # Shown read-only: no form to save.
+    page = staff_client.get("/admin/mesh/meshagent/roastery/change/").content.decode()
+    assert 'name="_save"' not in page
+
+
 def test_outsiders_do_not_see_the_traffic(traffic):
     response = Client().get("/admin/mesh/meshtraffic/")
     assert response.status_code == 302  # to the login page

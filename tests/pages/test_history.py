@@ -10,7 +10,7 @@ from gloveapp.conversations.services import messages_append
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message, ToolCall, ToolResult, ToolResultData
 from gloveapp.live.models import LiveEvent
-from inbox.services import inbox_item_add, inbox_item_update, resolve_inbox_item
+from inbox.services import inbox_item_add, inbox_item_resolve, inbox_item_update
 from tests.pages.conftest import htmx_target
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -146,8 +146,8 @@ def test_it_sorts_the_inbox_into_watching_resolved_and_delivered(session, owner_
     item("inbox_1_watch", "Tell me when Yirgacheffe is back")
     item("inbox_2_done", "Tell me when Sidamo is back")
     item("inbox_3_gone", "Tell me when Kenya AA is back")
-    resolve_inbox_item("inbox_2_done", "Sidamo arrived this morning")
-    resolve_inbox_item("inbox_3_gone", "Kenya AA is on the shelf")
+    inbox_item_resolve(item_id="inbox_2_done", response="Sidamo arrived this morning")
+    inbox_item_resolve(item_id="inbox_3_gone", response="Kenya AA is on the shelf")
     inbox_item_update(session_id=session.pk, item_id="inbox_3_gone", updates={"status": "consumed"})
 
     html = page(owner_client, session)

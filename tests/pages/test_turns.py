@@ -1,7 +1,7 @@
 """Talking to the coffee agent through the chat page: the composer, prompts and results.
 
-The turn runs on the test's event loop (the page posts, the runner works in the background),
-so these tests use the async client and wait for the runner to go idle, never for a clock.
+The turn runs on the test's event loop (the page posts, the worker runs the turn in the background),
+so these tests use the async client and wait for the session to go idle, never for a clock.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.db import connections
 from django.test import AsyncClient
 
 from gloveapp.conversations.services import session_create
-from gloveapp.turns import runner
+from gloveapp.turns import public as turns
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
@@ -25,7 +25,7 @@ HX = {"HX-Request": "true"}
 @pytest.fixture(autouse=True)
 async def close_worker_connections():
     yield
-    # The runner's database work runs in asgiref's worker thread, which keeps its own
+    # The database work runs in asgiref's worker thread, which keeps its own
     # connection open; PostgreSQL will not drop the test database while it is.
     await sync_to_async(connections.close_all)()
 
@@ -55,7 +55,7 @@ async def client(customer) -> AsyncClient:
 async def say(client: AsyncClient, session_id: str, text: str) -> None:
     response = await client.post(f"/sessions/{session_id}/messages", {"text": text}, headers=HX)
     assert response.status_code == 200
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
 
 async def page(client: AsyncClient, session_id: str, target: str | None = None) -> str:
@@ -65,10 +65,10 @@ async def page(client: AsyncClient, session_id: str, target: str | None = None) 
     return response.content.decode()
 
 
-async def next_slot(session_id: str) -> runner.SlotView:
+async def next_slot(session_id: str) -> turns.SlotView:
     """Wait on the loop (not a clock) until the running turn shows a prompt."""
-    while not (slots := await sync_to_async(runner.visible_slots)(session_id)):
-        assert await sync_to_async(runner.is_busy)(session_id), "the turn ended without a prompt"
+    while not (slots := await sync_to_async(turns.visible_slots)(session_id)):
+        assert await sync_to_async(turns.is_busy)(session_id), "the turn ended without a prompt"
         await asyncio.sleep(0.005)
     return slots[-1]
 
@@ -81,7 +81,7 @@ async def test_it_posts_the_message_and_shows_it_before_the_turn_stores_it(clien
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="messages"')
     assert "What coffees do you have?" in html
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
 
 async def test_it_shows_the_agents_reply_after_the_turn(client, session_id):
@@ -98,7 +98,7 @@ async def test_it_posts_without_javascript_and_redirects_back_to_the_chat(client
 
     assert response.status_code == 303
     assert response["Location"] == f"/sessions/{session_id}/"
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
     assert "hello" in await page(client, session_id)
 
 
@@ -110,7 +110,7 @@ async def test_it_refuses_an_empty_message_without_starting_a_turn(client, sessi
     assert htmx.status_code == 422
     assert htmx["HX-Retarget"] == "#composer"
     assert "Write a message first." in htmx.content.decode()
-    assert not (await sync_to_async(runner.is_busy)(session_id))
+    assert not (await sync_to_async(turns.is_busy)(session_id))
 
 
 async def test_it_draws_past_tool_results_with_their_colocated_template(client, session_id):
@@ -137,7 +137,7 @@ async def test_it_shows_a_checkout_prompt_and_resumes_the_tool_when_it_is_answer
 
     response = await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "confirm"})
     assert response.status_code == 303
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     html = await page(client, session_id)
     assert "Order #" in html
@@ -158,7 +158,7 @@ async def test_it_answers_a_prompt_in_place_for_htmx_with_a_json_answer(client, 
 
     assert response.status_code == 200
     assert response.content.decode().lstrip().startswith('<section id="slots"')
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
     assert "Order #" in await page(client, session_id, "messages")
 
 
@@ -175,7 +175,7 @@ async def test_it_answers_a_prompt_only_once(client, session_id):
 
     assert first.status_code == 303
     assert second.status_code == 404
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
     assert "Order #" not in await page(client, session_id)
 
 
@@ -189,11 +189,9 @@ async def test_it_refuses_a_malformed_json_answer(client, session_id):
     response = await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"json": "{nope"})
 
     assert response.status_code == 400
-    assert (await sync_to_async(runner.visible_slots)(session_id))[
-        -1
-    ].id == slot.id  # still waiting
+    assert (await sync_to_async(turns.visible_slots)(session_id))[-1].id == slot.id  # still waiting
     await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
 
 async def test_it_refuses_a_message_with_a_nul_character_without_starting_a_turn(
@@ -203,7 +201,7 @@ async def test_it_refuses_a_message_with_a_nul_character_without_starting_a_turn
 
     assert response.status_code == 400
     assert "NUL" in response.content.decode()
-    assert not (await sync_to_async(runner.is_busy)(session_id))
+    assert not (await sync_to_async(turns.is_busy)(session_id))
 
 
 async def test_it_refuses_an_answer_nested_too_deeply(client, session_id):
@@ -217,11 +215,9 @@ async def test_it_refuses_an_answer_nested_too_deeply(client, session_id):
     response = await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"json": deep})
 
     assert response.status_code == 400
-    assert (await sync_to_async(runner.visible_slots)(session_id))[
-        -1
-    ].id == slot.id  # still waiting
+    assert (await sync_to_async(turns.visible_slots)(session_id))[-1].id == slot.id  # still waiting
     await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
 
 async def test_it_refuses_messages_past_the_queue_limit_while_a_turn_runs(
@@ -240,9 +236,9 @@ async def test_it_refuses_messages_past_the_queue_limit_while_a_turn_runs(
     assert queued.status_code == 303
     assert refused.status_code == 429
     assert "already waiting" in refused.content.decode()
-    assert (await sync_to_async(runner.queued)(session_id)) == 1
+    assert (await sync_to_async(turns.queued)(session_id)) == 1
     await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
 
 async def test_it_asks_permission_in_the_page_before_charging_the_saved_card(client, session_id):
@@ -259,7 +255,7 @@ async def test_it_asks_permission_in_the_page_before_charging_the_saved_card(cli
     confirm = await next_slot(session_id)
     assert confirm.id != permission.id
     await client.post(f"/sessions/{session_id}/slots/{confirm.id}", {"value": "confirm"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     assert "paid with saved card" in await page(client, session_id)
 
@@ -270,7 +266,7 @@ async def test_it_does_not_run_the_tool_when_permission_is_denied(client, sessio
     permission = await next_slot(session_id)
 
     await client.post(f"/sessions/{session_id}/slots/{permission.id}", {"value": "deny"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     html = await page(client, session_id)
     assert "Order #" not in html
@@ -314,7 +310,7 @@ async def test_it_shows_staff_a_waiting_prompt_without_letting_them_answer(
     assert "<form" not in html
     assert refused.status_code == 404
     await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
 
 async def test_it_lists_every_queued_message_in_order_with_its_state(client, session_id):
@@ -332,7 +328,7 @@ async def test_it_lists_every_queued_message_in_order_with_its_state(client, ses
     assert queue.index("second") < queue.index("third")
     assert queue.count("Withdraw") == 3
     await client.post(f"/sessions/{session_id}/cancel")
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
 
 async def test_it_withdraws_a_queued_message_before_it_runs(client, session_id):
@@ -353,7 +349,7 @@ async def test_it_withdraws_a_queued_message_before_it_runs(client, session_id):
     assert response.status_code == 200 and "show the menu" not in response.content.decode()
     assert again.status_code == 409
     await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "deny_once"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
     assert "show the menu" not in await page(client, session_id)
 
 
@@ -365,7 +361,7 @@ async def test_it_shows_a_stopped_checkout_as_stopped_and_who_stopped_it(
     await next_slot(session_id)
 
     await client.post(f"/sessions/{session_id}/cancel")
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     html = await page(client, session_id)
     card = html.split('data-tool="checkout"')[1].split("</li>")[0]
@@ -381,7 +377,7 @@ async def test_it_asks_again_after_deny_once(client, session_id):
     await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
     first = await next_slot(session_id)
     await client.post(f"/sessions/{session_id}/slots/{first.id}", {"value": "deny_once"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
     second = await next_slot(session_id)
@@ -389,7 +385,7 @@ async def test_it_asks_again_after_deny_once(client, session_id):
     assert second.renderer == "permission_request" and second.id != first.id
     assert "None: tools that need your permission" in await page(client, session_id)
     await client.post(f"/sessions/{session_id}/slots/{second.id}", {"value": "deny_once"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
 
 async def test_it_lists_an_always_deny_and_resets_it_from_the_page(client, session_id):
@@ -397,7 +393,7 @@ async def test_it_lists_an_always_deny_and_resets_it_from_the_page(client, sessi
     await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
     slot = await next_slot(session_id)
     await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "always_deny"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
     listed = await page(client, session_id, "permissions")
     permission = listed.split('name="permission" value="')[1].split('"')[0]
 
@@ -411,4 +407,4 @@ async def test_it_lists_an_always_deny_and_resets_it_from_the_page(client, sessi
     assert "Always denied" not in reset.content.decode()
     assert again.renderer == "permission_request"
     await client.post(f"/sessions/{session_id}/slots/{again.id}", {"value": "deny_once"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)

@@ -13,7 +13,7 @@ from gloveapp.conversations.services import messages_append, session_create, tas
 from gloveapp.core.types import Message, Task
 from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 from tests.persistence.helpers import post_item, snapshot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -59,8 +59,8 @@ def test_it_lists_pending_items_first(owner):
     post_item("inbox_1_old_resolved", created_at="2030-01-01T09:00:00.000Z")
     post_item("inbox_2_pending", created_at="2030-01-01T10:00:00.000Z")
     post_item("inbox_3_new_resolved", created_at="2030-01-01T11:00:00.000Z")
-    resolve_inbox_item("inbox_1_old_resolved", "done")
-    resolve_inbox_item("inbox_3_new_resolved", "done")
+    inbox_item_resolve(item_id="inbox_1_old_resolved", response="done")
+    inbox_item_resolve(item_id="inbox_3_new_resolved", response="done")
 
     page = owner.get(CHANGELIST).content.decode()
 
@@ -75,7 +75,7 @@ def test_it_lists_pending_items_first(owner):
 def test_it_filters_the_list(owner, query):
     post_item("inbox_1_a", session_id="s1", blocking=True)
     post_item("inbox_2_b", session_id="s2", tag="other")
-    resolve_inbox_item("inbox_2_b", "done")
+    inbox_item_resolve(item_id="inbox_2_b", response="done")
 
     page = owner.get(f"{CHANGELIST}?{query}").content.decode()
 
@@ -111,7 +111,9 @@ def test_it_asks_for_a_response_and_changes_nothing_without_one(owner):
 def test_it_tells_a_late_staff_member_the_item_was_already_resolved(owner):
     post_item("inbox_1_a")
     owner.get(change_url("inbox_1_a"))
-    resolve_inbox_item("inbox_1_a", "the webhook was faster", resolved_by="webhook")
+    inbox_item_resolve(
+        item_id="inbox_1_a", response="the webhook was faster", resolved_by="webhook"
+    )
 
     answer = owner.post(
         change_url("inbox_1_a"), {"resolution": "my answer", "_save": "Save"}, follow=True
@@ -123,7 +125,7 @@ def test_it_tells_a_late_staff_member_the_item_was_already_resolved(owner):
 
 def test_it_offers_no_response_field_once_resolved(owner):
     post_item("inbox_1_a")
-    resolve_inbox_item("inbox_1_a", "done")
+    inbox_item_resolve(item_id="inbox_1_a", response="done")
 
     page = owner.get(change_url("inbox_1_a")).content.decode()
 
@@ -135,7 +137,7 @@ def test_it_resolves_many_items_with_one_response(owner):
     post_item("inbox_1_a", created_at="2030-01-01T10:00:00.000Z")
     post_item("inbox_2_b", created_at="2030-01-01T10:00:01.000Z")
     post_item("inbox_3_c", created_at="2030-01-01T10:00:02.000Z")
-    resolve_inbox_item("inbox_3_c", "earlier answer")
+    inbox_item_resolve(item_id="inbox_3_c", response="earlier answer")
     selected = ["inbox_1_a", "inbox_2_b", "inbox_3_c"]
 
     confirm = owner.post(CHANGELIST, {"action": "resolve_selected", "_selected_action": selected})

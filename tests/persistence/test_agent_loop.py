@@ -20,7 +20,7 @@ from gloveapp.core import CompactionConfig, Glove, ScriptedModel, tool
 from gloveapp.core.types import Message, ToolCall
 from gloveapp.ormstore.store import DjangoStore
 from inbox.models import InboxItem
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 from tests.persistence.helpers import post_item, run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -141,7 +141,7 @@ def test_it_injects_each_item_exactly_once_into_two_concurrent_turns():
     item_ids = [f"inbox_{n}_watch" for n in range(6)]
     for n, item_id in enumerate(item_ids):
         post_item(item_id, session_id="busy", created_at=f"2030-01-01T10:00:0{n}.000Z")
-        resolve_inbox_item(item_id, f"answer {n}")
+        inbox_item_resolve(item_id=item_id, response=f"answer {n}")
     agents = [agent_for(DjangoStore("busy"), ["Noted."]) for _ in range(2)]
 
     outcomes = run_in_threads(2, lambda n: async_to_sync(agents[n][0].process_request)(f"turn {n}"))

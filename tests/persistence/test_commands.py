@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from inbox.models import InboxItem
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 from tests.persistence.helpers import post_item, snapshot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -57,7 +57,7 @@ def test_it_fails_with_status_3_for_an_unknown_item():
 
 def test_it_fails_with_status_4_when_the_item_is_not_pending():
     post_item("inbox_1_a")
-    resolve_inbox_item("inbox_1_a", "first")
+    inbox_item_resolve(item_id="inbox_1_a", response="first")
 
     with pytest.raises(CommandError, match="already resolved") as failure:
         run("resolve_inbox_item", "inbox_1_a", "second")
@@ -88,7 +88,7 @@ def test_it_lists_what_waits():
         created_at="2030-01-01T11:00:00.000Z",
     )
     post_item("inbox_3_c", session_id="s1", created_at="2030-01-01T12:00:00.000Z")
-    resolve_inbox_item("inbox_3_c", "done")
+    inbox_item_resolve(item_id="inbox_3_c", response="done")
 
     output = run("inbox_pending")
 

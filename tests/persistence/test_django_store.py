@@ -18,8 +18,8 @@ from gloveapp.live.eventlog import record_event
 from gloveapp.live.models import LiveEvent
 from gloveapp.ormstore.store import DjangoStore
 from inbox.models import InboxItem as InboxRow
+from inbox.services import inbox_item_resolve as resolve_service
 from inbox.services import inbox_items_consume_resolved
-from inbox.services import resolve_inbox_item as resolve_service
 from tests.persistence.helpers import post_item, run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -223,7 +223,7 @@ def test_it_keeps_seq_unique_and_batches_whole_under_concurrent_appends():
 def test_it_consumes_each_item_once_across_concurrent_connections():
     for n in range(10):
         post_item(f"inbox_{n}_x", session_id="busy", created_at=f"2030-01-01T10:00:{n:02d}.000Z")
-        resolve_service(f"inbox_{n}_x", f"response {n}")
+        resolve_service(item_id=f"inbox_{n}_x", response=f"response {n}")
 
     outcomes = run_in_threads(8, lambda _: inbox_items_consume_resolved(session_id="busy"))
 

@@ -12,7 +12,7 @@ from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.ormstore.store import DjangoStore
 from inbox.models import InboxItem
-from inbox.services import inbox_item_add, resolve_inbox_item
+from inbox.services import inbox_item_add, inbox_item_resolve
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -35,7 +35,9 @@ async def test_it_gives_the_runtime_store_its_sessions_own_item_ids():
     olives, oscars = await sync_to_async(two_sessions_with_one_item_id)()
     theirs = await InboxItem.objects.aget(session_id=oscars)
     assert theirs.id != "inbox_1_kenya"
-    await sync_to_async(resolve_inbox_item)(theirs.id, "Back.", resolved_by="command")
+    await sync_to_async(inbox_item_resolve)(
+        item_id=theirs.id, response="Back.", resolved_by="command"
+    )
 
     store = DjangoStore(oscars)
     assert [(i.id, i.request) for i in await store.get_resolved_inbox_items()] == [
@@ -52,7 +54,9 @@ async def test_it_gives_the_runtime_store_its_sessions_own_item_ids():
 async def test_it_injects_a_banner_naming_the_sessions_own_item_id():
     _, oscars = await sync_to_async(two_sessions_with_one_item_id)()
     theirs = await InboxItem.objects.aget(session_id=oscars)
-    await sync_to_async(resolve_inbox_item)(theirs.id, "Back.", resolved_by="command")
+    await sync_to_async(inbox_item_resolve)(
+        item_id=theirs.id, response="Back.", resolved_by="command"
+    )
 
     taken = []
     message = await DjangoStore(oscars).inject_resolved_inbox_items(

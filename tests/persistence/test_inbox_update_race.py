@@ -16,7 +16,7 @@ from django.db import connections
 import inbox.services as inbox_services
 from gloveapp.core.store import InboxTransitionError
 from inbox.models import InboxItem
-from inbox.services import inbox_item_update, resolve_inbox_item
+from inbox.services import inbox_item_resolve, inbox_item_update
 from tests.persistence.helpers import post_item
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -29,8 +29,8 @@ def update_racing_a_resolution(monkeypatch, updates: dict) -> tuple[object, obje
 
     def resolve() -> None:
         try:
-            outcome["resolve"] = resolve_inbox_item(
-                "inbox_1_watch", "Back in stock", resolved_by="user", user=staff
+            outcome["resolve"] = inbox_item_resolve(
+                item_id="inbox_1_watch", response="Back in stock", resolved_by="user", user=staff
             )
         except Exception as exc:
             outcome["resolve"] = exc

@@ -11,7 +11,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from inbox.models import InboxItem
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 from inbox.webhooks import sign
 from tests.persistence.helpers import post_item, snapshot
 
@@ -171,7 +171,7 @@ def test_it_answers_404_for_an_unknown_item(staff_client):
 
 def test_it_answers_409_for_an_item_already_resolved(staff_client):
     post_item("inbox_1_a")
-    resolve_inbox_item("inbox_1_a", "first")
+    inbox_item_resolve(item_id="inbox_1_a", response="first")
 
     answer = staff_client.post(URL, {"itemId": "inbox_1_a", "response": "second"}, format="json")
 
@@ -197,7 +197,7 @@ def test_it_accepts_a_signed_webhook(webhook_secret):
 
 def test_it_answers_a_signed_webhook_with_the_same_404_and_409(webhook_secret):
     post_item("inbox_1_a")
-    resolve_inbox_item("inbox_1_a", "first")
+    inbox_item_resolve(item_id="inbox_1_a", response="first")
 
     assert signed_post({"itemId": "inbox_nope", "response": "x"}).status_code == 404
     assert signed_post({"itemId": "inbox_1_a", "response": "x"}).status_code == 409

@@ -1,4 +1,4 @@
-"""`inbox.services.resolve_inbox_item`: the one resolution every path calls."""
+"""`inbox.services.inbox_item_resolve`: the one resolution every path calls."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
 from inbox.services import (
-    aresolve_inbox_item,
+    ainbox_item_resolve,
     expire_inbox_items,
+    inbox_item_resolve,
     inbox_items_consume_resolved,
-    resolve_inbox_item,
 )
 from tests.persistence.helpers import post_item, run_in_threads, snapshot
 
@@ -26,8 +26,8 @@ def test_it_resolves_a_pending_item_and_records_who_did_it():
     staff = get_user_model().objects.create_user("barista", is_staff=True)
     post_item("inbox_1_a")
 
-    item = resolve_inbox_item(
-        "inbox_1_a", "Back in stock (12 bags).", resolved_by="user", user=staff
+    item = inbox_item_resolve(
+        item_id="inbox_1_a", response="Back in stock (12 bags).", resolved_by="user", user=staff
     )
 
     item.refresh_from_db()
@@ -43,7 +43,7 @@ def test_it_resolves_a_pending_item_and_records_who_did_it():
 def test_it_announces_the_resolution_in_the_same_transaction():
     post_item("inbox_1_a", session_id="s1")
 
-    resolve_inbox_item("inbox_1_a", "Back in stock", resolved_by="command")
+    inbox_item_resolve(item_id="inbox_1_a", response="Back in stock", resolved_by="command")
 
     event = LiveEvent.objects.filter(type="inbox.changed").latest("id")
     assert event.stream == "session:s1"
@@ -59,18 +59,18 @@ def test_it_reports_an_unknown_item_as_not_found_and_changes_nothing():
     before = snapshot()
 
     with pytest.raises(InboxItemNotFound, match='"inbox_nope"'):
-        resolve_inbox_item("inbox_nope", "whatever")
+        inbox_item_resolve(item_id="inbox_nope", response="whatever")
 
     assert snapshot() == before
 
 
 def test_it_reports_already_resolved_and_keeps_the_first_response():
     post_item("inbox_1_a")
-    resolve_inbox_item("inbox_1_a", "first", resolved_by="webhook")
+    inbox_item_resolve(item_id="inbox_1_a", response="first", resolved_by="webhook")
     before = snapshot()
 
     with pytest.raises(InboxTransitionError, match="already resolved") as refused:
-        resolve_inbox_item("inbox_1_a", "second", resolved_by="command")
+        inbox_item_resolve(item_id="inbox_1_a", response="second", resolved_by="command")
 
     assert refused.value.current_status == "resolved"
     assert snapshot() == before
@@ -78,11 +78,11 @@ def test_it_reports_already_resolved_and_keeps_the_first_response():
 
 def test_it_reports_already_consumed_for_an_item_the_agent_has_read():
     post_item("inbox_1_a", session_id="s1")
-    resolve_inbox_item("inbox_1_a", "first")
+    inbox_item_resolve(item_id="inbox_1_a", response="first")
     inbox_items_consume_resolved(session_id="s1")
 
     with pytest.raises(InboxTransitionError, match="already consumed") as refused:
-        resolve_inbox_item("inbox_1_a", "again")
+        inbox_item_resolve(item_id="inbox_1_a", response="again")
 
     assert refused.value.current_status == "consumed"
     assert InboxItem.objects.get(pk="inbox_1_a").response == "first"
@@ -108,7 +108,7 @@ def test_it_refuses_bad_input_and_changes_nothing(item_id, response, options, co
     before = snapshot()
 
     with pytest.raises(ValueError, match=complaint):
-        resolve_inbox_item(item_id, response, **options)
+        inbox_item_resolve(item_id=item_id, response=response, **options)
 
     assert snapshot() == before
 
@@ -119,7 +119,40 @@ async def test_it_can_be_awaited():
 
     await sync_to_async(post_item)("inbox_1_a")
 
-    item = await aresolve_inbox_item("inbox_1_a", "from async code", resolved_by="mesh")
+    item = await ainbox_item_resolve(
+        item_id="inbox_1_a", response="from async code", resolved_by="mesh"
+    )
+
+    assert (item.status, item.resolved_by) == ("resolved", "mesh")
+
+
+def test_it_still_answers_to_its_old_name_with_a_deprecation_warning():
+    from inbox.services import resolve_inbox_item
+
+    post_item("inbox_1_a")
+
+    with pytest.warns(DeprecationWarning, match="inbox_item_resolve") as caught:
+        item = resolve_inbox_item("inbox_1_a", "Back in stock", resolved_by="command")
+
+    assert (item.status, item.response, item.resolved_by) == (
+        "resolved",
+        "Back in stock",
+        "command",
+    )
+    # The warning points at the caller, not at inbox/services.py.
+    assert caught[0].filename == __file__
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_it_still_answers_to_its_old_async_name_with_a_deprecation_warning():
+    from asgiref.sync import sync_to_async
+
+    from inbox.services import aresolve_inbox_item
+
+    await sync_to_async(post_item)("inbox_1_a")
+
+    with pytest.warns(DeprecationWarning, match="ainbox_item_resolve"):
+        item = await aresolve_inbox_item("inbox_1_a", "from async code", resolved_by="mesh")
 
     assert (item.status, item.resolved_by) == ("resolved", "mesh")
 
@@ -129,7 +162,10 @@ def test_it_lets_exactly_one_of_fifty_concurrent_resolvers_win(requires_postgres
     post_item("inbox_1_race")
 
     outcomes = run_in_threads(
-        50, lambda n: resolve_inbox_item("inbox_1_race", f"resolver {n}", resolved_by="webhook")
+        50,
+        lambda n: inbox_item_resolve(
+            item_id="inbox_1_race", response=f"resolver {n}", resolved_by="webhook"
+        ),
     )
 
     winners = [o for o in outcomes if isinstance(o, InboxItem)]
@@ -166,7 +202,7 @@ def test_it_expires_overdue_items_with_a_clear_response():
 
 def test_it_never_expires_an_item_someone_already_resolved():
     post_item("inbox_1_overdue", expires_at=datetime.now(UTC) - timedelta(minutes=1))
-    resolve_inbox_item("inbox_1_overdue", "answered in time")
+    inbox_item_resolve(item_id="inbox_1_overdue", response="answered in time")
 
     assert expire_inbox_items() == 0
     assert InboxItem.objects.get(pk="inbox_1_overdue").response == "answered in time"

@@ -1,4 +1,4 @@
-"""The README's "Guarantees" section names, for each promise, tests that exist."""
+"""The guarantees page (docs/reference/guarantees.md) names, for each promise, tests that exist."""
 
 from __future__ import annotations
 
@@ -9,10 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def guarantees_section() -> str:
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("## Guarantees")
-    end = readme.index("\n## ", start + 1)
-    return readme[start:end]
+    return (ROOT / "docs" / "reference" / "guarantees.md").read_text()
 
 
 def test_it_names_an_existing_test_for_every_promise():

@@ -20,7 +20,8 @@ from gloveapp.core.types import Message as CoreMessage
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
 from gloveapp.ormstore.store import DjangoStore
-from gloveapp.turns import runner, services
+from gloveapp.turns import public as turns
+from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnSlot
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -74,7 +75,7 @@ async def test_it_restarts_the_turn_of_a_dead_worker_without_storing_its_message
         [CoreMessage(sender="user", text="show me the menu")]
     )
 
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     turn = await Turn.objects.aget(pk=turn.pk)
     assert turn.status == Turn.Status.DONE
@@ -100,7 +101,7 @@ async def test_it_fails_a_turn_after_its_last_attempt(session_id, customer, sett
     )
     await sync_to_async(services.turn_claim_next)(session_id=session_id, worker_id="dead")
 
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     turn = await Turn.objects.aget(pk=turn.pk)
     assert turn.status == Turn.Status.FAILED
@@ -113,10 +114,10 @@ async def test_it_stops_a_running_turn_through_the_api_and_expires_its_prompt(
     from rest_framework.authtoken.models import Token
 
     token = await Token.objects.acreate(user=customer)
-    await runner.submit_message(session_id=session_id, text="add Kenya AA")
-    await runner.wait_until_idle(session_id)
-    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
-    while not await sync_to_async(runner.visible_slots)(session_id):
+    await turns.submit_message(session_id=session_id, text="add Kenya AA")
+    await turns.wait_until_idle(session_id)
+    await turns.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    while not await sync_to_async(turns.visible_slots)(session_id):
         import asyncio
 
         await asyncio.sleep(0.01)
@@ -124,7 +125,7 @@ async def test_it_stops_a_running_turn_through_the_api_and_expires_its_prompt(
     response = await AsyncClient().post(
         f"/api/sessions/{session_id}/cancel", headers={"Authorization": f"Token {token.key}"}
     )
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     assert response.status_code == 200
     assert response.json() == {"cancelled": True}
@@ -161,7 +162,7 @@ async def test_it_answers_429_on_the_page_past_the_users_turns_per_minute(
     assert statuses == [303, 303, 429]
     assert htmx.status_code == 429
     assert "turns in the last minute" in htmx.content.decode()
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
 
 def test_it_counts_only_the_last_minute(session_id, customer, settings):
@@ -219,15 +220,15 @@ async def test_it_stops_a_running_turn_from_the_pages_stop_button(
 
     client = AsyncClient()
     await client.aforce_login(customer)
-    await runner.submit_message(session_id=session_id, text="add Kenya AA")
-    await runner.wait_until_idle(session_id)
-    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
-    while not await sync_to_async(runner.visible_slots)(session_id):  # noqa: ASYNC110
+    await turns.submit_message(session_id=session_id, text="add Kenya AA")
+    await turns.wait_until_idle(session_id)
+    await turns.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    while not await sync_to_async(turns.visible_slots)(session_id):  # noqa: ASYNC110
         await asyncio.sleep(0.01)
     page = (await client.get(f"/sessions/{session_id}/")).content.decode()
 
     response = await client.post(f"/sessions/{session_id}/cancel")
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     assert 'data-action="stop"' in page
     assert response.status_code == 303

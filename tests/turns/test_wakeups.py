@@ -17,7 +17,8 @@ from django.db import connection
 
 from gloveapp.conversations.models import Message
 from gloveapp.conversations.services import session_create
-from gloveapp.turns import runner, services
+from gloveapp.turns import public as turns
+from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnSlot
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -56,15 +57,15 @@ async def _checkout_prompt(session_id: str, engine) -> str:
         return engine.listening
 
     await _until(listening)
-    await runner.submit_message(session_id=session_id, text="add Kenya AA")
-    await runner.wait_until_idle(session_id)
-    await runner.submit_message(session_id=session_id, text="checkout, pay at pickup")
+    await turns.submit_message(session_id=session_id, text="add Kenya AA")
+    await turns.wait_until_idle(session_id)
+    await turns.submit_message(session_id=session_id, text="checkout, pay at pickup")
 
     async def prompted() -> bool:
-        return bool(await sync_to_async(runner.visible_slots)(session_id))
+        return bool(await sync_to_async(turns.visible_slots)(session_id))
 
     await _until(prompted)
-    return (await sync_to_async(runner.visible_slots)(session_id))[0].id
+    return (await sync_to_async(turns.visible_slots)(session_id))[0].id
 
 
 async def _agent_texts(session_id: str) -> str:
@@ -81,8 +82,8 @@ async def _agent_texts(session_id: str) -> str:
 async def test_an_answer_wakes_the_waiting_turn_by_notify(only_notify, session_id, turn_worker):
     slot_id = await _checkout_prompt(session_id, turn_worker)
 
-    assert await runner.answer_slot(session_id=session_id, slot_id=slot_id, value="confirm")
-    await runner.wait_until_idle(session_id)
+    assert await turns.answer_slot(session_id=session_id, slot_id=slot_id, value="confirm")
+    await turns.wait_until_idle(session_id)
 
     newest = await Turn.objects.filter(session_id=session_id).alast()
     assert newest.status == Turn.Status.DONE
@@ -94,8 +95,8 @@ async def test_it_stops_a_turn_waiting_on_a_prompt_while_listening(
 ):
     await _checkout_prompt(session_id, turn_worker)
 
-    assert await runner.cancel(session_id)
-    await runner.wait_until_idle(session_id)
+    assert await turns.cancel(session_id)
+    await turns.wait_until_idle(session_id)
 
     newest = await Turn.objects.filter(session_id=session_id).alast()
     assert newest.status == Turn.Status.CANCELLED
@@ -111,7 +112,7 @@ async def test_it_recovers_an_answer_whose_notification_was_lost(
     answered = await TurnSlot.objects.filter(
         turn_id=int(turn_pk), slot_id=slot, status=TurnSlot.Status.OPEN
     ).aupdate(status=TurnSlot.Status.ANSWERED, answer={"value": "confirm"})
-    await runner.wait_until_idle(session_id)
+    await turns.wait_until_idle(session_id)
 
     assert answered == 1
     assert "Order #" in await _agent_texts(session_id)
@@ -150,16 +151,19 @@ def test_the_answering_transaction_notifies_the_turn_at_commit(
 def rq_backend(settings, redis_url):
     settings.RQ_QUEUES = {"default": {"URL": redis_url}}
     settings.TASKS = {
-        "default": {"BACKEND": "gloveapp.turns.rq_backend.TurnsRQBackend", "QUEUES": ["default"]}
+        "default": {
+            "BACKEND": "gloveapp.turns.queue.rq_backend.TurnsRQBackend",
+            "QUEUES": ["default"],
+        }
     }
 
 
 async def test_it_runs_turns_in_order_on_the_rq_backend(rq_backend, session_id, turn_worker):
-    from gloveapp.turns.tasks import run_session_turns
+    from gloveapp.turns.queue.tasks import run_session_turns
 
     for text in ("hello", "show me the menu"):
-        await runner.submit_message(session_id=session_id, text=text)
-    await runner.wait_until_idle(session_id)
+        await turns.submit_message(session_id=session_id, text=text)
+    await turns.wait_until_idle(session_id)
     # The backend's own record of a task the worker took.
     result = await sync_to_async(run_session_turns.enqueue)(session_id)
 

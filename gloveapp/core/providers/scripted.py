@@ -9,6 +9,10 @@ Each turn is a final text (`str`), an agent `Message` (usually with tool calls),
 `ScriptedTurn` (a reply with its own token counts), or a callable that receives the prompt's
 messages and returns one of those. Every prompt is recorded in `.calls`. Tool calls without an
 id get `call_{label}_{call_index}_{i}`, the ids the reference transcript uses.
+
+`respond(messages, tools)` answers every prompt the script has no turn for (a model that never
+runs out, like the offline demo's rules); `stream=True` reports each reply as a streaming
+adapter does: `text_delta` chunks, a `tool_use` per call, then `model_response_complete`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +44,12 @@ class ScriptedTurn:
 
 TurnFactory = Callable[[list[Message]], str | Message | ScriptedTurn | Awaitable[Any]]
 Turn = str | Message | ScriptedTurn | TurnFactory
+# Answers a prompt from its messages and the tools offered with it.
+Responder = Callable[
+    [list[Message], list[ToolSpec] | None], str | Message | ScriptedTurn | Awaitable[Any]
+]
+# Words per `text_delta` when streaming.
+STREAM_WORDS = 6
 
 
 @dataclass(slots=True)
@@ -65,8 +76,10 @@ class ScriptedModel:
 
     def __init__(
         self,
-        script: Sequence[Turn],
+        script: Sequence[Turn] = (),
         *,
+        respond: Responder | None = None,
+        stream: bool = False,
         compaction_script: Sequence[Turn] | None = None,
         tokens_in: int = 100,
         tokens_out: int = 20,
@@ -76,6 +89,8 @@ class ScriptedModel:
         self.name = f"scripted:{label}"
         self.label = label
         self._script = list(script)
+        self._respond = respond
+        self.stream = stream
         # Compaction summary requests are answered from here when given, so a script for the
         # conversation does not have to know when compaction happens.
         self._compaction_script = list(compaction_script) if compaction_script is not None else None
@@ -104,13 +119,16 @@ class ScriptedModel:
         queue = self._script
         if is_compaction and self._compaction_script is not None:
             queue = self._compaction_script
-        if not queue:
+        if queue:
+            turn = await self._materialise(queue.pop(0), messages)
+        elif self._respond is not None:
+            turn = await self._materialise(self._respond(messages, tools), messages)
+        else:
             which = "compaction script" if queue is self._compaction_script else "script"
             raise ScriptExhaustedError(
                 f"ScriptedModel {self.label!r}: the {which} ran out at model call #{index} "
                 f"({len(self.calls)} call(s) answered so far)."
             )
-        turn = await self._materialise(queue.pop(0), messages)
         reply = self._as_agent_message(turn.reply, index)
         tokens_in = self.tokens_in if turn.tokens_in is None else turn.tokens_in
         tokens_out = self.tokens_out if turn.tokens_out is None else turn.tokens_out
@@ -132,7 +150,16 @@ class ScriptedModel:
         if reply.tool_calls:
             payload["tool_calls"] = [call.to_dict() for call in reply.tool_calls]
         payload.update(stop_reason=stop_reason, tokens_in=tokens_in, tokens_out=tokens_out)
-        await notify("model_response", payload)
+        if self.stream:
+            for chunk in _chunks(reply.text):
+                await notify("text_delta", {"text": chunk})
+            for call in reply.tool_calls or []:
+                await notify(
+                    "tool_use", {"id": call.id, "name": call.tool_name, "input": call.input_args}
+                )
+            await notify("model_response_complete", payload)
+        else:
+            await notify("model_response", payload)
         return ModelResult(
             messages=[reply],
             tokens_in=tokens_in,
@@ -142,7 +169,9 @@ class ScriptedModel:
             stop_reason=stop_reason,
         )
 
-    async def _materialise(self, turn: Turn, messages: list[Message]) -> ScriptedTurn:
+    async def _materialise(self, turn: Any, messages: list[Message]) -> ScriptedTurn:
+        if inspect.isawaitable(turn):
+            turn = await turn
         if callable(turn) and not isinstance(turn, Message | ScriptedTurn):
             produced = turn(messages)
             if inspect.isawaitable(produced):
@@ -169,3 +198,8 @@ class ScriptedModel:
                 for position, call in enumerate(message.tool_calls)
             ]
         return message
+
+
+def _chunks(text: str) -> list[str]:
+    words = re.findall(r"\S+\s*", text)
+    return ["".join(words[i : i + STREAM_WORDS]) for i in range(0, len(words), STREAM_WORDS)]

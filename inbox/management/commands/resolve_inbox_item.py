@@ -12,7 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
-from inbox.services import resolve_inbox_item
+from inbox.services import inbox_item_resolve
 
 EXIT_INVALID, EXIT_NOT_FOUND, EXIT_NOT_PENDING = 1, 3, 4
 
@@ -33,7 +33,7 @@ class Command(BaseCommand):
         if response == "-":
             response = sys.stdin.read().rstrip("\n")
         try:
-            item = resolve_inbox_item(item_id, response, resolved_by="command")
+            item = inbox_item_resolve(item_id=item_id, response=response, resolved_by="command")
         except InboxItemNotFound as exc:
             raise CommandError(str(exc), returncode=EXIT_NOT_FOUND) from None
         except InboxTransitionError as exc:

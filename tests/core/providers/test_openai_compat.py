@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import openai
 import pytest
 
-from gloveapp.core.abort import AbortController
 from gloveapp.core.providers.base import ToolSpec
 from gloveapp.core.providers.errors import ModelProviderError
 from gloveapp.core.providers.openai_compat import OpenAICompatModel
-from gloveapp.core.types import AbortError, Message, ToolCall, ToolResult, ToolResultData
+from gloveapp.core.types import Message, ToolCall, ToolResult, ToolResultData
 from tests.core.providers.conftest import Recorder
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -312,40 +309,6 @@ async def test_malformed_history_would_be_rejected(openai_server: FakeOpenAI) ->
         )
 
 
-async def test_abort_stops_the_stream(openai_server: FakeOpenAI) -> None:
-    openai_server.reply_stream(["first ", "never sent"], hang_after=2)
-    model = make_model(openai_server)
-    controller = AbortController()
-    recorder = Recorder()
-    got_first_delta = asyncio.Event()
-
-    async def notify(event_type: str, payload: dict) -> None:
-        await recorder(event_type, payload)
-        if event_type == "text_delta":
-            got_first_delta.set()
-
-    task = asyncio.create_task(
-        model.prompt([Message("user", "hi")], None, notify, controller.signal)
-    )
-    await asyncio.wait_for(got_first_delta.wait(), 5)
-    controller.abort("user pressed stop")
-
-    with pytest.raises(AbortError):
-        await asyncio.wait_for(task, 5)
-    assert recorder.events == [("text_delta", {"text": "first "})]
-    assert await asyncio.to_thread(openai_server.client_disconnected.wait, 5)
-
-
-async def test_abort_before_the_call_sends_nothing(openai_server: FakeOpenAI) -> None:
-    controller = AbortController()
-    controller.abort()
-    with pytest.raises(AbortError):
-        await make_model(openai_server).prompt(
-            [Message("user", "hi")], None, Recorder(), controller.signal
-        )
-    assert openai_server.requests == []
-
-
 async def test_name_and_injected_client(openai_server: FakeOpenAI, recorder: Recorder) -> None:
     openai_server.reply_json("ok")
     client = openai.AsyncOpenAI(api_key="injected", base_url=openai_server.base_url, max_retries=0)
@@ -374,14 +337,3 @@ async def test_error_chunk_inside_a_stream(openai_server: FakeOpenAI, recorder: 
     assert caught.value.message == "upstream overloaded"
     assert caught.value.error_type == "server_error"
     assert "model_response_complete" not in recorder.types
-
-
-async def test_subscriber_errors_propagate_unchanged(openai_server: FakeOpenAI) -> None:
-    openai_server.reply_stream(["a", "b"])
-    model = make_model(openai_server)
-
-    async def broken(event_type: str, payload: dict) -> None:
-        raise RuntimeError("subscriber broke")
-
-    with pytest.raises(RuntimeError, match="subscriber broke"):
-        await model.prompt([Message("user", "hi")], None, broken)

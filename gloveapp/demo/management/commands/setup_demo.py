@@ -41,7 +41,7 @@ class Command(BaseCommand):
         write("       Start Claude Code in that folder (or run examples/mcp_client.py with the")
         write("       URL and token in .mcp.json) and ask it to push to the inbox; reply from")
         write("       /inbox/ and the agent reads your reply with inbox_read.")
-        write("       Tour: docs/tutorial/tour.md")
+        write("       Tour: docs/tutorial/index.md")
 
     def _login(self, account: DemoAccount) -> str:
         if account.password is None:

@@ -9,7 +9,7 @@ import signal
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
-from gloveapp.turns import loop as event_loop
+from gloveapp.turns import event_loop
 from gloveapp.turns.mesh_peer import run_mesh_peer
 from mesh.layers import InvalidMeshConfig
 

@@ -12,9 +12,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from gloveapp.turns import loop as event_loop
-from gloveapp.turns.engine import TurnEngine
-from gloveapp.turns.fetch import fetcher_for_backend
+from gloveapp.turns import event_loop
+from gloveapp.turns.queue.fetch import fetcher_for_backend
+from gloveapp.turns.queue.tasks import enqueue_session
+from gloveapp.turns.worker import TurnEngine
 
 
 class Command(BaseCommand):
@@ -28,7 +29,7 @@ class Command(BaseCommand):
         event_loop.run(self._serve(options["concurrency"], options["worker_id"]))
 
     async def _serve(self, concurrency: int | None, worker_id: str | None) -> None:
-        engine = TurnEngine(worker_id=worker_id, concurrency=concurrency)
+        engine = TurnEngine(requeue=enqueue_session, worker_id=worker_id, concurrency=concurrency)
         loop = asyncio.get_running_loop()
         stopping: list[asyncio.Task[None]] = []
         for signum in (signal.SIGINT, signal.SIGTERM):

@@ -1,12 +1,13 @@
-"""The turn runner's Python API: queue a message, read and answer prompts, wait, cancel.
+"""The turns' public entry points: queue a message, read and answer prompts, wait, cancel.
 
     ahead = await submit_message(session_id=..., text="Do you have Yirgacheffe?")
     visible_slots(session_id)            # the prompts a page shows right now
     await answer_slot(session_id=..., slot_id="t12-slot_1", value="confirm")
     is_busy(session_id), queued(session_id)
 
-Turns run on a worker (`manage.py turn_worker`, started by `make run`), never in the caller:
-everything here reads and writes the database, so it works the same from any process.
+Turns run on a worker (`manage.py turn_worker`, started by `make run`; `turns.worker`), never
+in the caller: everything here reads and writes the database and puts the session on the
+queue (`turns.queue`), so it works the same from any process.
 Live events: stored ones (`turn.started`, `turn.restarted`, `turn.finished`, `turn.error`,
 `slot.pushed`, `slot.resolved`, and the messages) reach pages through the event log; the
 worker pushes `text_delta`, `tool_use` and `tool_use_result` through the channel layer only.
@@ -21,9 +22,9 @@ from asgiref.sync import sync_to_async
 
 from gloveapp.conversations.models import Session
 from gloveapp.turns import services
+from gloveapp.turns.queue.tasks import enqueue_session
 from gloveapp.turns.selectors import SlotView, is_busy, queued, visible_slots
 from gloveapp.turns.services import QueueFull, TurnLimitReached
-from gloveapp.turns.tasks import enqueue_session
 
 __all__ = [
     "QueueFull",

@@ -1,4 +1,4 @@
-"""The Django task behind every chat turn.
+"""The Django task behind every chat turn, and how it is enqueued.
 
 A posted message is a queued `Turn` row; its task only says "this session may have a turn
 to run". Whatever worker the backend hands the task to claims the turn in the database (one
@@ -8,17 +8,19 @@ harmless, and the turn itself never runs twice or out of order.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from django.tasks import task
+
+from gloveapp.turns.services import task_enqueued_notify
+from gloveapp.turns.worker import TurnEngine, current_engine
 
 logger = logging.getLogger(__name__)
 
 
 @task
 def run_session_turns(session_id: str) -> None:
-    from gloveapp.turns.engine import current_engine, run_session_blocking
-
     engine = current_engine()
     if engine is not None:
         # Inside `turn_worker`: hand the session to its event loop, which runs many turns
@@ -29,6 +31,11 @@ def run_session_turns(session_id: str) -> None:
         run_session_blocking(session_id)
 
 
+def run_session_blocking(session_id: str) -> None:
+    """Run a session's queued turns to the end in this thread (a plain backend worker)."""
+    asyncio.run(TurnEngine(requeue=enqueue_session).run_session(session_id))
+
+
 def enqueue_session(session_id: str) -> bool:
     """Enqueue the session's task (call after its turn is committed); False when the task
     backend refused (Redis frozen or gone, for RQ): the turn stays queued in the database,
@@ -37,8 +44,6 @@ def enqueue_session(session_id: str) -> bool:
     try:
         result = run_session_turns.enqueue(session_id)
         if type(result.task.get_backend()).__module__.startswith("django_tasks_db"):
-            from gloveapp.turns.services import task_enqueued_notify
-
             task_enqueued_notify()
     except Exception:
         logger.warning(

@@ -1,9 +1,15 @@
-"""One chat turn with the Glove runtime: what a worker does once it has claimed a turn."""
+"""One turn with the Glove runtime: what a worker does once it has claimed a turn.
+
+The turn's agent gets the session's store, the configured model, its tools and, on the mesh,
+the mesh tools: as a chat (GLOVE_CHAT_MESH) or as the mesh peer whose inbox the session is
+(`turns.mesh_peer` keeps that peer on the mesh and queues its wake-up turns).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -19,10 +25,14 @@ from gloveapp.core.display import PERMISSION_RENDERER, DisplayManager, Slot
 from gloveapp.core.glove import Glove
 from gloveapp.core.providers.errors import ModelConfigurationError, ModelProviderError
 from gloveapp.core.tools import Tool
+from gloveapp.live.transient import broadcast_transient
 from gloveapp.ormstore.store import DjangoStore
 from gloveapp.turns import services
-from gloveapp.turns.mesh_peer import join_chat_mesh, join_peer_mesh
-from gloveapp.turns.models import Turn
+from gloveapp.turns.models import MeshPeer, Turn
+from mesh.core import AgentIdentity, mount_mesh, unmount_mesh
+from mesh.layers import build_transport, get_mesh_transport, mesh_config
+from mesh.transports.database import DatabaseMeshTransport
+from mesh.transports.inprocess import InProcessMeshTransport
 
 logger = logging.getLogger(__name__)
 
@@ -120,8 +130,6 @@ async def broadcast(session_id: str, event_type: str, payload: dict[str, Any]) -
     """Push a transient event to the session's pages, bounded in time: a frozen or dead
     channel layer loses the live push (the stored events still reach the pages through the
     event log), it never holds the turn up."""
-    from gloveapp.live.transient import broadcast_transient
-
     try:
         await asyncio.wait_for(
             broadcast_transient(session_id, event_type, payload),
@@ -131,3 +139,67 @@ async def broadcast(session_id: str, event_type: str, payload: dict[str, Any]) -
         logger.warning("live push of %s to session %s timed out", event_type, session_id)
     except Exception:
         logger.exception("could not push %s to session %s", event_type, session_id)
+
+
+# -- the mesh, for the turn's agent ---------------------------------------------------------
+def chat_mesh_id(session_id: str) -> str:
+    return f"chat-{session_id}"
+
+
+async def join_chat_mesh(
+    glove: Glove, *, session_id: str, spec: AgentSpec
+) -> Callable[[], Awaitable[Any]] | None:
+    """Put a chat turn's agent on the mesh (GLOVE_CHAT_MESH); returns how to leave again.
+
+    Only on the database transport: a peer's reply must reach the chat while no turn runs,
+    and there the sender's transaction writes it into the chat's inbox directly.
+    """
+    if not settings.GLOVE_CHAT_MESH:
+        return None
+    transport = get_mesh_transport()
+    if not isinstance(transport, DatabaseMeshTransport):
+        logger.warning("GLOVE_CHAT_MESH needs MESH_TRANSPORT=database; chats stay off the mesh")
+        return None
+    mesh_id = chat_mesh_id(session_id)
+    identity = AgentIdentity(
+        id=mesh_id,
+        name=f"{spec.title} (chat)",
+        description=f"A customer chat with {spec.title}.",
+        capabilities=["chat"],
+    )
+    adapter = transport.adapter(mesh_id, inbox_session=session_id)
+    await mount_mesh(glove, adapter=adapter, identity=identity)
+    # Stays registered after the turn: a reply that comes later still finds the chat.
+    return lambda: unmount_mesh(glove, unregister=False)
+
+
+async def join_peer_mesh(glove: Glove, *, session_id: str) -> Callable[[], Awaitable[Any]] | None:
+    """A turn of a mesh peer's inbox (a wake-up, on a turn worker): give its agent the mesh
+    tools, sending as the peer through the peer's transport; `run_agent` receives."""
+    peer = await MeshPeer.objects.filter(session_id=session_id).afirst()
+    if peer is None:
+        return None
+    shared = get_mesh_transport(peer.transport)
+    # The in-process network must be the process's one; other transports are built for the
+    # turn, inside its event loop (a plain task worker runs each session in a fresh loop).
+    transport = (
+        shared
+        if isinstance(shared, InProcessMeshTransport)
+        else build_transport(mesh_config()[peer.transport], peer.transport)
+    )
+    identity = AgentIdentity(
+        id=peer.mesh_id,
+        name=peer.name,
+        description=peer.description,
+        capabilities=peer.capabilities,
+    )
+    await mount_mesh(
+        glove, adapter=transport.adapter(peer.mesh_id), identity=identity, receive=False
+    )
+
+    async def leave() -> None:
+        await unmount_mesh(glove, unregister=False)
+        if transport is not shared:
+            await transport.close()
+
+    return leave

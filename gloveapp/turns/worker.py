@@ -1,13 +1,16 @@
-"""The turn engine: runs many sessions' turns at once on one event loop, in a worker.
+"""The turn worker: an engine that runs many sessions' turns at once on one event loop.
 
 `manage.py turn_worker` starts one engine per process: it takes tasks from the configured
-Django Tasks backend, claims each session's next turn in the database and runs it with the
-Glove runtime. Turns wait on the model, not the CPU, so one process runs up to
+Django Tasks backend (`turns.queue.fetch`), claims each session's next turn in the database
+and runs it (`turns.single_turn`). Turns wait on the model, not the CPU, so one process runs up to
 GLOVE_TURN_CONCURRENCY of them. A watcher hands its turns the prompt answers and cancels that
 any server process stored (on PostgreSQL as soon as a NOTIFY on `services.TURNS_CHANNEL` says
 so, rechecking every GLOVE_TURN_ANSWER_RECHECK_SECONDS; elsewhere every
 GLOVE_TURN_POLL_SECONDS), renews their leases, and takes back turns whose worker died
 (another worker's lease ran out) to run them again.
+
+The engine knows nothing of the queue: the task (`turns.queue.tasks`) hands it sessions
+through `dispatch`, and it puts sessions back through the `requeue` it is given.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import os
 import socket
 import time
 import zlib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
@@ -31,9 +36,10 @@ from django.db import close_old_connections, connections
 from gloveapp.core.abort import AbortController
 from gloveapp.core.display import DisplayManager, Slot
 from gloveapp.core.types import AbortError
+from gloveapp.live.relay import listen_params, listen_postgres
 from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnSlot
-from gloveapp.turns.turn import (
+from gloveapp.turns.single_turn import (
     agent_tools,
     answer_turn,
     readable_error,
@@ -61,7 +67,16 @@ class RunningTurn:
 
 
 class TurnEngine:
-    def __init__(self, *, worker_id: str | None = None, concurrency: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        requeue: Callable[[str], bool],
+        worker_id: str | None = None,
+        concurrency: int | None = None,
+    ) -> None:
+        # How a session goes back on the queue (`queue.tasks.enqueue_session`), so any
+        # worker may take it: turns taken back from a dead worker, sessions left waiting.
+        self.requeue = requeue
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"[:64]
         self.concurrency = concurrency or settings.GLOVE_TURN_CONCURRENCY
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -231,8 +246,6 @@ class TurnEngine:
     async def listen(self) -> None:
         """PostgreSQL: LISTEN for answered prompts and stop requests of turns, on a
         connection of this worker's own (one per process), and wake the watcher."""
-        from gloveapp.live.relay import listen_params, listen_postgres
-
         nudge = self._nudge_event()
 
         def connected() -> None:
@@ -297,15 +310,13 @@ class TurnEngine:
                 state.abort.abort("lease lost")
 
     async def _sweep(self) -> None:
-        from gloveapp.turns.tasks import enqueue_session
-
         sessions = await sync_to_async(services.turns_take_back)()
         lost = await sync_to_async(services.sessions_waiting)(
-            older_than=_seconds(settings.GLOVE_TURN_LEASE_SECONDS)
+            older_than=timedelta(seconds=settings.GLOVE_TURN_LEASE_SECONDS)
         )
         for session_id in {*sessions, *lost}:
             # Through the backend, so any worker (not only this one) may take it.
-            await sync_to_async(enqueue_session)(session_id)
+            await sync_to_async(self.requeue)(session_id)
 
     # -- serving -------------------------------------------------------------------------------
     async def serve(self, *, fetch: Any = None) -> None:
@@ -343,15 +354,21 @@ class TurnEngine:
             await asyncio.wrap_future(executor.submit(connections.close_all))
             executor.shutdown(wait=False)
 
+    async def run_session(self, session_id: str) -> None:
+        """Run one session's queued turns to the end, the watcher beside them (a plain
+        backend worker, `db_worker` or `rqworker`, runs each task so)."""
+        self.loop = asyncio.get_running_loop()
+        self._slots = asyncio.Semaphore(1)
+        watcher = asyncio.ensure_future(self.watch())
+        try:
+            await self._drain(session_id)
+        finally:
+            self._stopping = True
+            watcher.cancel()
+
     @property
     def stopping(self) -> bool:
         return self._stopping
-
-
-def _seconds(value: float) -> Any:
-    from datetime import timedelta
-
-    return timedelta(seconds=value)
 
 
 def _waits(state: RunningTurn) -> bool:
@@ -400,20 +417,3 @@ class _Announcer:
             await sync_to_async(services.slot_close)(
                 turn=self.turn, slot_id=slot.id, status=slot.status
             )
-
-
-def run_session_blocking(session_id: str) -> None:
-    """Run a session's queued turns to the end in this thread (a plain backend worker)."""
-
-    async def main() -> None:
-        engine = TurnEngine()
-        engine.loop = asyncio.get_running_loop()
-        engine._slots = asyncio.Semaphore(1)
-        watcher = asyncio.ensure_future(engine.watch())
-        try:
-            await engine._drain(session_id)
-        finally:
-            engine._stopping = True
-            watcher.cancel()
-
-    asyncio.run(main())

@@ -29,7 +29,7 @@ def fetcher_for_backend(alias: str = "default") -> Any:
     name = type(backend).__module__
     if name.startswith("django_tasks_db"):
         return _db_fetcher(alias)
-    if name.startswith("django_tasks_rq") or name == "gloveapp.turns.rq_backend":
+    if name.startswith("django_tasks_rq") or name == "gloveapp.turns.queue.rq_backend":
         return _rq_fetcher()
     raise ValueError(f"turn_worker cannot take tasks from {type(backend).__name__}")
 
@@ -87,7 +87,7 @@ def _db_fetcher(alias: str) -> Any:
 def _rq_fetcher() -> Any:
     from rq.worker import SimpleWorker
 
-    from gloveapp.turns.rq_backend import NoDeathPenalty, TurnJob, get_queue
+    from gloveapp.turns.queue.rq_backend import NoDeathPenalty, TurnJob, get_queue
 
     class ThreadWorker(SimpleWorker):
         # Signals belong to the main thread (the engine's loop handles them there), so no

@@ -42,7 +42,7 @@ def redis_client(queue_name: str = "default") -> Redis:
 
     With bounded socket timeouts (GLOVE_RQ_SOCKET_TIMEOUT_SECONDS): django-rq's client
     waits forever, so an enqueue to a frozen Redis held the request that posted the message
-    (the turn is stored first; `tasks.enqueue_session` leaves a refused one to the sweep)."""
+    (the turn is stored first; `queue.tasks.enqueue_session` leaves a refused one to the sweep)."""
     from django.conf import settings
     from django_rq.settings import QUEUES
 

@@ -1,0 +1,729 @@
+"""Every environment variable glove-django reads, declared once: name, type, default, meaning.
+
+`gloveapp/settings.py` reads them with `env("NAME")`, which takes the type and the default
+from here, and the settings reference (docs/reference/settings.md) is generated from the same
+list when the docs are built, so the table cannot drift from the code. A few are read outside
+the settings (the model providers, `setup_demo`); `read_by` names where, and
+tests/suite/test_settings_declaration.py checks that every name the code reads is declared.
+
+To add a setting: declare it in `DECLARATIONS` below, in its group, then read it in
+settings.py with `env("NAME")`.
+
+Django-free on purpose: the settings module imports it before Django is configured.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class Derived:
+    """A default computed by settings.py from other settings; `text` says how, for the docs."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Derived({self.text!r})"
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    # bool | int | float | str | list (comma-separated) | pairs (a=x,b=y) | choice
+    kind: str
+    default: Any
+    meaning: str
+    group: str
+    choices: tuple[str, ...] = ()
+    # Where the variable is read when it is not settings.py (the docs say so).
+    read_by: str = ""
+    # Hide the default in the docs (the development secret key).
+    secret: bool = False
+
+    def default_text(self) -> str:
+        """The default as the reference shows it."""
+        if isinstance(self.default, Derived):
+            return self.default.text
+        if self.secret or self.default in (None, "", [], {}):
+            return "none"
+        if self.kind == "bool":
+            return "true" if self.default else "false"
+        if self.kind == "list":
+            return ",".join(self.default)
+        return str(self.default)
+
+
+GENERAL = "Django and the web server"
+HTTPS = "HTTPS and proxies"
+DATABASE = "The database"
+MODELS = "Models and agents"
+TURNS = "Chat turns and their workers"
+LIVE = "Live updates"
+INBOX = "The inbox, webhooks and limits"
+MESH = "The mesh"
+WORKSPACE = "The workspace inbox"
+LOGINS = "Logins and the demo"
+
+# In the order the reference shows them, group by group.
+DECLARATIONS: tuple[EnvVar, ...] = (
+    # -- Django and the web server
+    EnvVar(
+        "DEBUG",
+        "bool",
+        False,
+        "Django's debug mode; `make run` sets it to `true`.",
+        GENERAL,
+    ),
+    EnvVar(
+        "SECRET_KEY",
+        "str",
+        "dev-only-insecure-key-change-me",
+        "Django's secret key. Required in production: `check --deploy` warns while the "
+        "development key is in use (`glove.W001`).",
+        GENERAL,
+        secret=True,
+    ),
+    EnvVar(
+        "ALLOWED_HOSTS",
+        "list",
+        ["127.0.0.1", "localhost", "testserver"],
+        "Host names the server answers, comma-separated.",
+        GENERAL,
+    ),
+    EnvVar(
+        "CSRF_TRUSTED_ORIGINS",
+        "list",
+        [],
+        "Origins trusted for unsafe requests (`https://glove.example.com`), comma-separated.",
+        GENERAL,
+    ),
+    EnvVar(
+        "GLOVE_SERVER",
+        "choice",
+        "asgi",
+        "Which kind of server this process is; it decides how database connections are "
+        "reused. `gloveapp.asgi` sets `asgi`; `gloveapp.wsgi` sets `granian` under granian, "
+        "else `wsgi` (gunicorn).",
+        GENERAL,
+        choices=("asgi", "wsgi", "granian"),
+    ),
+    EnvVar(
+        "HOST",
+        "str",
+        "127.0.0.1",
+        "Where `make run` listens (a make variable too: `make run HOST=0.0.0.0`); "
+        "`setup_demo` prints links to it.",
+        GENERAL,
+        read_by="`make run`, `setup_demo`",
+    ),
+    EnvVar(
+        "PORT",
+        "int",
+        8000,
+        "The port `make run` listens on (it checks the port is free first).",
+        GENERAL,
+        read_by="`make run`, `setup_demo`",
+    ),
+    EnvVar(
+        "LOG_LEVEL",
+        "str",
+        "WARNING",
+        "The root logger's level.",
+        GENERAL,
+    ),
+    # -- HTTPS and proxies
+    EnvVar(
+        "GLOVE_HTTPS",
+        "bool",
+        False,
+        "Production over HTTPS: redirects plain HTTP, marks the cookies secure and sends HSTS. "
+        "Each part can also be set on its own (below).",
+        HTTPS,
+    ),
+    EnvVar(
+        "SECURE_SSL_REDIRECT",
+        "bool",
+        Derived("`GLOVE_HTTPS`"),
+        "Redirect plain HTTP to HTTPS.",
+        HTTPS,
+    ),
+    EnvVar(
+        "SESSION_COOKIE_SECURE",
+        "bool",
+        Derived("`GLOVE_HTTPS`"),
+        "Send the session cookie over HTTPS only.",
+        HTTPS,
+    ),
+    EnvVar(
+        "CSRF_COOKIE_SECURE",
+        "bool",
+        Derived("`GLOVE_HTTPS`"),
+        "Send the CSRF cookie over HTTPS only.",
+        HTTPS,
+    ),
+    EnvVar(
+        "SECURE_HSTS_SECONDS",
+        "int",
+        Derived("`31536000` (a year) with `GLOVE_HTTPS`, else `0`"),
+        "The HSTS header's max-age.",
+        HTTPS,
+    ),
+    EnvVar(
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+        "bool",
+        False,
+        "HSTS covers the subdomains too.",
+        HTTPS,
+    ),
+    EnvVar(
+        "SECURE_HSTS_PRELOAD",
+        "bool",
+        False,
+        "Ask browsers to preload HSTS.",
+        HTTPS,
+    ),
+    EnvVar(
+        "GLOVE_BEHIND_PROXY",
+        "bool",
+        False,
+        "Behind a proxy that always sets `X-Forwarded-Proto` and `X-Forwarded-For` (and "
+        'strips a client\'s own): trust them for "is this HTTPS" and for the client address '
+        "the login lockout counts.",
+        HTTPS,
+    ),
+    EnvVar(
+        "AXES_IP_HEADERS",
+        "list",
+        Derived("`HTTP_X_FORWARDED_FOR,REMOTE_ADDR` with `GLOVE_BEHIND_PROXY`, else `REMOTE_ADDR`"),
+        "Where the login lockout reads the client address from (`request.META` keys, "
+        "first found wins).",
+        HTTPS,
+    ),
+    # -- The database
+    EnvVar(
+        "DATABASE_URL",
+        "str",
+        Derived("`sqlite:///db.sqlite3` (in the project folder)"),
+        "The database, e.g. `postgres://user@host:5432/glove`.",
+        DATABASE,
+    ),
+    EnvVar(
+        "DB_CONN_MAX_AGE",
+        "int",
+        0,
+        "Seconds a server thread keeps its database connection. Under gunicorn only: under "
+        "ASGI it would leak one per request, under granian one per idle thread that exits; "
+        "`glove.E006` and the entry points refuse it there.",
+        DATABASE,
+    ),
+    EnvVar(
+        "DB_POOL_SIZE",
+        "int",
+        Derived("`0`; `10` under an ASGI server and under granian"),
+        "PostgreSQL: psycopg's connection pool per process, the way connections are reused "
+        "under ASGI and granian. It must exceed the threads that hold a connection at once. "
+        "`0` is off.",
+        DATABASE,
+    ),
+    EnvVar(
+        "GLOVE_PREPARED_STATEMENTS",
+        "bool",
+        True,
+        "PostgreSQL: the hot statements (appends, history reads) are prepared once per "
+        "connection. Turn off behind a transaction-pooling PgBouncer older than 1.21.",
+        DATABASE,
+    ),
+    EnvVar(
+        "GLOVE_EARLY_LOCK_RELEASE",
+        "bool",
+        True,
+        "PostgreSQL: an append outside a transaction lets go of its session's lock once its "
+        "rows are written, and answers once they reach the disk. Off: one session's appends "
+        "also wait for each other's disk flushes.",
+        DATABASE,
+    ),
+    EnvVar(
+        "GLOVE_TOKEN_CACHE_SECONDS",
+        "float",
+        5.0,
+        "How long a process trusts an API token it has checked (`0`: every request reads it).",
+        DATABASE,
+    ),
+    EnvVar(
+        "GLOVE_LEAN_ROUTES",
+        "bool",
+        True,
+        "The hot REST routes answer plain token requests without DRF (`0`: DRF answers "
+        "everything; the answers are the same either way).",
+        DATABASE,
+    ),
+    # -- Models and agents
+    EnvVar(
+        "GLOVE_MODEL",
+        "str",
+        "",
+        "The model the agents talk to: `anthropic:<model>`, `openai:<model>`, "
+        "`openrouter:<model>`, `ollama:<model>`, `scripted` or `demo`. Empty: the offline "
+        "demo model.",
+        MODELS,
+    ),
+    EnvVar(
+        "ANTHROPIC_API_KEY",
+        "str",
+        None,
+        "The key for `anthropic:` models.",
+        MODELS,
+        read_by="the model providers",
+    ),
+    EnvVar(
+        "ANTHROPIC_BASE_URL",
+        "str",
+        Derived("Anthropic's API"),
+        "Another Anthropic-compatible endpoint.",
+        MODELS,
+        read_by="the model providers",
+    ),
+    EnvVar(
+        "OPENAI_API_KEY",
+        "str",
+        None,
+        "The key for `openai:` models.",
+        MODELS,
+        read_by="the model providers",
+    ),
+    EnvVar(
+        "OPENAI_BASE_URL",
+        "str",
+        Derived("OpenAI's API"),
+        "Any OpenAI-compatible server for `openai:` models (vLLM, LM Studio, ...).",
+        MODELS,
+        read_by="the model providers",
+    ),
+    EnvVar(
+        "OPENROUTER_API_KEY",
+        "str",
+        None,
+        "The key for `openrouter:` models.",
+        MODELS,
+        read_by="the model providers",
+    ),
+    EnvVar(
+        "OPENROUTER_BASE_URL",
+        "str",
+        "https://openrouter.ai/api/v1",
+        "OpenRouter's endpoint.",
+        MODELS,
+        read_by="the model providers",
+    ),
+    EnvVar(
+        "OLLAMA_BASE_URL",
+        "str",
+        "http://127.0.0.1:11434/v1",
+        "The Ollama server for `ollama:` models.",
+        MODELS,
+        read_by="the model providers",
+    ),
+    EnvVar(
+        "OLLAMA_API_KEY",
+        "str",
+        Derived("`ollama` (Ollama ignores it)"),
+        "The key sent to the Ollama server.",
+        MODELS,
+        read_by="the model providers",
+    ),
+    EnvVar(
+        "GLOVE_DEFAULT_AGENT",
+        "str",
+        "coffee",
+        "The agent of new chats; agents are listed in the `GLOVE_AGENTS` setting.",
+        MODELS,
+    ),
+    # -- Chat turns and their workers
+    EnvVar(
+        "GLOVE_TASKS_BACKEND",
+        "choice",
+        "db",
+        "Where chat turns queue: `db` (django-tasks-db, in this database, worked by "
+        "`manage.py turn_worker`) or `rq` (RQ on `REDIS_URL`, for many workers).",
+        TURNS,
+        choices=("db", "rq"),
+    ),
+    EnvVar(
+        "REDIS_URL",
+        "str",
+        "",
+        "Redis for the channel layer (channels_redis) and instant relay wake-ups, the `rq` "
+        "turn queue and the `redis` mesh transport. Empty: the in-memory channel layer.",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_TURNS_PER_USER_PER_MINUTE",
+        "int",
+        30,
+        "Turns one user may start per minute (chat pages, `runner.submit_message`, mesh "
+        "wake-ups of an owned peer); 429 beyond.",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_CHAT_RATE",
+        "str",
+        Derived("`GLOVE_TURNS_PER_USER_PER_MINUTE`/min"),
+        "DRF throttle rate of `POST /api/chat` per user (whose turns run in the client).",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_MAX_QUEUED_MESSAGES",
+        "int",
+        5,
+        "Messages one chat may have waiting behind its running turn; more get 429.",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_UVLOOP",
+        "bool",
+        True,
+        "`turn_worker` and `run_agent` run on uvloop (when installed); off: asyncio's own loop.",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_TURN_CONCURRENCY",
+        "int",
+        100,
+        "Turns one worker process runs at once (they wait on the model, not the CPU).",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_TURN_DB_THREADS",
+        "int",
+        8,
+        "Database threads (one connection each) those turns share, per worker process.",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_TURN_RQ_WORKERS",
+        "int",
+        4,
+        "RQ backend: RQ workers (a thread and a Redis connection each) in one `turn_worker`; "
+        "they only hand sessions to its event loop.",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_RQ_SOCKET_TIMEOUT_SECONDS",
+        "float",
+        3.0,
+        "RQ backend: a Redis command (an enqueue) gives up after this; the stored turn then "
+        "waits for a worker's sweep. Above the RQ workers' 1 s blocking pop.",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_TURN_LEASE_SECONDS",
+        "float",
+        15.0,
+        "A worker renews the lease of its running turns; a lease this old means the worker "
+        "died, and another worker restarts the turn.",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_TURN_MAX_ATTEMPTS",
+        "int",
+        3,
+        "The most times one turn is started in all (restarts after a worker died included).",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_TURN_POLL_SECONDS",
+        "float",
+        0.02,
+        "How often a worker looks at the database for prompt answers and stops, and for new "
+        "tasks on the database queue (SQLite, or PostgreSQL while its LISTEN connection is "
+        "down).",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_TURN_ANSWER_RECHECK_SECONDS",
+        "float",
+        1.0,
+        "PostgreSQL: answers, stops and database-queue tasks reach the worker by NOTIFY; it "
+        "still looks this often, a safety net for a lost notification.",
+        TURNS,
+    ),
+    # -- Live updates
+    EnvVar(
+        "GLOVE_LIVE_POLL_SECONDS",
+        "float",
+        0.25,
+        "How often each server process looks at the event log when no commit wakes it.",
+        LIVE,
+    ),
+    EnvVar(
+        "GLOVE_LIVE_GAP_SECONDS",
+        "float",
+        10.0,
+        "How long the relay waits for an event id committed out of order (a transaction "
+        "still committing).",
+        LIVE,
+    ),
+    EnvVar(
+        "GLOVE_LIVE_REPLAY_LIMIT",
+        "int",
+        500,
+        "The most events replayed to a reconnecting socket before it is told to reload its "
+        "state instead.",
+        LIVE,
+    ),
+    EnvVar(
+        "GLOVE_LIVE_SEND_TIMEOUT_SECONDS",
+        "float",
+        0.2,
+        "A turn's live push (text deltas, tool progress) gives up after this: a frozen Redis "
+        "slows the live push only; the stored events reach pages through the event log.",
+        LIVE,
+    ),
+    # -- The inbox, webhooks and limits
+    EnvVar(
+        "GLOVE_WEBHOOK_SECRET",
+        "str",
+        "",
+        "Shared secret of signed webhooks resolving inbox items (`POST /api/inbox/resolve`, "
+        "HMAC-SHA256 over the body). Empty: signed webhooks are refused.",
+        INBOX,
+    ),
+    EnvVar(
+        "GLOVE_WEBHOOK_MAX_SKEW_SECONDS",
+        "int",
+        300,
+        "Replay window of signed webhooks: how far a signature's timestamp may be from now.",
+        INBOX,
+    ),
+    EnvVar(
+        "GLOVE_INBOX_TTL_SECONDS",
+        "int",
+        0,
+        "Inbox items chat agents post expire after this long (`0`: never); "
+        '`manage.py expire_inbox_items` (cron) then answers them with an "Expired" response '
+        "so no agent waits forever.",
+        INBOX,
+    ),
+    EnvVar(
+        "GLOVE_CHAT_URL_TTL_SECONDS",
+        "int",
+        900,
+        "How long a signed chat URL (`POST /api/sessions/<id>/chat-url`) stays valid.",
+        INBOX,
+    ),
+    # -- The mesh
+    EnvVar(
+        "MESH_TRANSPORT",
+        "choice",
+        "inprocess",
+        "The agent mesh's transport: `inprocess`, `redis` or `database` (the `MESH` setting).",
+        MESH,
+        choices=("inprocess", "redis", "database"),
+    ),
+    EnvVar(
+        "MESH_REDIS_URL",
+        "str",
+        Derived("`REDIS_URL`, else `redis://127.0.0.1:6379/0`"),
+        "Redis of the `redis` mesh transport.",
+        MESH,
+    ),
+    EnvVar(
+        "MESH_SIGNING_KEYS",
+        "pairs",
+        {},
+        "`agent=secret,agent=secret`: mesh messages are signed (HMAC-SHA256) and verified. "
+        "None: unsigned, as in Glove.",
+        MESH,
+    ),
+    EnvVar(
+        "GLOVE_CHAT_MESH",
+        "bool",
+        False,
+        "Chat agents join the mesh for their turns, as `chat-<session id>` (needs "
+        "`MESH_TRANSPORT=database`); `make run` turns it on.",
+        MESH,
+    ),
+    EnvVar(
+        "GLOVE_MESH_TURNS_PER_MINUTE",
+        "int",
+        Derived("`GLOVE_TURNS_PER_USER_PER_MINUTE`"),
+        "Wake-up turns per minute of a mesh peer (`run_agent`) whose inbox session has no "
+        "owner; one with an owner counts against the owner's limit instead.",
+        MESH,
+    ),
+    # -- The workspace inbox
+    EnvVar(
+        "GLOVE_PUBLIC_URL",
+        "str",
+        "http://127.0.0.1:8000",
+        "The server's URL as agents reach it (printed into `.mcp.json`).",
+        WORKSPACE,
+    ),
+    EnvVar(
+        "GLOVE_WORKSPACE_FILE_MAX_BYTES",
+        "int",
+        1 << 20,
+        "The largest workspace file the inbox renders (a bigger one is offered as a "
+        "download, or explained).",
+        WORKSPACE,
+    ),
+    EnvVar(
+        "GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES",
+        "int",
+        100 << 20,
+        "The largest workspace file the download route streams (413 beyond it; the entry "
+        "says so instead of linking).",
+        WORKSPACE,
+    ),
+    # -- Logins and the demo
+    EnvVar(
+        "AXES_FAILURE_LIMIT",
+        "int",
+        5,
+        "Failed logins for one username from one address before that pair is locked out "
+        "(429); `manage.py axes_reset` unlocks.",
+        LOGINS,
+    ),
+    EnvVar(
+        "AXES_COOLOFF_HOURS",
+        "float",
+        1.0,
+        "How long a lockout lasts, in hours.",
+        LOGINS,
+    ),
+    EnvVar(
+        "GLOVE_DEMO_LOGIN_HINT",
+        "bool",
+        Derived("`DEBUG`"),
+        "The login page names the demo's logins while they keep their development passwords.",
+        LOGINS,
+    ),
+    EnvVar(
+        "DEMO_PASSWORD",
+        "str",
+        Derived("`demo-coffee` for a new user; an existing one keeps its password"),
+        "The password `setup_demo` gives the `demo` user (set: it is reset to this).",
+        LOGINS,
+        read_by="`setup_demo`",
+    ),
+    EnvVar(
+        "STAFF_PASSWORD",
+        "str",
+        Derived("`staff-coffee` for a new user; an existing one keeps its password"),
+        "The password `setup_demo` gives the `staff` user (set: it is reset to this).",
+        LOGINS,
+        read_by="`setup_demo`",
+    ),
+)
+
+SETTINGS: Mapping[str, EnvVar] = {var.name: var for var in DECLARATIONS}
+assert len(SETTINGS) == len(DECLARATIONS), "an environment variable is declared twice"
+
+_NO_DEFAULT: Any = object()
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
+
+
+def _parse_number(cast: Callable[[str], Any], what: str) -> Callable[[str, str], Any]:
+    def parse(name: str, raw: str) -> Any:
+        try:
+            return cast(raw.strip())
+        except ValueError:
+            raise ValueError(f"{name} must be {what}, got {raw!r}") from None
+
+    return parse
+
+
+def _parse_list(name: str, raw: str) -> list[str]:
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _parse_pairs(name: str, raw: str) -> dict[str, str]:
+    pairs = {}
+    for part in _parse_list(name, raw):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"{name} must look like agent=secret,agent=secret")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+PARSERS: dict[str, Callable[[str, str], Any]] = {
+    "bool": _parse_bool,
+    "int": _parse_number(int, "a whole number"),
+    "float": _parse_number(float, "a number"),
+    "str": lambda name, raw: raw,
+    "choice": lambda name, raw: raw.strip(),
+    "list": _parse_list,
+    "pairs": _parse_pairs,
+}
+
+
+def env(name: str, default: Any = _NO_DEFAULT, environ: Mapping[str, str] | None = None) -> Any:
+    """The value of a declared environment variable, parsed by its kind.
+
+    Unset or empty means the declared default. `default` is given only for a variable whose
+    declared default is `Derived` (computed from other settings); for any other it is an
+    error, so the default lives in one place.
+    """
+    var = SETTINGS.get(name)
+    if var is None:
+        raise KeyError(f"{name} is not declared in gloveapp/conf.py")
+    derived = isinstance(var.default, Derived)
+    if derived and default is _NO_DEFAULT:
+        raise TypeError(f"{name}'s default is computed ({var.default.text}): pass default=")
+    if not derived and default is not _NO_DEFAULT:
+        raise TypeError(f"{name}'s default is declared in gloveapp/conf.py: pass none")
+    fallback = default if derived else var.default
+    raw = (os.environ if environ is None else environ).get(name, "")
+    if raw.strip() == "":
+        # A copy: a settings list (ALLOWED_HOSTS) may be changed without changing the default.
+        return copy.copy(fallback)
+    value = PARSERS[var.kind](name, raw)
+    if var.choices and value not in var.choices:
+        raise ValueError(f"{name} must be one of {', '.join(var.choices)}, got {raw!r}")
+    return value
+
+
+def reference_markdown() -> str:
+    """The settings tables of docs/reference/settings.md, group by group."""
+    groups: dict[str, list[EnvVar]] = {}
+    for var in DECLARATIONS:
+        groups.setdefault(var.group, []).append(var)
+    out: list[str] = []
+    for group, variables in groups.items():
+        out += [
+            f"## {group}",
+            "",
+            "| variable | type | default | meaning |",
+            "| --- | --- | --- | --- |",
+        ]
+        for var in variables:
+            kind = f"one of {', '.join(f'`{c}`' for c in var.choices)}" if var.choices else var.kind
+            default = var.default_text()
+            if not isinstance(var.default, Derived) and default != "none":
+                default = f"`{default}`"
+            meaning = var.meaning + (f" Read by {var.read_by}." if var.read_by else "")
+            cell = meaning.replace("|", "\\|")
+            # An anchor per variable: other pages link to settings.md#GLOVE_MODEL.
+            out.append(f"| `{var.name}`{{#{var.name}}} | {kind} | {default} | {cell} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(reference_markdown())
