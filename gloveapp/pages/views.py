@@ -138,8 +138,9 @@ def slot_value(form: dict[str, str]) -> Any:
     """The value a slot form answers with.
 
     `json` carries any JSON value; a lone `value` is a string (permission prompts post
-    once/always/deny); otherwise the fields become an object, with "true"/"false" as booleans
-    so a `<button name="confirmed" value="true">` answers `{"confirmed": true}`.
+    once/always/deny_once/always_deny); otherwise the fields become an object, with
+    "true"/"false" as booleans so a `<button name="confirmed" value="true">` answers
+    `{"confirmed": true}`.
     """
     fields = {key: value for key, value in form.items() if key != "csrfmiddlewaretoken"}
     if "json" in fields:
