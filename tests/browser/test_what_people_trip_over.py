@@ -104,16 +104,26 @@ def test_it_asks_again_after_deny_once(server, browser):
     context.close()
 
 
+REPLIER_PASSWORD = "replier-browser-pw-1"
+NEW_USER = """
+from django.contrib.auth import get_user_model
+get_user_model().objects.filter(username="{username}").exists() or \\
+    get_user_model().objects.create_user("{username}", password="{password}")
+"""
+
+
 def test_a_reply_from_the_inbox_is_read_by_the_workspaces_mcp_client(
     server, browser, tmp_path_factory
 ):
+    # A user of its own: the demo user's inbox is another test's to count.
+    server.manage("shell", "-c", NEW_USER.format(username="replier", password=REPLIER_PASSWORD))
     root = tmp_path_factory.mktemp("reply-workspace")
-    workspace = make_workspace(server, root, "demo", owner_token="")
+    workspace = make_workspace(server, root, "replier", owner_token="")
     question = push(workspace, comments="Blocked: which index should I use?")
     expect.set_options(timeout=WAIT_MS)
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     page = context.new_page()
-    log_in(page, server.url, "demo", DEMO_PASSWORD, next_url=f"/inbox/?entry={question}")
+    log_in(page, server.url, "replier", REPLIER_PASSWORD, next_url=f"/inbox/?entry={question}")
     expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
 
     page.get_by_label(re.compile("^Reply in ")).fill("Use a B-tree on (owner, ts).")
