@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.lib.report import goal, percentile  # noqa: E402
 from tests.api.liveserver import LiveServer  # noqa: E402
-from tests.workspaces.mcp_client import mcp_session  # noqa: E402
+from tests.inbox.workspaces.mcp_client import mcp_session  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 REQUESTS = 200

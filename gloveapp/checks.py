@@ -5,10 +5,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.checks import Error, Warning, register
 
+from gloveapp import conf
+
 
 @register("security", deploy=True)
 def check_secret_key(app_configs, **kwargs):
-    if settings.SECRET_KEY == settings.DEV_SECRET_KEY and not settings.DEBUG:
+    if settings.SECRET_KEY == conf.SETTINGS["SECRET_KEY"].default and not settings.DEBUG:
         return [
             Warning(
                 "SECRET_KEY is the development default while DEBUG is off.",

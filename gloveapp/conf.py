@@ -699,6 +699,44 @@ def env(name: str, default: Any = _NO_DEFAULT, environ: Mapping[str, str] | None
     return value
 
 
+# The settings the apps read whose default is computed from other settings.
+_DERIVED_APP_DEFAULTS: dict[str, Callable[[Any], Any]] = {
+    "GLOVE_MESH_TURNS_PER_MINUTE": lambda settings: settings.GLOVE_TURNS_PER_USER_PER_MINUTE,
+    "GLOVE_CHAT_RATE": lambda settings: f"{settings.GLOVE_TURNS_PER_USER_PER_MINUTE}/min",
+    # Another project's login page never names this project's demo logins.
+    "GLOVE_DEMO_LOGIN_HINT": lambda settings: False,
+}
+
+
+def is_app_setting(var: EnvVar) -> bool:
+    """Whether the apps read `var` as the Django setting of the same name."""
+    return (var.name.startswith("GLOVE_") or var.name == "REDIS_URL") and not var.read_by
+
+
+def fill_app_defaults(settings: Any) -> list[str]:
+    """Give `settings` every setting the apps read that it lacks, at its declared default;
+    returns the names filled in.
+
+    `gloveapp.settings` sets them all (from the environment). Another project that installs
+    the apps (docs/howto/existing-project.md) sets only those it wants to change; the apps'
+    `AppConfig.ready()` fills in the rest, so no app reads a setting that is not there.
+    """
+    filled = []
+    plain = [var for var in DECLARATIONS if is_app_setting(var)]
+    # Declared defaults first: the computed ones are made from them.
+    plain.sort(key=lambda var: isinstance(var.default, Derived))
+    for var in plain:
+        if hasattr(settings, var.name):
+            continue
+        if isinstance(var.default, Derived):
+            value = _DERIVED_APP_DEFAULTS[var.name](settings)
+        else:
+            value = copy.copy(var.default)
+        setattr(settings, var.name, value)
+        filled.append(var.name)
+    return filled
+
+
 def reference_markdown() -> str:
     """The settings tables of docs/reference/settings.md, group by group."""
     groups: dict[str, list[EnvVar]] = {}

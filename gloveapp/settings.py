@@ -14,7 +14,6 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from gloveapp import conf
 from gloveapp.conf import env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -23,7 +22,6 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DEBUG = env("DEBUG")
 # The fallback key is only good for local development; system checks warn when
 # DEBUG is off and it is still in use.
-DEV_SECRET_KEY = conf.SETTINGS["SECRET_KEY"].default
 SECRET_KEY = env("SECRET_KEY")
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
@@ -276,6 +274,8 @@ GLOVE_MESH_TURNS_PER_MINUTE = env(
     "GLOVE_MESH_TURNS_PER_MINUTE", default=GLOVE_TURNS_PER_USER_PER_MINUTE
 )
 
+GLOVE_CHAT_RATE = env("GLOVE_CHAT_RATE", default=f"{GLOVE_TURNS_PER_USER_PER_MINUTE}/min")
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "gloveapp.api.token_auth.CachedTokenAuthentication",
@@ -288,9 +288,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     # Each /api/chat call is a paid model call: limit how often one user may make them.
-    "DEFAULT_THROTTLE_RATES": {
-        "chat": env("GLOVE_CHAT_RATE", default=f"{GLOVE_TURNS_PER_USER_PER_MINUTE}/min")
-    },
+    "DEFAULT_THROTTLE_RATES": {"chat": GLOVE_CHAT_RATE},
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "gloveapp.api.errors.exception_handler",
 }

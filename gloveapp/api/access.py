@@ -14,10 +14,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from django.conf import settings
 from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from gloveapp.api.auth import SameOriginJsonSessionAuthentication
+from gloveapp.api.errors import exception_handler
 from gloveapp.api.parsers import SafeJSONParser
+from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.conversations.access import owned_session, owned_session_id
 from gloveapp.conversations.services import DuplicateSession
 from gloveapp.core.store import StoreError
@@ -26,9 +32,27 @@ __all__ = ["owned_session", "owned_session_id"]  # the one access rule, for the 
 
 
 class ApiView(APIView):
-    """The remote store speaks JSON only, like Glove's routes (no form or multipart bodies)."""
+    """The remote store speaks JSON only, like Glove's routes (no form or multipart bodies).
 
+    Who may call, how bodies are read and how errors look are declared here rather than
+    taken from the project's REST_FRAMEWORK setting: the API answers the same in any project
+    that includes it (docs/howto/existing-project.md).
+    """
+
+    authentication_classes = [CachedTokenAuthentication, SameOriginJsonSessionAuthentication]
+    permission_classes = [IsAuthenticated]
     parser_classes = [SafeJSONParser]
+
+    def get_exception_handler(self) -> Any:
+        return exception_handler
+
+
+class ChatRateThrottle(ScopedRateThrottle):
+    """The `chat` scope's rate from REST_FRAMEWORK when the project names one, else
+    GLOVE_CHAT_RATE."""
+
+    def get_rate(self) -> str | None:
+        return self.THROTTLE_RATES.get(self.scope) or settings.GLOVE_CHAT_RATE
 
 
 class Conflict(APIException):

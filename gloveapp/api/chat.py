@@ -22,10 +22,9 @@ from rest_framework import serializers
 from rest_framework.exceptions import APIException
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
-from rest_framework.throttling import ScopedRateThrottle
 
 from gloveapp.agents.config import configured_model
-from gloveapp.api.access import ApiView
+from gloveapp.api.access import ApiView, ChatRateThrottle
 from gloveapp.api.fields import (
     ErrorSerializer,
     JsonValueField,
@@ -171,7 +170,7 @@ async def stream_model_turn(
 
 class ChatApi(ApiView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [ChatRateThrottle]
     throttle_scope = "chat"
 
     class InputSerializer(serializers.Serializer):

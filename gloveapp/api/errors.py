@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import NoReverseMatch, reverse
 from django.views import defaults
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -77,9 +78,19 @@ def exception_handler(exc: Exception, context: dict[str, Any]):
     return response
 
 
+def _api_prefix() -> str | None:
+    """Where the project mounted `gloveapp.api.urls` ("/api/" here; anything in another
+    project), or None when it did not."""
+    try:
+        return reverse("api-sessions").removesuffix("sessions")
+    except NoReverseMatch:
+        return None
+
+
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     """The project's handler400: JSON for the API, Django's page for everything else."""
-    if not request.path.startswith("/api/"):
+    prefix = _api_prefix()
+    if prefix is None or not request.path.startswith(prefix):
         return defaults.bad_request(request, exception)
     if isinstance(exception, RequestDataTooBig):
         return JsonResponse(_too_large(), status=413)

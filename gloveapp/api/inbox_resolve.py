@@ -14,8 +14,8 @@ from rest_framework import serializers, status
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from gloveapp.api.access import ApiView
 from gloveapp.api.auth import SameOriginJsonSessionAuthentication
 from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
@@ -38,7 +38,7 @@ class IsStaffOrSignedWebhook(BasePermission):
 ErrorBody = inline_serializer("InboxResolveError", {"error": serializers.CharField()})
 
 
-class InboxResolveApi(APIView):
+class InboxResolveApi(ApiView):
     authentication_classes = [
         CachedTokenAuthentication,
         WebhookSignatureAuthentication,

@@ -18,9 +18,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from gloveapp.api.parsers import SafeJSONParser
+from gloveapp.api.access import ApiView
 from inbox.workspaces import paths, selectors, services
 from inbox.workspaces.render import download_max_bytes
 
@@ -67,11 +66,7 @@ def entry_payload(entry: Any, read_at: Any) -> dict:
     return services.entry_wire(entry, read_at=read_at, with_read=True)
 
 
-class WorkspaceApiView(APIView):
-    parser_classes = [SafeJSONParser]
-
-
-class InboxHistoryApi(WorkspaceApiView):
+class InboxHistoryApi(ApiView):
     @extend_schema(
         operation_id="workspace_inbox_history",
         parameters=[
@@ -95,7 +90,7 @@ class InboxHistoryApi(WorkspaceApiView):
         return Response({"entries": entries, "hasMore": page.has_more})
 
 
-class InboxSeedApi(WorkspaceApiView):
+class InboxSeedApi(ApiView):
     """Dev only (DEBUG): append an entry without running an agent."""
 
     @extend_schema(
@@ -132,7 +127,7 @@ class InboxSeedApi(WorkspaceApiView):
         return Response({"entry": entry_payload(entry, None)})
 
 
-class InboxEntryApi(WorkspaceApiView):
+class InboxEntryApi(ApiView):
     @extend_schema(
         operation_id="workspace_inbox_delete", responses={204: None, 404: ErrorSerializer}
     )
@@ -148,7 +143,7 @@ ReadSerializer = inline_serializer(
 )
 
 
-class InboxEntryReadApi(WorkspaceApiView):
+class InboxEntryReadApi(ApiView):
     @extend_schema(
         operation_id="workspace_inbox_mark_read",
         request=None,
@@ -197,7 +192,7 @@ def content_type_for(path: str) -> str:
     return guessed or "application/octet-stream"
 
 
-class WorkspaceFileApi(WorkspaceApiView):
+class WorkspaceFileApi(ApiView):
     @extend_schema(
         operation_id="workspace_file",
         parameters=[OpenApiParameter("path", str, required=True, description="Relative path.")],

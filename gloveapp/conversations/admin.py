@@ -1,7 +1,8 @@
 """Conversations in the Django admin, read-only: history is written by agents, not by hand.
 
-A session's page shows its conversation as a transcript (`transcript.py`, drawn by
-templates/admin/conversations/session/change_form.html), each message's JSON folded away.
+A session's page shows its conversation as a transcript (`transcript.py`, drawn by the
+template admin/conversations/session/change_form.html of this app), each message's JSON
+folded away.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.conf import settings
+
+from gloveapp.conf import fill_app_defaults
 
 
 class LiveConfig(AppConfig):
@@ -11,4 +14,7 @@ class LiveConfig(AppConfig):
     def ready(self) -> None:
         from gloveapp.live.signout import connect_signals
 
+        # Every app sits on this one: in a project of its own (docs/howto/existing-project.md)
+        # the settings it leaves out get their declared defaults before anything reads them.
+        fill_app_defaults(settings)
         connect_signals()

@@ -58,7 +58,10 @@ def _detail_context(user: Any, entry: Any) -> dict:
     max_bytes = int(getattr(settings, "GLOVE_WORKSPACE_FILE_MAX_BYTES", 1024 * 1024))
     docs = [
         doc_render.render_doc(
-            workspace_id=workspace.pk, root=workspace.root, rel=doc["path"], max_bytes=max_bytes
+            files_url=reverse("workspace-file", args=[workspace.pk]),
+            root=workspace.root,
+            rel=doc["path"],
+            max_bytes=max_bytes,
         )
         for doc in entry.docs
     ]

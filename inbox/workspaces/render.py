@@ -105,12 +105,10 @@ def _size_words(size: int) -> str:
     return f"{size / (1 << 20):.1f} MB" if size >= 1 << 20 else f"{size // 1024} KB"
 
 
-def file_url(workspace_id: str, rel: str) -> str:
-    return f"/api/workspaces/{quote(workspace_id)}/file?path={quote(rel, safe='')}"
-
-
-def render_doc(*, workspace_id: str, root: str, rel: str, max_bytes: int) -> RenderedDoc:
-    doc = RenderedDoc(path=rel, kind="missing", url=file_url(workspace_id, rel))
+def render_doc(*, files_url: str, root: str, rel: str, max_bytes: int) -> RenderedDoc:
+    """`rel` inside `root`, rendered; `files_url` is the workspace's file route wherever the
+    project mounted the API (`reverse("workspace-file", ...)`)."""
+    doc = RenderedDoc(path=rel, kind="missing", url=f"{files_url}?path={quote(rel, safe='')}")
     if not os.path.isdir(root):
         doc.message = "Workspace folder no longer exists — it may have been moved or deleted."
         return doc

@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 
 from gloveapp.conversations.models import Message
 from inbox.models import InboxItem
-from tests.persistence.helpers import post_item
-from tests.persistence.test_resolve_api import SECRET, signed_post
+from tests.helpers import post_item
+from tests.inbox.test_resolve_api import SECRET, signed_post
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

@@ -12,7 +12,7 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from tests.persistence.helpers import post_item
+from tests.helpers import post_item
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

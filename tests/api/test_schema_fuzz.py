@@ -111,6 +111,8 @@ def test_it_serves_an_openapi_3_schema_and_its_docs(owner_client):
     assert owner_client.get("/api/docs/").status_code == 200
 
 
+# About 35 s of CPU; on a machine shared by several test runs that took over the default 120 s.
+@pytest.mark.timeout(600)
 def test_it_never_answers_a_fuzzed_request_with_a_5xx(owner_client, session_id, settings):
     settings.GLOVE_WEBHOOK_SECRET = SECRET  # so signed-webhook headers are checked too
     raw = owner_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()

@@ -17,7 +17,7 @@ from tests.browser.conftest import DEMO_PASSWORD, STAFF_PASSWORD
 from tests.browser.test_coffee_shop import log_in, say
 from tests.browser.test_workspace_inbox import push
 from tests.examples.test_mcp_client_example import EXAMPLE
-from tests.workspaces.conftest import make_workspace
+from tests.inbox.workspaces.conftest import make_workspace
 
 pytestmark = pytest.mark.browser
 

@@ -16,8 +16,8 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import DEMO_PASSWORD, screenshot_path
 from tests.browser.test_coffee_shop import log_in
-from tests.workspaces.conftest import make_workspace
-from tests.workspaces.test_mcp import call, result_json
+from tests.inbox.workspaces.conftest import make_workspace
+from tests.inbox.workspaces.test_mcp import call, result_json
 
 pytestmark = pytest.mark.browser
 

@@ -19,6 +19,10 @@
   let loadingMore = false;
   let detailRequest = 0;
   const pendingDeletes = new Map(); // id -> {row, timer}
+  // The routes as the server reversed them (the project may mount the apps anywhere).
+  function entryUrl(template, id) {
+    return template.replace("ENTRY_ID", encodeURIComponent(id));
+  }
 
   function csrf() {
     try {
@@ -123,7 +127,7 @@
       .catch(function () {});
     if (!row.classList.contains("is-read")) {
       setRead(row, true);
-      api("PUT", "/api/inbox/" + encodeURIComponent(row.dataset.id) + "/read").catch(function () {});
+      api("PUT", entryUrl(root.dataset.entryReadUrl, row.dataset.id)).catch(function () {});
     }
   }
   function move(step) {
@@ -141,7 +145,7 @@
 
   // -- delete with undo ----------------------------------------------------------------
   function sendDelete(id, keepalive) {
-    api("DELETE", "/api/inbox/" + encodeURIComponent(id), { keepalive: !!keepalive }).catch(function () {});
+    api("DELETE", entryUrl(root.dataset.entryApiUrl, id), { keepalive: !!keepalive }).catch(function () {});
   }
   function remove(row) {
     const all = rows();
@@ -257,7 +261,7 @@
 
   // -- live ----------------------------------------------------------------------------
   function fetchRow(id) {
-    fetch("/inbox/entries/" + encodeURIComponent(id) + "?part=row", { credentials: "same-origin" })
+    fetch(entryUrl(root.dataset.entryPageUrl, id) + "?part=row", { credentials: "same-origin" })
       .then(function (response) { return response.ok ? response.text() : Promise.reject(response); })
       .then(function (html) {
         if (rowById(id) || pendingDeletes.has(id)) return;

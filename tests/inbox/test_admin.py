@@ -14,7 +14,7 @@ from gloveapp.core.types import Message, Task
 from gloveapp.live.models import LiveEvent
 from inbox.models import InboxItem
 from inbox.services import inbox_item_resolve
-from tests.persistence.helpers import post_item, snapshot
+from tests.helpers import post_item, snapshot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

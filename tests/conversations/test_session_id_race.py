@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.services import DuplicateSession, session_create
-from tests.persistence.helpers import run_in_threads
+from tests.helpers import run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.api.liveserver import LiveServer
-from tests.workspaces.conftest import make_workspace
-from tests.workspaces.test_mcp import call, result_json
+from tests.inbox.workspaces.conftest import make_workspace
+from tests.inbox.workspaces.test_mcp import call, result_json
 
 pytestmark = pytest.mark.timeout(120)
 

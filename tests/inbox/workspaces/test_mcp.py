@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from inbox.workspaces.tools import INBOX_PUSH_DESCRIPTION
-from tests.workspaces.mcp_client import mcp_session
+from tests.inbox.workspaces.mcp_client import mcp_session
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.postgres]
 

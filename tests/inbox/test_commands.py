@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 
 from inbox.models import InboxItem
 from inbox.services import inbox_item_resolve
-from tests.persistence.helpers import post_item, snapshot
+from tests.helpers import post_item, snapshot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

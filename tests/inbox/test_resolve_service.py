@@ -17,7 +17,7 @@ from inbox.services import (
     inbox_item_resolve,
     inbox_items_consume_resolved,
 )
-from tests.persistence.helpers import post_item, run_in_threads, snapshot
+from tests.helpers import post_item, run_in_threads, snapshot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

@@ -20,7 +20,7 @@ from gloveapp.ormstore.store import DjangoStore
 from inbox.models import InboxItem as InboxRow
 from inbox.services import inbox_item_resolve as resolve_service
 from inbox.services import inbox_items_consume_resolved
-from tests.persistence.helpers import post_item, run_in_threads
+from tests.helpers import post_item, run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

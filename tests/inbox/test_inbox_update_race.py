@@ -17,7 +17,7 @@ import inbox.services as inbox_services
 from gloveapp.core.store import InboxTransitionError
 from inbox.models import InboxItem
 from inbox.services import inbox_item_resolve, inbox_item_update
-from tests.persistence.helpers import post_item
+from tests.helpers import post_item
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -10,7 +10,7 @@ from gloveapp.conversations.services import session_create
 from gloveapp.demo.models import Order
 from gloveapp.ormstore.store import DjangoStore
 from gloveapp.turns import public as turns
-from tests.agents.conftest import LiveListener, last_reply, next_slot, say
+from tests.demo.conftest import LiveListener, last_reply, next_slot, say
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -21,7 +21,7 @@ from gloveapp.core.types import Message, ToolCall
 from gloveapp.ormstore.store import DjangoStore
 from inbox.models import InboxItem
 from inbox.services import inbox_item_resolve
-from tests.persistence.helpers import post_item, run_in_threads
+from tests.helpers import post_item, run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,7 @@ from gloveapp.conversations.models import Message
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
-from tests.persistence.helpers import run_in_threads
+from tests.helpers import run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -8,7 +8,7 @@ import os
 import httpx
 import pytest
 
-from tests.workspaces.test_mcp import call, result_json
+from tests.inbox.workspaces.test_mcp import call, result_json
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.postgres]
 

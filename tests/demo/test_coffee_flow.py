@@ -13,7 +13,7 @@ from gloveapp.demo.models import CartLine, Coffee, Order
 from gloveapp.turns import public as turns
 from inbox.models import InboxItem
 from inbox.services import inbox_item_resolve
-from tests.agents.conftest import inbox_items, last_reply, next_slot, say, user_texts
+from tests.demo.conftest import inbox_items, last_reply, next_slot, say, user_texts
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -16,7 +16,7 @@ from django.db import connection
 from gloveapp.core import Glove
 from gloveapp.core.types import Message, ToolCall
 from gloveapp.ormstore.store import DjangoStore
-from tests.persistence.test_agent_loop import agent_for
+from tests.ormstore.test_agent_loop import agent_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

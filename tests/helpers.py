@@ -1,11 +1,13 @@
-"""Small builders shared by the persistence tests."""
+"""Small builders shared by the conversations, inbox and ORM store tests."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
+from asgiref.sync import SyncToAsync
 from django.db import connections
 
 from gloveapp.conversations.models import Session
@@ -80,3 +82,12 @@ def run_in_threads(count: int, target: Callable[[int], Any]) -> list[Any]:
         if explained:
             raise AssertionError(explained) from outcome
     return results
+
+
+@pytest.fixture(autouse=True)
+def close_async_orm_connection() -> Iterator[None]:
+    """Async code runs the ORM in asgiref's single executor thread, on that thread's own
+    connection; close it after each test so the test database can be flushed and dropped.
+    (Autouse where a conftest imports it.)"""
+    yield
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from inbox.models import InboxItem
 from inbox.services import inbox_item_resolve
 from inbox.webhooks import sign
-from tests.persistence.helpers import post_item, snapshot
+from tests.helpers import post_item, snapshot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
