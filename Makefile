@@ -1,10 +1,12 @@
 # Two commands do all set-up: `make run` and `make test`.
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# Two install stamps: `make run` installs what running needs; lint, test and bench add the
+# dev extra (pytest, Playwright, ruff...) on top.
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
-PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/glove_test
 
 WS_PORT ?= 8001
 HTTP_WORKERS ?= 2
@@ -12,25 +14,31 @@ HTTP_THREADS ?= 6
 WS_WORKERS ?= 1
 DOCS_PORT ?= 8002
 
-.PHONY: run serve-prod test install lint format bench clean docs docs-serve
+.PHONY: run serve-prod test install install-run lint format bench clean docs docs-serve
 
 $(PY):
 	@interp=$$(sh .ci/find-python) || exit 1; \
 	echo "Creating $(VENV) with $$interp"; \
 	"$$interp" -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
+$(RUN_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	@touch $(STAMP)
+	$(PY) -m pip install --quiet -e .
+	@touch $(RUN_STAMP)
 
-install: $(STAMP)
+$(DEV_STAMP): $(RUN_STAMP)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(DEV_STAMP)
+
+install-run: $(RUN_STAMP)
+
+install: $(DEV_STAMP)
 
 # The mesh demo: chats join the mesh on the database transport, and the roastery agent runs
 # beside the server as a peer (ask Brew "ask the roastery about Kenya AA").
 # HOST and PORT choose where the server listens (`make run PORT=8001`); a taken port is
 # reported before anything is set up.
-run: install
+run: install-run
 	@sh .ci/check-port $(HOST) $(PORT) $(PY)
 	$(PY) manage.py migrate --noinput
 	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py setup_demo
@@ -47,7 +55,7 @@ run: install
 # /mcp/ on uvicorn (ASGI, the pool too), chat turns on a turn worker. A proxy routes /ws/ and
 # /mcp/ to WS_PORT and the rest to PORT.
 # bench/rest.py starts exactly this.
-serve-prod: install
+serve-prod: install-run
 	$(PY) manage.py migrate --noinput
 	@trap 'kill 0' INT TERM; \
 	DB_CONN_MAX_AGE=0 $(VENV)/bin/granian --interface wsgi gloveapp.wsgi:application \
@@ -70,10 +78,11 @@ format: install
 
 # The whole suite on SQLite, the browser tests in a process of their own (Playwright's
 # sync API keeps an event loop that async tests must not share), and beside them the
-# database-backed tests again on PostgreSQL (.ci/test-passes).
+# database-backed tests again on PostgreSQL (.ci/test-passes). Each run takes a PostgreSQL
+# database and a Redis server of its own unless PG_TEST_URL / TEST_REDIS_URL name them.
 test: lint
 	@bash .ci/ensure-services
-	PG_TEST_URL=$(PG_TEST_URL) bash .ci/test-passes
+	bash .ci/test-passes
 
 # The documentation site (mkdocs.yml, docs/): built offline into site/, every warning an error
 # and every internal link and anchor checked; the reference's generated parts come from the
@@ -89,6 +98,7 @@ docs-serve: install
 # and copies the tables into bench/README.md. Run it on a quiet machine.
 bench: install
 	@bash .ci/ensure-services
+	@bash .ci/ensure-bench-tools
 	$(PY) bench/run_all.py
 
 clean:

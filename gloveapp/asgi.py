@@ -13,6 +13,22 @@ os.environ.setdefault("GLOVE_SERVER", "asgi")
 os.environ.setdefault("DB_POOL_SIZE", "10")
 django_asgi_app = get_asgi_application()
 
+
+def standard_reason_phrases() -> None:
+    """Daphne (Twisted) writes the reason phrase from Twisted's own table, which lacks 422,
+    429 and others ("429 Unknown Status"): fill it from the standard library's."""
+    from http import HTTPStatus
+
+    try:
+        from twisted.web import http as twisted_http
+    except ImportError:  # served by uvicorn or another server
+        return
+    for status in HTTPStatus:
+        twisted_http.RESPONSES.setdefault(status.value, status.phrase.encode("ascii"))
+
+
+standard_reason_phrases()
+
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402
 
 from gloveapp.checks import leaky_connection_settings  # noqa: E402

@@ -408,6 +408,17 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         TURNS,
     ),
     EnvVar(
+        "GLOVE_LAZY_SESSIONS",
+        "bool",
+        False,
+        "The REST remote store treats a session id its owner never used as an empty session "
+        "of theirs: a read answers the empty defaults (nothing is created) and the first write "
+        "creates it, as Glove's own stores do, so glove-react's default `useGlove` (a session "
+        "id made up in the browser, read at once) works unchanged. Off: such an id is 404 "
+        "until `POST /api/sessions` creates it (the spec's Decision 6).",
+        INBOX,
+    ),
+    EnvVar(
         "GLOVE_MAX_QUEUED_MESSAGES",
         "int",
         5,
@@ -599,8 +610,16 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_WORKSPACE_FILE_MAX_BYTES",
         "int",
         1 << 20,
-        "The largest workspace file the inbox renders or serves (bigger ones are explained, "
-        "not read; 413 from the file route).",
+        "The largest workspace file the inbox renders (a bigger one is offered as a "
+        "download, or explained).",
+        WORKSPACE,
+    ),
+    EnvVar(
+        "GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES",
+        "int",
+        100 << 20,
+        "The largest workspace file the download route streams (413 beyond it; the entry "
+        "says so instead of linking).",
         WORKSPACE,
     ),
     # -- Logins and the demo

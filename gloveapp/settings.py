@@ -339,6 +339,7 @@ GLOVE_SUBAGENT_MAX_TURNS = env("GLOVE_SUBAGENT_MAX_TURNS")
 GLOVE_SUBAGENT_MAX_TOKENS = env("GLOVE_SUBAGENT_MAX_TOKENS")
 # Messages one chat may have waiting behind its running turn; more are refused (429).
 GLOVE_MAX_QUEUED_MESSAGES = env("GLOVE_MAX_QUEUED_MESSAGES")
+GLOVE_LAZY_SESSIONS = env("GLOVE_LAZY_SESSIONS")
 
 # Chat turns run as Django Tasks (gloveapp/turns). "db" (default): django-tasks-db's queue in
 # this database, worked by `manage.py turn_worker` (`make run` starts one). "rq": RQ on
@@ -398,6 +399,7 @@ GLOVE_LIVE_SEND_TIMEOUT_SECONDS = env("GLOVE_LIVE_SEND_TIMEOUT_SECONDS")
 # largest workspace file the inbox renders or serves (bigger ones are explained, not read).
 GLOVE_PUBLIC_URL = env("GLOVE_PUBLIC_URL")
 GLOVE_WORKSPACE_FILE_MAX_BYTES = env("GLOVE_WORKSPACE_FILE_MAX_BYTES")
+GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES = env("GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES")
 
 LOGGING = {
     "version": 1,

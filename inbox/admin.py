@@ -14,13 +14,14 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
-from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from gloveapp.conversations.admin import cut_with_title
 from gloveapp.core import input_rules
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from inbox.models import InboxItem
@@ -78,6 +79,30 @@ def _resolve(request: HttpRequest, item_id: str, response: str) -> tuple[bool, s
     return True, f'Resolved inbox item "{item_id}".'
 
 
+TAG_CHARS = 24
+
+
+class KindFilter(admin.SimpleListFilter):
+    """What an item is, from its tag's convention (mesh §9.4) and how it was resolved."""
+
+    title = "kind"
+    parameter_name = "kind"
+    KINDS: dict[str, tuple[str, Q]] = {
+        "plain": ("plain", ~Q(tag__startswith="mesh:")),
+        "mesh_direct": ("mesh direct", Q(tag__startswith="mesh:from:")),
+        "mesh_broadcast": ("mesh broadcast", Q(tag__startswith="mesh:broadcast:")),
+        "waiting": ("mesh waiting", Q(tag__startswith="mesh:waiting:")),
+        "expired": ("expired", Q(resolved_by=InboxItem.ResolvedBy.EXPIRY)),
+    }
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(value, label) for value, (label, _) in self.KINDS.items()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[InboxItem]) -> Any:
+        kind = self.KINDS.get(self.value() or "")
+        return queryset.filter(kind[1]) if kind else queryset
+
+
 def _ago(moment) -> str:
     if (timezone.now() - moment).total_seconds() < 60:
         return "just now"
@@ -92,16 +117,22 @@ class InboxItemAdmin(admin.ModelAdmin):
     # item's page.
     list_display = (
         "short_request",
-        "tag",
+        "short_tag",
         "state",
         "short_session",
         "asked",
         "resolution",
     )
     list_display_links = ("short_request",)
+
+    class Media:
+        css = {"all": ["glove/admin-lists.css"]}
+
+    # By kind, not by tag: mesh tags are unique per message, so a tag filter grew by one
+    # entry per message.
     list_filter = (
         "status",
-        "tag",
+        KindFilter,
         "blocking",
         "resolved_by",
         ("session", admin.RelatedOnlyFieldListFilter),
@@ -132,6 +163,10 @@ class InboxItemAdmin(admin.ModelAdmin):
     def short_request(self, item: InboxItem) -> str:
         return item.request if len(item.request) <= 60 else item.request[:59] + "…"
 
+    @admin.display(description="tag", ordering="tag")
+    def short_tag(self, item: InboxItem) -> str:
+        return cut_with_title(item.tag, TAG_CHARS)
+
     @admin.display(description="status", ordering="status")
     def state(self, item: InboxItem) -> str:
         label = item.get_status_display()
@@ -139,8 +174,7 @@ class InboxItemAdmin(admin.ModelAdmin):
 
     @admin.display(description="session", ordering="session_id")
     def short_session(self, item: InboxItem) -> str:
-        session_id = item.session_id or ""
-        return session_id if len(session_id) <= 14 else session_id[:13] + "…"
+        return cut_with_title(item.session_id or "", 14)
 
     @admin.display(description="asked", ordering="created_at")
     def asked(self, item: InboxItem) -> str:

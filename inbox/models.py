@@ -80,6 +80,14 @@ from inbox.workspaces.models import (  # noqa: E402
     Workspace,
     WorkspaceEntry,
     WorkspaceEntryRead,
+    WorkspaceReply,
 )
 
-__all__ = ["InboxItem", "Notification", "Workspace", "WorkspaceEntry", "WorkspaceEntryRead"]
+__all__ = [
+    "InboxItem",
+    "Notification",
+    "Workspace",
+    "WorkspaceEntry",
+    "WorkspaceEntryRead",
+    "WorkspaceReply",
+]

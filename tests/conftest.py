@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+from urllib.parse import urlsplit
 
 import pytest
 from django.db import connection
@@ -32,8 +33,11 @@ def _port_open(host: str, port: int) -> bool:
 
 @pytest.fixture
 def redis_url() -> str:
-    if not _port_open("127.0.0.1", 6379):
-        service_missing("Redis is not reachable on 127.0.0.1:6379")
+    # The run's own Redis (.ci/test-passes starts one on a free port) or TEST_REDIS_URL's.
+    where = urlsplit(REDIS_URL)
+    host, port = where.hostname or "127.0.0.1", where.port or 6379
+    if not _port_open(host, port):
+        service_missing(f"Redis is not reachable on {host}:{port}")
     return REDIS_URL
 
 

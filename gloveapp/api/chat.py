@@ -89,8 +89,11 @@ def _done_frame(result: ModelResult) -> dict[str, Any]:
         "tokens_in": result.tokens_in,
         "tokens_out": result.tokens_out,
     }
+    # Both cache counts, as glove-next sends them (a client adds them to its token tally).
     if result.cache_read_input_tokens is not None:
         frame["cache_read_input_tokens"] = result.cache_read_input_tokens
+    if result.cache_creation_input_tokens is not None:
+        frame["cache_creation_input_tokens"] = result.cache_creation_input_tokens
     return frame
 
 

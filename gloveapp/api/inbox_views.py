@@ -35,6 +35,7 @@ from gloveapp.api.fields import (
     OkSerializer,
     to_core_inbox_item,
 )
+from gloveapp.conversations.access import owned_or_unborn_session_id, owned_session_id_creating
 from gloveapp.core.store import DuplicateInboxItem, InboxItemNotFound, InboxTransitionError
 from inbox import selectors
 from inbox import services as inbox_services
@@ -87,8 +88,8 @@ class InboxApi(ApiView):
         responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
-        return Response(_wire(selectors.read_inbox_items(session_id)))
+        found = owned_or_unborn_session_id(request.user, session_id)
+        return Response([] if found is None else _wire(selectors.read_inbox_items(found)))
 
     @extend_schema(
         operation_id="session_inbox_add",
@@ -108,11 +109,12 @@ class InboxApi(ApiView):
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         if not may_resolve(request.user):
             _check_owner_may_add(serializer.validated_data["item"])
+        # Checked before a first write creates the session: a refused one creates nothing.
+        session_id = owned_session_id_creating(request.user, session_id)
         try:
             with refused_input_as_400():
                 item = to_core_inbox_item(serializer.validated_data["item"])
@@ -178,9 +180,10 @@ class InboxResolvedApi(ApiView):
         responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
-        items = selectors.read_inbox_items(session_id, "resolved")
-        return Response(_wire(items))
+        found = owned_or_unborn_session_id(request.user, session_id)
+        return Response(
+            [] if found is None else _wire(selectors.read_inbox_items(found, "resolved"))
+        )
 
 
 class InboxConsumeApi(ApiView):

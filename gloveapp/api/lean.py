@@ -37,6 +37,7 @@ from gloveapp.conversations.access import (
     owned_session,
     owned_session_id,
     remembered_owned_session_id,
+    unused_key,
     usable_session_id,
 )
 from gloveapp.core import input_rules
@@ -49,6 +50,7 @@ Fast = Callable[..., "HttpResponse | None"]
 _JSON_ACCEPTS = frozenset({"", "*/*", "application/json"})
 _RENDERER = JSONRenderer()
 _OK = _RENDERER.render({"ok": True})
+_EMPTY_LIST = _RENDERER.render([])
 MAX_LEAN_BODY = 64 * 1024  # bytes; larger bodies go through DRF's parser
 
 
@@ -161,6 +163,8 @@ def messages_get(request: HttpRequest, user: Any, session_id: str) -> HttpRespon
         body = selectors.read_owned_messages_json(
             session_id, owner=user, since_compaction=_flag(request, "since_compaction")
         )
+    if body is None and usable_session_id(session_id) and unused_key(user, session_id):
+        body = _EMPTY_LIST  # a key its owner has not used yet: nothing is created
     if body is None:
         return _not_found(Http404("Session not found."))  # the DRF view's words
     return _json_bytes(body)
@@ -193,8 +197,8 @@ def messages_post(request: HttpRequest, user: Any, session_id: str) -> HttpRespo
         # The owner's key -> the global id, remembered: the append itself checks that the
         # row is still this owner's session of this key (SessionGone when deleted since).
         global_id = remembered_owned_session_id(user, session_id)
-    except Http404 as exc:  # first, as in DRF's view: an outsider learns nothing more
-        return _not_found(exc)
+    except Http404:  # a first write creates the session, or a 404: DRF's view answers
+        return None
     try:
         services.messages_append(
             session_id=global_id, messages=messages, owned_by=(user.pk, session_id)
@@ -213,8 +217,8 @@ def messages_post(request: HttpRequest, user: Any, session_id: str) -> HttpRespo
 def tokens_get(request: HttpRequest, user: Any, session_id: str) -> HttpResponse | None:
     try:
         session = owned_session(user, session_id)  # the DRF view's own lookup (by key)
-    except Http404 as exc:
-        return _not_found(exc)
+    except Http404:
+        return None  # a key not used yet (zero counts), or a 404: DRF's view answers
     return _json(tokens_wire(session))
 
 
@@ -239,8 +243,8 @@ def tokens_post(request: HttpRequest, user: Any, session_id: str) -> HttpRespons
             return None
     try:
         session_id = owned_session_id(user, session_id)
-    except Http404 as exc:
-        return _not_found(exc)
+    except Http404:
+        return None  # a first write creates the session, or a 404: DRF's view answers
     try:
         services.tokens_add(session_id=session_id, usage=TokenUsage(**data))
     except (ValueError, services.SessionGone):
@@ -254,6 +258,6 @@ def tokens_post(request: HttpRequest, user: Any, session_id: str) -> HttpRespons
 def inbox_get(request: HttpRequest, user: Any, session_id: str) -> HttpResponse | None:
     try:
         session_id = owned_session_id(user, session_id)
-    except Http404 as exc:
-        return _not_found(exc)
+    except Http404:
+        return None  # a key not used yet (no items), or a 404: DRF's view answers
     return _json([item.to_dict() for item in inbox_selectors.read_inbox_items(session_id)])

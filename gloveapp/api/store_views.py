@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db import transaction
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -36,7 +37,12 @@ from gloveapp.api.fields import (
     to_core_task,
 )
 from gloveapp.conversations import selectors, services
-from gloveapp.conversations.access import usable_session_id
+from gloveapp.conversations.access import (
+    owned_or_unborn_session_id,
+    owned_session_id_creating,
+    unused_key,
+    usable_session_id,
+)
 from gloveapp.conversations.models import Session
 from gloveapp.core import input_rules
 from gloveapp.core.store import permission_key
@@ -80,6 +86,8 @@ class MessagesApi(ApiView):
                 owner=request.user,
                 since_compaction=_flag(request, "since_compaction"),
             )
+        if wires is None and unused_key(request.user, session_id):
+            wires = []  # a key its owner has not used yet: an empty history, nothing created
         if wires is None:
             raise Http404("Session not found.")
         return Response(wires)
@@ -90,10 +98,12 @@ class MessagesApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        with refused_input_as_400():
+        # Checked before a first write creates the session; the append refused after that
+        # takes the new session back with it.
+        with refused_input_as_400(), transaction.atomic():
+            session_id = owned_session_id_creating(request.user, session_id)
             messages = [to_core_message(m) for m in serializer.validated_data["messages"]]
             services.messages_append(session_id=session_id, messages=messages)
         return Response({"ok": True})
@@ -154,7 +164,8 @@ class TokensApi(ApiView):
         responses={200: TokensOutputSerializer, **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        session = owned_session(request.user, session_id)
+        found = owned_or_unborn_session_id(request.user, session_id)
+        session = Session() if found is None else owned_session(request.user, session_id)
         return Response(tokens_wire(session))
 
     @extend_schema(
@@ -163,9 +174,10 @@ class TokensApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        # Checked before a first write creates the session: a refused one creates nothing.
+        session_id = owned_session_id_creating(request.user, session_id)
         usage = TokenUsage(**serializer.validated_data)
         with refused_input_as_400():
             services.tokens_add(session_id=session_id, usage=usage)
@@ -181,6 +193,8 @@ class TurnsApi(ApiView):
         operation_id="session_turns_retrieve", responses={200: TurnsOutputSerializer, **NOT_FOUND}
     )
     def get(self, request: Request, session_id: str) -> Response:
+        if owned_or_unborn_session_id(request.user, session_id) is None:
+            return Response({"turn_count": 0})
         session = owned_session(request.user, session_id)
         return Response({"turn_count": session.turn_count})
 
@@ -190,7 +204,7 @@ class TurnsApi(ApiView):
         responses={200: OkSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
+        session_id = owned_session_id_creating(request.user, session_id)
         services.turn_increment(session_id=session_id)
         return Response({"ok": True})
 
@@ -202,7 +216,7 @@ class ResetCountersApi(ApiView):
         responses={200: OkSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
+        session_id = owned_session_id_creating(request.user, session_id)
         services.counters_reset(session_id=session_id)
         return Response({"ok": True})
 
@@ -225,8 +239,8 @@ class TasksApi(ApiView):
         operation_id="session_tasks_list", responses={200: TaskSerializer(many=True), **NOT_FOUND}
     )
     def get(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
-        return Response(_wire(selectors.read_tasks(session_id)))
+        found = owned_or_unborn_session_id(request.user, session_id)
+        return Response([] if found is None else _wire(selectors.read_tasks(found)))
 
     @extend_schema(
         operation_id="session_tasks_replace",
@@ -234,9 +248,10 @@ class TasksApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def put(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        # Checked before a first write creates the session: a refused one creates nothing.
+        session_id = owned_session_id_creating(request.user, session_id)
         with refused_input_as_400():
             tasks = [to_core_task(t) for t in serializer.validated_data["tasks"]]
             services.tasks_replace(session_id=session_id, tasks=tasks)
@@ -267,8 +282,36 @@ class TaskUpdateApi(ApiView):
         return Response({"ok": True})
 
 
+class PermissionQueryInputField(serializers.CharField):
+    """A tool input in a query string, as JSON; left out means null."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        kwargs.setdefault("help_text", "The tool input as JSON; left out means null.")
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> object:
+        text = super().to_internal_value(data)
+        try:
+            return JsonValueField().to_internal_value(json.loads(text))
+        except (ValueError, RecursionError) as exc:
+            raise ValidationError("must be JSON") from exc
+
+
 class PermissionOutputSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=list(PERMISSION_STATUSES))
+
+
+class ResetQuerySerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "PermissionResetQuery"
+
+    toolName = serializers.CharField(max_length=200, required=False)
+    input = PermissionQueryInputField(required=False)
+
+
+class ResetOutputSerializer(serializers.Serializer):
+    reset = serializers.IntegerField(help_text="How many remembered answers were forgotten.")
 
 
 class PermissionsApi(ApiView):
@@ -303,11 +346,11 @@ class PermissionsApi(ApiView):
         responses={200: PermissionOutputSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
+        found = owned_or_unborn_session_id(request.user, session_id)
         query = self.QuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         key = permission_key(query.validated_data["toolName"], query.validated_data.get("input"))
-        status = selectors.read_permission(session_id, key)
+        status = "unset" if found is None else selectors.read_permission(found, key)
         return Response({"status": status})
 
     @extend_schema(
@@ -316,9 +359,10 @@ class PermissionsApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def put(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id(request.user, session_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        # Checked before a first write creates the session: a refused one creates nothing.
+        session_id = owned_session_id_creating(request.user, session_id)
         data = serializer.validated_data
         with refused_input_as_400():
             services.permission_set(
@@ -328,3 +372,21 @@ class PermissionsApi(ApiView):
                 tool_input=data["input"],
             )
         return Response({"ok": True})
+
+    @extend_schema(
+        operation_id="session_permissions_reset",
+        description="Forget the session's remembered permission answers: every one, or with "
+        "`toolName` (and `input`) the one for that call. The next call asks again.",
+        parameters=[ResetQuerySerializer],
+        responses={200: ResetOutputSerializer, 400: ErrorSerializer, **NOT_FOUND},
+    )
+    def delete(self, request: Request, session_id: str) -> Response:
+        session_id = owned_session_id(request.user, session_id)
+        query = ResetQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        tool_name = query.validated_data.get("toolName")
+        key = None
+        if tool_name is not None:
+            key = permission_key(tool_name, query.validated_data.get("input"))
+        forgotten = services.permissions_reset(session_id=session_id, key=key)
+        return Response({"reset": forgotten})

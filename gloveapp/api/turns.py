@@ -24,4 +24,4 @@ class TurnCancelApi(ApiView):
     )
     def post(self, request: Request, session_id: str) -> Response:
         session = owned_session(request.user, session_id)
-        return Response({"cancelled": turn_cancel(session_id=session.pk)})
+        return Response({"cancelled": turn_cancel(session_id=session.pk, user_id=request.user.pk)})

@@ -21,6 +21,7 @@ from rest_framework.response import Response
 
 from gloveapp.api.access import ApiView
 from inbox.workspaces import paths, selectors, services
+from inbox.workspaces.render import download_max_bytes
 
 CHUNK = 64 * 1024
 # Served inline (the page shows them in <img>); anything else is a download, so a workspace
@@ -167,7 +168,9 @@ class InboxEntryReadApi(ApiView):
 
 
 def max_file_bytes() -> int:
-    return int(getattr(settings, "GLOVE_WORKSPACE_FILE_MAX_BYTES", 1024 * 1024))
+    """The download route's own cap (GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES): it streams, so
+    it serves files far over the inbox's render cap."""
+    return download_max_bytes()
 
 
 async def _stream(fd: int, size: int) -> AsyncIterator[bytes]:

@@ -98,7 +98,13 @@ def _inbox_push(workspace: Workspace, arguments: dict) -> dict:
     entry = services.entry_push(
         workspace=workspace, docs=arguments.get("docs"), comments=arguments.get("comments")
     )
-    return {"ok": True, "entryId": str(entry.pk), "ts": entry.ts}
+    # A nudge in every push's answer: the user may have written back meanwhile.
+    return {
+        "ok": True,
+        "entryId": str(entry.pk),
+        "ts": entry.ts,
+        "repliesWaiting": services.replies_waiting(workspace=workspace),
+    }
 
 
 def _inbox_read(workspace: Workspace, arguments: dict) -> dict:
@@ -109,7 +115,12 @@ def _inbox_read(workspace: Workspace, arguments: dict) -> dict:
         before=arguments.get("before"),
         workspace_id=workspace.pk,
     )
-    return {"entries": [services.entry_wire(e) for e in entries], "hasMore": has_more}
+    return {
+        "entries": [services.entry_wire(e) for e in entries],
+        "hasMore": has_more,
+        # What the user wrote back since the last read: each reply is handed out once.
+        "replies": services.replies_deliver(workspace=workspace),
+    }
 
 
 def _notify_user(workspace: Workspace, arguments: dict) -> dict:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from django.conf import settings
 from django.http import Http404
 
-from gloveapp.conversations.models import Session
+from gloveapp.conversations.models import RetiredSessionKey, Session
+from gloveapp.conversations.services import DuplicateSession, session_create
 from gloveapp.core import input_rules
 from gloveapp.db import prepared_cursor
 
@@ -91,6 +93,44 @@ def owned_session_id(user: Any, session_id: str) -> str:
             if row is not None:
                 return row[0]
     raise Http404("Session not found.")
+
+
+def unused_key(user: Any, session_id: str) -> bool:
+    """Whether `session_id` is a key `user` may still create a session under by using it,
+    for a caller that already found no session of theirs by it: GLOVE_LAZY_SESSIONS on, an
+    account, a usable id, not retired."""
+    if not settings.GLOVE_LAZY_SESSIONS:
+        return False
+    if getattr(user, "pk", None) is None or _unusable_id(session_id):
+        return False
+    return not RetiredSessionKey.objects.filter(owner_id=user.pk, key=session_id).exists()
+
+
+def owned_or_unborn_session_id(user: Any, session_id: str) -> str | None:
+    """For a read of the remote store: the global id of the owner's session `session_id`,
+    or None when the owner never created one by that key (a GET then answers the empty
+    history, nothing is created; a client such as glove-react's `useGlove` makes its session
+    id up and reads at once). 404 for a caller without an account, an unusable id, or a key
+    whose session its owner deleted (retired keys stay gone)."""
+    try:
+        return owned_session_id(user, session_id)
+    except Http404:
+        if not unused_key(user, session_id):
+            raise
+        return None
+
+
+def owned_session_id_creating(user: Any, session_id: str) -> str:
+    """For a write of the remote store: `owned_session_id`, creating the owner's session
+    `session_id` on its first write, as Glove's own stores do. 404 as for a read."""
+    if owned_or_unborn_session_id(user, session_id) is None:
+        try:
+            return session_create(owner=user, session_id=session_id).id
+        except DuplicateSession:
+            pass  # created meanwhile by a concurrent first write: found below
+        except ValueError:
+            raise Http404("Session not found.") from None
+    return owned_session_id(user, session_id)
 
 
 _OWNED_SQL = f'SELECT id FROM {Session._meta.db_table} WHERE owner_id = %s AND "key" = %s'

@@ -12,8 +12,10 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils.html import format_html_join
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.timesince import timesince
 
 from gloveapp.conversations import selectors, services
 from gloveapp.conversations.models import Session, Task
@@ -21,6 +23,22 @@ from gloveapp.conversations.transcript import session_transcript
 
 # A session page shows the newest messages only; a long history would make it unusable.
 MESSAGES_SHOWN = 200
+ID_CHARS = 14
+TITLE_CHARS = 40
+
+
+def cut_with_title(value: str, limit: int) -> str:
+    """`value` cut to `limit` characters with an ellipsis; the whole of it on hover."""
+    shown = value if len(value) <= limit else value[: limit - 1] + "\u2026"
+    return format_html('<span title="{}">{}</span>', value, shown)
+
+
+def ago(moment: Any) -> str:
+    if moment is None:
+        return "\u2014"
+    if (timezone.now() - moment).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(moment, depth=1)} ago"
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -45,15 +63,22 @@ class TaskInline(ReadOnlyInline):
 
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
+    # Readable at 1280 px: long ids and titles are cut (the whole value on hover), times
+    # are ages; exact values are on the session's page.
     list_display = (
+        "short_title",
         "shown_id",
-        "title",
-        "agent_name",
+        "agent",
         "owner",
-        "turn_count",
-        "token_count",
-        "updated_at",
+        "turns",
+        "tokens",
+        "updated",
     )
+    list_display_links = ("short_title",)
+
+    class Media:
+        css = {"all": ["glove/admin-lists.css"]}
+
     list_filter = ("agent_name", ("parent", admin.EmptyFieldListFilter))
     search_fields = ("id", "key", "title", "owner__username")
     list_select_related = ("owner",)
@@ -107,7 +132,28 @@ class SessionAdmin(admin.ModelAdmin):
     @admin.display(description="id", ordering="id")
     def shown_id(self, session: Session) -> str:
         """The global id; its owner's own id beside it when the two differ (it was taken)."""
-        return session.id if session.key == session.id else f"{session.id} (owner's: {session.key})"
+        full = session.id if session.key == session.id else f"{session.id} (owner's: {session.key})"
+        return cut_with_title(full, ID_CHARS)
+
+    @admin.display(description="title", ordering="title")
+    def short_title(self, session: Session) -> str:
+        return cut_with_title(session.title or "(untitled)", TITLE_CHARS)
+
+    @admin.display(description="agent", ordering="agent_name")
+    def agent(self, session: Session) -> str:
+        return session.agent_name or "\u2014"
+
+    @admin.display(description="turns", ordering="turn_count")
+    def turns(self, session: Session) -> int:
+        return session.turn_count
+
+    @admin.display(description="tokens", ordering="token_count")
+    def tokens(self, session: Session) -> int:
+        return session.token_count
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, session: Session) -> str:
+        return ago(session.updated_at)
 
     def render_change_form(
         self,

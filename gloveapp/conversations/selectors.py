@@ -237,3 +237,12 @@ def read_permission(session_id: str, key: str) -> PermissionStatus:
         .first()
     )
     return status or "unset"  # type: ignore[return-value]
+
+
+def remembered_permissions(session_id: str) -> list[Permission]:
+    """The chat's remembered answers to permission prompts ("always allow", "always deny")."""
+    return list(
+        Permission.objects.filter(session_id=session_id, status__in=["granted", "denied"]).order_by(
+            "tool_name", "pk"
+        )
+    )

@@ -497,4 +497,25 @@ def permission_set(
         permission, _ = Permission.objects.update_or_create(
             session_id=session_id, key=key, defaults={"tool_name": tool_name, "status": status}
         )
+        # The chat page lists remembered answers, with a reset.
+        record_event(stream=session_stream(session_id), type="permissions.changed", payload={})
     return permission
+
+
+def permissions_reset(
+    *, session_id: str, permission_id: int | None = None, key: str | None = None
+) -> int:
+    """Forget the chat's remembered permission answers (one of them, by row or by
+    `permission_key`, or all): the next call of the tool asks again. Returns how many were
+    forgotten."""
+    check_session_id(session_id)
+    with transaction.atomic():
+        rows = Permission.objects.filter(session_id=session_id)
+        if permission_id is not None:
+            rows = rows.filter(pk=permission_id)
+        if key is not None:
+            rows = rows.filter(key=key)
+        forgotten, _ = rows.delete()
+        if forgotten:
+            record_event(stream=session_stream(session_id), type="permissions.changed", payload={})
+    return forgotten

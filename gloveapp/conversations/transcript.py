@@ -66,15 +66,29 @@ def _raw_json(row: Message) -> str:
     return json.dumps(stored, ensure_ascii=False, indent=2, default=str)
 
 
+# A result's status as people read it: a stopped or failed call says so.
+STATUS_WORDS = {"aborted": "stopped", "error": "failed"}
+
+
+def stopped_note(data: Any) -> str | None:
+    """ "Stopped by carla at ...": who stopped a call's turn, as a stopped turn stores it."""
+    if not isinstance(data, dict) or "stoppedAt" not in data:
+        return None
+    who = data.get("stoppedBy") or "the server"
+    return f"Stopped by {who} at {data.get('stoppedAt')}"
+
+
 def _result_line(raw: Any) -> ToolLine:
     raw = raw if isinstance(raw, dict) else {}
     result = raw.get("result") if isinstance(raw.get("result"), dict) else {}
     status = str(result.get("status") or "")
     outcome = result.get("message") if status != "success" else None
+    if status == "aborted":
+        outcome = stopped_note(result.get("data")) or outcome
     return ToolLine(
         name=str(raw.get("tool_name") or "?"),
         summary=summarise(outcome or result.get("data")),
-        status=status,
+        status=STATUS_WORDS.get(status, status),
     )
 
 

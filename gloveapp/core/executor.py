@@ -42,6 +42,8 @@ SUBAGENT_COMPLETED = "subagent_completed"
 # A permission prompt answered with this grants the one call without remembering the answer
 # (an addition to Glove, where any truthy answer is stored as "granted" for that input).
 PERMISSION_ONCE = "once"
+# ... and this one refuses the one call without remembering it: the next call asks again.
+PERMISSION_DENY_ONCE = "deny_once"
 
 # hand_over(input, tool_name, call_id): show a slot and wait for the user's answer.
 HandOver = Callable[[dict[str, Any], str | None, str | None], Awaitable[Any]]
@@ -250,6 +252,8 @@ class ToolExecutor:
         if answer == PERMISSION_ONCE:
             # Allowed for this call only: nothing remembered, the next call asks again.
             return "allowed"
+        if answer == PERMISSION_DENY_ONCE:
+            return "denied"
         allowed = bool(answer)
         await self.store.set_permission(
             tool.name, "granted" if allowed else "denied", call.input_args

@@ -9,6 +9,7 @@ reloaded later shows a past result exactly as it first appeared.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,11 +23,15 @@ from gloveapp.core.executor import SUBAGENT_TOOL_NAME, permission_denied_message
 from gloveapp.core.inbox_context import resolved_banner_answers
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
+from gloveapp.turns.services import PERMISSION_CHOICES, REMEMBERED_PERMISSION_LABELS
 from inbox import selectors as inbox_selectors
+from inbox.models import InboxItem
+from mesh.core.inbound import WAITING_PREFIX
 
 GENERIC_RESULT_TEMPLATE = "tools/generic_result.html"
 # The partials a page can ask for by their element id (htmx sends it as HX-Target).
-PARTIALS = ("messages", "tasks", "inbox", "slots", "turn-status")
+PARTIALS = ("messages", "tasks", "inbox", "slots", "turn-status", "permissions")
+TOOL_STATUS_WORDS = {"aborted": "stopped", "error": "failed", "success": "success"}
 
 
 @dataclass(slots=True)
@@ -54,6 +59,11 @@ class ToolEntry:
         return self.message
 
     @property
+    def shown_status(self) -> str:
+        """How the card names the call's state: stopped and failed in plain words."""
+        return TOOL_STATUS_WORDS.get(self.status or "", self.status or "running…")
+
+    @property
     def template(self) -> str:
         # A colocated renderer draws from render_data (refusals included); a result without
         # it (a thrown error, an aborted call) or a call still running is shown generically.
@@ -66,7 +76,7 @@ class ToolEntry:
 class Entry:
     """One row of the timeline: a bubble, a framework note, or a compaction divider."""
 
-    kind: str  # "user" | "agent" | "framework" | "compaction"
+    kind: str  # "user" | "agent" | "framework" | "compaction" | "turn-note"
     seq: int
     text: str = ""
     framework_context: str | None = None
@@ -86,46 +96,80 @@ def _tool_templates(agent_name: str) -> dict[str, str]:
     return {tool.name: tool.result_template for tool in spec.tools if tool.result_template}
 
 
-def timeline(session: Session, messages: list[Message]) -> list[Entry]:
+def turn_note_text(turn: Any) -> str:
+    """What a transcript says after a stopped or failed turn: who stopped it and when."""
+    if turn.status == "failed":
+        return f"This turn failed: {turn.error}" if turn.error else "This turn failed."
+    when = turn.stopped_at or turn.finished_at
+    at = f" at {when:%Y-%m-%d %H:%M:%S} UTC" if when else ""
+    who = turn.stopped_by.get_username() if turn.stopped_by else "the server"
+    return f"Stopped by {who}{at}."
+
+
+def timeline(
+    session: Session, messages: list[Message], notes: list[Any] | None = None
+) -> list[Entry]:
     templates = _tool_templates(session.agent_name)
     entries: list[Entry] = []
+    # Stopped or failed turns, each noted after its last message.
+    notes_after: dict[int, list[Any]] = {}
+    for turn in notes or []:
+        notes_after.setdefault(turn.end_seq, []).append(turn)
+
+    def add_notes(seq: int) -> None:
+        for turn in notes_after.pop(seq, []):
+            entries.append(Entry(kind="turn-note", seq=seq, text=turn_note_text(turn)))
+
+    add_notes(0)
     # Results arrive in a later message than their calls; they find their call by id.
     open_calls: dict[str, ToolEntry] = {}
     for message in messages:
-        if message.is_compaction:
-            entries.append(Entry(kind="compaction", seq=message.seq, text=message.text))
-            continue
-        if message.tool_results:
-            for raw in message.tool_results:
-                _attach_result(raw, open_calls, entries, templates, message.seq)
-            continue
-        if message.framework_context or message.is_skill_injection:
-            entries.append(
-                Entry(
-                    kind="framework",
-                    seq=message.seq,
-                    text=message.text,
-                    framework_context=message.framework_context or "skill",
-                    answers=resolved_banner_answers(message.text)
-                    if message.framework_context == "inbox"
-                    else [],
-                )
-            )
-            continue
-        entry = Entry(kind=message.sender, seq=message.seq, text=message.text)
-        for raw in message.tool_calls or []:
-            tool_name = raw.get("tool_name", "")
-            tool = ToolEntry(
-                tool_name=tool_name,
-                call_id=raw.get("id"),
-                input=raw.get("input_args"),
-                result_template=templates.get(tool_name, GENERIC_RESULT_TEMPLATE),
-            )
-            entry.tools.append(tool)
-            open_calls[raw.get("id") or f"name:{tool_name}"] = tool
-        entries.append(entry)
+        _add_entry(message, entries, open_calls, templates)
+        add_notes(message.seq)
+    for seq in sorted(notes_after):
+        add_notes(seq)
     _attach_children(session, open_calls, entries)
     return entries
+
+
+def _add_entry(
+    message: Message,
+    entries: list[Entry],
+    open_calls: dict[str, ToolEntry],
+    templates: dict[str, str],
+) -> None:
+    if message.is_compaction:
+        entries.append(Entry(kind="compaction", seq=message.seq, text=message.text))
+        return
+    if message.tool_results:
+        for raw in message.tool_results:
+            _attach_result(raw, open_calls, entries, templates, message.seq)
+        return
+    if message.framework_context or message.is_skill_injection:
+        entries.append(
+            Entry(
+                kind="framework",
+                seq=message.seq,
+                text=message.text,
+                framework_context=message.framework_context or "skill",
+                answers=resolved_banner_answers(message.text)
+                if message.framework_context == "inbox"
+                else [],
+            )
+        )
+        return
+    entry = Entry(kind=message.sender, seq=message.seq, text=message.text)
+    for raw in message.tool_calls or []:
+        tool_name = raw.get("tool_name", "")
+        tool = ToolEntry(
+            tool_name=tool_name,
+            call_id=raw.get("id"),
+            input=raw.get("input_args"),
+            result_template=templates.get(tool_name, GENERIC_RESULT_TEMPLATE),
+        )
+        entry.tools.append(tool)
+        open_calls[raw.get("id") or f"name:{tool_name}"] = tool
+    entries.append(entry)
 
 
 def _attach_children(session: Session, open_calls: dict, entries: list[Entry]) -> None:
@@ -166,10 +210,97 @@ def _attach_result(
     tool.denied = tool.status == "error" and tool.message == permission_denied_message(tool_name)
 
 
-def pending_text(entries: list[Entry], text: str) -> str:
-    """`text` unless the newest user message already is it (the turn stored it first)."""
-    newest_user = next((entry for entry in reversed(entries) if entry.kind == "user"), None)
-    return "" if newest_user is not None and newest_user.text == text else text
+@dataclass(slots=True)
+class InboxCard:
+    """One card of the chat's inbox sidebar, in words a customer reads: a mesh item names
+    the agent and never shows its tag or message ids; a reply that resolved a waiting item
+    is one card, not two."""
+
+    key: str
+    title: str
+    text: str
+    created_at: Any
+    tag: str | None = None  # shown for the app's own items (restock_watch), never for mesh
+    mesh: bool = False
+    blocking: bool = False
+
+
+_PEER = re.compile(r'"(?P<name>[^"]*)" \((?P<id>[^)]*)\)')
+_REPLYING_TO = re.compile(r"\(replying to (?P<id>[^)]+)\)\s*$")
+
+
+def _peer_name(request: str) -> str:
+    match = _PEER.search(request)
+    return (match["name"] or match["id"]) if match else "another agent"
+
+
+def _card(item: InboxItem, *, answered_wait: bool = False) -> InboxCard:
+    tag, request, response = item.tag, item.request, item.response
+    card = InboxCard(
+        key=item.key, title="", text="", created_at=item.created_at, blocking=item.blocking
+    )
+    if not tag.startswith("mesh:"):
+        card.tag, card.title = tag, ""
+        card.text = response if item.status != InboxItem.Status.PENDING and response else request
+        return card
+    card.mesh, peer = True, _peer_name(request)
+    if tag.startswith(WAITING_PREFIX):
+        broadcast = request.startswith("Broadcast ")
+        if item.status == InboxItem.Status.PENDING:
+            card.title = (
+                "Broadcast sent, waiting for an answer" if broadcast else f"Waiting for {peer}"
+            )
+            card.text = "" if broadcast else f"Asked {peer}; the answer shows here."
+        else:
+            card.title = "Answer to the broadcast" if broadcast else f"{peer} answered"
+            card.text = response or ""
+    elif tag.startswith("mesh:broadcast:"):
+        card.title, card.text = f"Broadcast from {peer}", response or ""
+    elif request.startswith("Acknowledgement from"):
+        card.title, card.text = f"{peer} acknowledged", response or ""
+    else:
+        card.title = f"{peer} answered" if answered_wait else f"Message from {peer}"
+        card.text = response or ""
+    return card
+
+
+def inbox_cards(session_id: str) -> dict[str, list[InboxCard]]:
+    """The sidebar: "Watching" (pending), "Resolved" (waiting for the agent) and delivered.
+
+    A mesh reply arrives twice in the store (the reply, and the `mesh:waiting:<id>` item it
+    resolves, with the same text): the page shows the reply's card alone."""
+    by_state = inbox_selectors.inbox_items_by_state(session_id)
+    items = sorted(
+        [item for group in by_state.values() for item in group],
+        key=lambda item: (item.created_at, item.key),
+    )
+    waits = {
+        item.tag[len(WAITING_PREFIX) :]: item
+        for item in items
+        if item.tag.startswith(WAITING_PREFIX)
+    }
+    folded: set[str] = set()
+    answered: set[str] = set()
+    for item in items:
+        if not item.tag.startswith("mesh:from:"):
+            continue
+        match = _REPLYING_TO.search(item.request)
+        wait = waits.get(match["id"]) if match else None
+        if wait is not None and wait.status != InboxItem.Status.PENDING:
+            folded.add(wait.key)
+            answered.add(item.key)
+    groups: dict[str, list[InboxCard]] = {"watching": [], "resolved": [], "delivered": []}
+    for item in items:
+        if item.key in folded:
+            continue
+        card = _card(item, answered_wait=item.key in answered)
+        if item.status == InboxItem.Status.PENDING:
+            groups["watching"].append(card)
+        elif item.status == InboxItem.Status.RESOLVED:
+            groups["resolved"].append(card)
+        else:
+            groups["delivered"].append(card)
+    return groups
 
 
 def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
@@ -186,11 +317,16 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
         "session_ref": address_of(user, session),
         "can_speak": may_speak(user, session),
         "last_event_id": last_event_id,
-        "entries": timeline(session, messages),
+        "entries": timeline(session, messages, turn_selectors.ended_turn_notes(session.pk)),
+        # What waits behind the running turn, from the database: a reload shows the same.
+        "queue": turn_selectors.live_turns(session.pk),
+        "permissions": conversation_selectors.remembered_permissions(session.pk),
+        "permission_labels": REMEMBERED_PERMISSION_LABELS,
+        "permission_choices": PERMISSION_CHOICES,
         # The history's version: live.js never swaps in a partial older than the one shown.
         "last_seq": messages[-1].seq if messages else 0,
         "tasks": conversation_selectors.session_tasks(session.pk),
-        "inbox": inbox_selectors.inbox_items_by_state(session.pk),
+        "inbox": inbox_cards(session.pk),
         "slots": turn_selectors.visible_slots(session.pk),
         "busy": turn_selectors.is_busy(session.pk),
         "turn": turn_selectors.newest_turn(session.pk),

@@ -13,6 +13,16 @@ urlpatterns = [
     path("sessions/<str:session_id>/messages", views.message_create, name="message-create"),
     path("sessions/<str:session_id>/slots/<str:slot_id>", views.slot_answer, name="slot-answer"),
     path("sessions/<str:session_id>/cancel", views.turn_cancel, name="turn-cancel"),
+    path(
+        "sessions/<str:session_id>/turns/<int:turn_id>/withdraw",
+        views.turn_withdraw,
+        name="turn-withdraw",
+    ),
+    path(
+        "sessions/<str:session_id>/permissions/reset",
+        views.permission_reset,
+        name="permission-reset",
+    ),
     path("inbox/", workspace_inbox.inbox_page, name="workspace-inbox"),
     path(
         "inbox/entries/<str:entry_id>",

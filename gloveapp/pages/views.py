@@ -22,6 +22,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from gloveapp.conversations import access
 from gloveapp.conversations import selectors as conversation_selectors
+from gloveapp.conversations import services as conversation_services
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.services import session_create
 from gloveapp.core import input_rules
@@ -75,11 +76,10 @@ def chat(request: HttpRequest, session_id: str) -> HttpResponse:
     return render(request, template, context)
 
 
-def _messages_partial(request: HttpRequest, session: Session, sent: str) -> HttpResponse:
+def _messages_partial(request: HttpRequest, session: Session) -> HttpResponse:
+    # A sent message is listed under the history, queued or running, until its turn stores
+    # it: the list is read from the database, so every tab and a reload show the same.
     context = pages.chat_context(session, user=request.user)
-    # The turn stores the message when it starts (it may be queued behind another turn);
-    # until then the page shows it as sent, and the next refresh shows the stored copy.
-    context["pending_text"] = pages.pending_text(context["entries"], sent)
     return render(request, f"{CHAT_TEMPLATE}#messages", context)
 
 
@@ -119,7 +119,7 @@ async def message_create(request: HttpRequest, session_id: str) -> HttpResponse:
             )
         return HttpResponse(error, status=status, content_type="text/plain")
     if request.htmx:
-        return await sync_to_async(_messages_partial)(request, session, text)
+        return await sync_to_async(_messages_partial)(request, session)
     return _see_other(_chat_url(session.key))
 
 
@@ -138,8 +138,9 @@ def slot_value(form: dict[str, str]) -> Any:
     """The value a slot form answers with.
 
     `json` carries any JSON value; a lone `value` is a string (permission prompts post
-    once/always/deny); otherwise the fields become an object, with "true"/"false" as booleans
-    so a `<button name="confirmed" value="true">` answers `{"confirmed": true}`.
+    once/always/deny_once/always_deny); otherwise the fields become an object, with
+    "true"/"false" as booleans so a `<button name="confirmed" value="true">` answers
+    `{"confirmed": true}`.
     """
     fields = {key: value for key, value in form.items() if key != "csrfmiddlewaretoken"}
     if "json" in fields:
@@ -176,7 +177,45 @@ async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> Ht
 def turn_cancel(request: HttpRequest, session_id: str) -> HttpResponse:
     """The stop button: abort the running turn, whichever worker runs it."""
     session = access.owned_session(request.user, session_id)
-    turn_services.turn_cancel(session_id=session.pk)
+    turn_services.turn_cancel(session_id=session.pk, user_id=request.user.pk)
     if request.htmx:
         return HttpResponse(status=204)
+    return _see_other(_chat_url(session.key))
+
+
+@login_required
+@require_POST
+def turn_withdraw(request: HttpRequest, session_id: str, turn_id: int) -> HttpResponse:
+    """Take a queued message back before it runs."""
+    session = access.owned_session(request.user, session_id)
+    withdrawn = turn_services.turn_withdraw(
+        session_id=session.pk, turn_id=turn_id, user_id=request.user.pk
+    )
+    if not withdrawn and not request.htmx:
+        return HttpResponse(
+            "That message is no longer waiting: it has started or was withdrawn.",
+            status=409,
+            content_type="text/plain",
+        )
+    if request.htmx:
+        # Either way the list shows where the message is now (withdrawn, or running).
+        return _messages_partial(request, session)
+    return _see_other(_chat_url(session.key))
+
+
+@login_required
+@require_POST
+def permission_reset(request: HttpRequest, session_id: str) -> HttpResponse:
+    """Forget one remembered permission answer (`permission`), or all of the chat's."""
+    session = access.owned_session(request.user, session_id)
+    raw = request.POST.get("permission", "")
+    if raw and not (raw.isascii() and raw.isdigit() and len(raw) < 19):
+        return HttpResponse("permission: must be a number.", status=400, content_type="text/plain")
+    conversation_services.permissions_reset(
+        session_id=session.pk, permission_id=int(raw) if raw else None
+    )
+    if request.htmx:
+        return render(
+            request, f"{CHAT_TEMPLATE}#permissions", pages.chat_context(session, user=request.user)
+        )
     return _see_other(_chat_url(session.key))

@@ -18,14 +18,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from gloveapp.core import input_rules
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import public as turns
 from inbox.workspaces import render as doc_render
 from inbox.workspaces import selectors, services
+from inbox.workspaces.models import WorkspaceReply
 
 PAGE_SIZE = 50
-MAX_REPLY_CHARS = 10_000
 
 
 def _row(entry: Any, read_at: Any) -> dict:
@@ -72,6 +71,8 @@ def _detail_context(user: Any, entry: Any) -> dict:
         "workspace": workspace,
         "docs": docs,
         "comments_html": doc_render.markdown_html(entry.comments) if entry.comments else "",
+        "replies": selectors.entry_replies(entry),
+        "download_max_bytes": doc_render.download_max_bytes(),
     }
 
 
@@ -142,29 +143,36 @@ def reply_text(entry: Any, text: str) -> str:
 @login_required
 @require_POST
 async def entry_reply(request: HttpRequest, entry_id: str) -> HttpResponse:
+    """Store the reply on the entry's thread, for the workspace's agent: its MCP client reads
+    it with `inbox_read`, or, when the workspace names one of the server's agents, that
+    agent's session receives it as a turn at once."""
     user = await request.auser()
     entry = await sync_to_async(selectors.owned_entry)(user, entry_id)
     if entry is None:
         raise Http404("No such entry.")
-    text = request.POST.get("text", "").strip()
-    if len(text) > MAX_REPLY_CHARS or input_rules.unstorable_text_problem(text):
-        return HttpResponse(
-            "That reply is too long or holds characters that cannot be stored.",
-            status=400,
-            content_type="text/plain",
+    try:
+        reply = await sync_to_async(services.entry_reply)(
+            entry=entry, author=user, text=request.POST.get("text", "")
         )
-    session = await sync_to_async(services.workspace_reply_session)(workspace=entry.workspace)
-    if text:
+    except services.EntryInvalid as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain")
+    workspace = entry.workspace
+    if workspace.agent_name:
+        session = await sync_to_async(services.workspace_reply_session)(workspace=workspace)
         try:
             await turns.submit_message(
                 session_id=session.pk,
-                text=reply_text(entry, text),
+                text=reply_text(entry, reply.text),
                 user_id=user.pk,
                 source="page",
             )
         except (turns.QueueFull, turns.TurnLimitReached) as exc:
+            # Stored on the thread all the same; the agent has not received it yet.
             return HttpResponse(str(exc), status=429, content_type="text/plain")
-    response = HttpResponseRedirect(reverse("chat", args=[session.key]))
+        await sync_to_async(services.reply_mark_delivered)(
+            reply=reply, to=WorkspaceReply.DeliveredTo.AGENT
+        )
+    response = HttpResponseRedirect(f"{reverse('workspace-inbox')}?entry={entry.pk}")
     response.status_code = 303
     return response
 

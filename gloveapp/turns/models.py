@@ -40,6 +40,17 @@ class Turn(models.Model):
     # the stored conversation when the request is already past it.
     base_seq = models.PositiveIntegerField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
+    # Who pressed Stop (or withdrew a queued message), and when: the transcript says so.
+    stopped_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    # The session's last message seq when the turn ended: where its note goes in a transcript.
+    end_seq = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     # What the page says about the turn besides its reply (an MCP server that was down).
     notice = models.TextField(blank=True, default="")

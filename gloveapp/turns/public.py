@@ -76,14 +76,15 @@ def wake_mesh_peer_sync(*, session_id: str, text: str) -> bool:
 
 async def answer_slot(*, session_id: str, slot_id: str, value: Any) -> bool:
     """Answer a waiting prompt; False when nothing waits on it (answered, expired, unknown).
-    A permission prompt takes "once", "always" or "deny"."""
+    A permission prompt takes one of `services.PERMISSION_CHOICES` ("once", "always",
+    "deny_once", "always_deny"), or Glove's "deny" (remembered) and booleans."""
     return await sync_to_async(services.slot_answer)(
         session_id=session_id, public_id=slot_id, value=value
     )
 
 
-async def cancel(session_id: str) -> bool:
-    return await sync_to_async(services.turn_cancel)(session_id=session_id)
+async def cancel(session_id: str, *, user_id: int | None = None) -> bool:
+    return await sync_to_async(services.turn_cancel)(session_id=session_id, user_id=user_id)
 
 
 async def wait_until_idle(session_id: str, *, poll: float = 0.01) -> None:

@@ -101,3 +101,28 @@ def queued(session_id: str) -> int:
 
 def newest_turn(session_id: str) -> Turn | None:
     return Turn.objects.filter(session_id=session_id).order_by("-id").first()
+
+
+def live_turns(session_id: str) -> list[Turn]:
+    """The session's messages that run or wait, in the order they will run."""
+    return list(
+        Turn.objects.filter(
+            session_id=session_id, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]
+        )
+        .only("pk", "text", "status", "created_at", "session_id")
+        .order_by("id")
+    )
+
+
+def ended_turn_notes(session_id: str) -> list[Turn]:
+    """Turns that were stopped or failed, with where their note goes (`end_seq`) and who
+    stopped them: the transcripts say so after the turn's last message."""
+    return list(
+        Turn.objects.filter(
+            session_id=session_id,
+            status__in=[Turn.Status.CANCELLED, Turn.Status.FAILED],
+            end_seq__isnull=False,
+        )
+        .select_related("stopped_by")
+        .order_by("id")
+    )

@@ -17,23 +17,40 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from gloveapp.conversations.models import Message, Session
+from gloveapp.conversations.services import messages_append
 from gloveapp.core import input_rules
+from gloveapp.core.agent import TOOL_RESULTS_TEXT
 from gloveapp.core.display import PERMISSION_RENDERER
-from gloveapp.core.executor import PERMISSION_ONCE
+from gloveapp.core.executor import ABORTED_MESSAGE, PERMISSION_DENY_ONCE, PERMISSION_ONCE
+from gloveapp.core.types import Message as CoreMessage
+from gloveapp.core.types import ToolResult, ToolResultData
 from gloveapp.db import prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import session_stream
 from gloveapp.turns.models import Turn, TurnSlot
 
-# What a permission prompt may be answered with, and what the executor is told.
+# The permission vocabulary, in one place: what a prompt offers (value, button label), what
+# each answer tells the executor, and how a remembered decision is named on the page.
+# "once" and "deny_once" are not remembered; "always" and "always_deny" are stored for the
+# chat (and shown, with a reset, beside it). "deny" and the booleans are Glove's answers:
+# a denial Glove stores, so a plain "deny" keeps meaning "always deny" for API callers.
+PERMISSION_CHOICES: tuple[tuple[str, str], ...] = (
+    ("once", "Allow once"),
+    ("always", "Always allow"),
+    ("deny_once", "Deny once"),
+    ("always_deny", "Always deny"),
+)
 PERMISSION_ANSWERS: dict[Any, Any] = {
     "once": PERMISSION_ONCE,
     "always": True,
     "allow": True,
+    "deny_once": PERMISSION_DENY_ONCE,
+    "always_deny": False,
     "deny": False,
     True: True,
     False: False,
 }
+REMEMBERED_PERMISSION_LABELS = {"granted": "Always allowed", "denied": "Always denied"}
 LIVE_STATUSES = (Turn.Status.QUEUED, Turn.Status.RUNNING)
 # `Turn.source` of a mesh peer's wake-up.
 MESH_SOURCE = "mesh"
@@ -94,7 +111,29 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
         turn = Turn.objects.create(session_id=session_id, text=text, user_id=user_id, source=source)
         # How many turns run or wait before this one (as this transaction saw them).
         turn.ahead = waiting + live["running"]
+        # Every page of the chat lists what waits (a second tab, after a reload).
+        _event(turn, "turn.queued", {"turn": turn.pk})
         return turn
+
+
+def turn_withdraw(*, session_id: str, turn_id: int, user_id: int | None = None) -> bool:
+    """Take a queued message back before it runs; False when it is no longer queued (it
+    started, finished, or was withdrawn already)."""
+    with transaction.atomic():
+        now = timezone.now()
+        # Conditional: a worker claiming it at the same moment wins or loses in one row.
+        withdrawn = Turn.objects.filter(
+            pk=turn_id, session_id=session_id, status=Turn.Status.QUEUED
+        ).update(
+            status=Turn.Status.CANCELLED,
+            error="withdrawn",
+            stopped_by_id=user_id,
+            stopped_at=now,
+            finished_at=now,
+        )
+        if withdrawn:
+            _event(Turn(id=turn_id, session_id=session_id), "turn.withdrawn", {"turn": turn_id})
+        return bool(withdrawn)
 
 
 def turn_wake(*, session_id: str, text: str, user_id: int | None) -> Turn | None:
@@ -215,6 +254,8 @@ def turn_finish(
         turn = Turn(id=turn_id, session_id=row[0])
         if prompted:
             _expire_slots(turn)
+        if status in (Turn.Status.CANCELLED, Turn.Status.FAILED):
+            _close_open_calls(turn_id, status=status, error=error)
         if status == Turn.Status.DONE:
             _event(turn, "turn.finished", {"turn": turn_id, "text": reply})
         elif status == Turn.Status.CANCELLED:
@@ -277,6 +318,7 @@ def turns_take_back(*, now: Any = None) -> list[str]:
                 continue
             _expire_slots(turn)
             if gave_up:
+                _close_open_calls(turn.pk, status=Turn.Status.FAILED, error=turn_failed_text())
                 _event(turn, "turn.error", {"turn": turn.pk, "message": turn_failed_text()})
         sessions.append(turn.session_id)
     return sessions
@@ -299,17 +341,63 @@ def sessions_waiting(*, older_than: timedelta) -> list[str]:
     )
 
 
-def turn_cancel(*, session_id: str) -> bool:
-    """Ask the session's running turn to stop, wherever it runs; False if none runs."""
+def _close_open_calls(turn_id: int, *, status: str, error: str) -> None:
+    """A stopped or failed turn leaves no tool call without a result (Glove leaves them
+    open, contract §10 BUG 10): each open call of the turn gets an `aborted` (stopped) or
+    `error` (failed) result, stored, so every reader (the page, the admin, the REST store,
+    the model on the next turn) sees how it ended. `data` says who stopped it and when."""
+    turn = (
+        Turn.objects.select_related("stopped_by")
+        .only("session_id", "base_seq", "stopped_at", "stopped_by__username")
+        .get(pk=turn_id)
+    )
+    rows = Message.objects.filter(session_id=turn.session_id, seq__gt=turn.base_seq or 0)
+    calls: dict[str, str] = {}
+    for tool_calls, tool_results in rows.order_by("seq").values_list("tool_calls", "tool_results"):
+        for call in tool_calls or []:
+            if isinstance(call, dict) and call.get("id"):
+                calls[call["id"]] = str(call.get("tool_name") or "")
+        for result in tool_results or []:
+            if isinstance(result, dict):
+                calls.pop(result.get("call_id") or "", None)
+    if status == Turn.Status.CANCELLED:
+        stopped_by = turn.stopped_by.get_username() if turn.stopped_by else None
+        stopped_at = (turn.stopped_at or timezone.now()).isoformat()
+        outcome = ToolResultData(
+            status="aborted",
+            message=ABORTED_MESSAGE,
+            data={"stoppedBy": stopped_by, "stoppedAt": stopped_at},
+        )
+    else:
+        outcome = ToolResultData(status="error", message=f"The turn failed: {error}")
+    if calls:
+        results = [
+            ToolResult(tool_name=name, call_id=call_id, result=outcome)
+            for call_id, name in calls.items()
+        ]
+        messages_append(
+            session_id=turn.session_id,
+            messages=[CoreMessage(sender="user", text=TOOL_RESULTS_TEXT, tool_results=results)],
+        )
+    last_seq = Session.objects.filter(pk=turn.session_id).values_list("last_seq", flat=True)
+    Turn.objects.filter(pk=turn_id).update(end_seq=last_seq.first())
+
+
+def turn_cancel(*, session_id: str, user_id: int | None = None) -> bool:
+    """Ask the session's running turn to stop, wherever it runs; False if none runs.
+    `user_id`: who asked (the transcript names them)."""
     with transaction.atomic():
         running = list(
             Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).values_list(
                 "pk", flat=True
             )
         )
-        cancelled = bool(
-            running and Turn.objects.filter(pk__in=running).update(cancel_requested=True)
-        )
+        if running:
+            # The first Stop names who stopped it; a second press changes nothing.
+            Turn.objects.filter(pk__in=running, cancel_requested=False).update(
+                cancel_requested=True, stopped_by_id=user_id, stopped_at=timezone.now()
+            )
+        cancelled = bool(running)
         for turn_id in running:
             _wake_worker(turn_id)
         return cancelled

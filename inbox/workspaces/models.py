@@ -30,7 +30,14 @@ class Workspace(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="The chat session replies to this workspace's entries go to.",
+        help_text="The chat session replies go to when `agent_name` names an agent.",
+    )
+    agent_name = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="One of the server's own agents (GLOVE_AGENTS) whose session receives "
+        "replies as turns; blank: the workspace's MCP client reads them with inbox_read.",
     )
     token_hash = models.CharField(max_length=64, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -71,6 +78,48 @@ class WorkspaceEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workspace_label or self.workspace_id} @ {self.ts}"
+
+
+class WorkspaceReply(models.Model):
+    """What the user wrote back to an entry: the entry's thread, for the workspace's agent.
+
+    `delivered_at` is set once the agent has it: when its MCP client's `inbox_read` returned
+    it (each reply once), or when it was queued as a turn of the server agent the workspace
+    names (`Workspace.agent_name`).
+    """
+
+    class DeliveredTo(models.TextChoices):
+        MCP = "mcp", "the workspace's MCP client"
+        AGENT = "agent", "the workspace's server agent"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    entry = models.ForeignKey(WorkspaceEntry, on_delete=models.CASCADE, related_name="replies")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="replies")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    text = models.TextField()
+    ts = models.BigIntegerField(help_text="Epoch milliseconds, stamped by the server.")
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    delivered_to = models.CharField(
+        max_length=10, choices=DeliveredTo.choices, blank=True, default=""
+    )
+
+    class Meta:
+        ordering = ["ts", "id"]
+        verbose_name_plural = "workspace replies"
+        indexes = [
+            # inbox_read's "what has the agent not read yet": a short range per workspace.
+            models.Index(
+                fields=["workspace", "ts"],
+                condition=models.Q(delivered_at__isnull=True),
+                name="ws_reply_undelivered",
+            ),
+            models.Index(fields=["entry", "ts"], name="ws_reply_thread"),
+        ]
+
+    def __str__(self) -> str:
+        return f"reply to {self.entry_id} @ {self.ts}"
 
 
 class WorkspaceEntryRead(models.Model):

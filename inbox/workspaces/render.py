@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 import nh3
+from django.conf import settings
 from markdown_it import MarkdownIt
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -87,6 +88,22 @@ class RenderedDoc:
     size: int = 0
     url: str = ""
 
+    @property
+    def downloadable(self) -> bool:
+        """Offered as a download: the file is there and the download route serves its size
+        (a link is never offered to a refusal)."""
+        return self.kind not in ("missing", "invalid") and self.size <= download_max_bytes()
+
+
+def download_max_bytes() -> int:
+    """The largest file the download route streams (GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES);
+    the render cap (GLOVE_WORKSPACE_FILE_MAX_BYTES) is far smaller."""
+    return int(getattr(settings, "GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES", 100 << 20))
+
+
+def _size_words(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MB" if size >= 1 << 20 else f"{size // 1024} KB"
+
 
 def render_doc(*, files_url: str, root: str, rel: str, max_bytes: int) -> RenderedDoc:
     """`rel` inside `root`, rendered; `files_url` is the workspace's file route wherever the
@@ -114,10 +131,17 @@ def render_doc(*, files_url: str, root: str, rel: str, max_bytes: int) -> Render
             return doc
         if opened.size > max_bytes:
             doc.kind = "too_large"
-            doc.message = (
-                f"File too large to render in the inbox ({opened.size // 1024} KB). "
-                "Download it or open the workspace to view."
-            )
+            if doc.downloadable:
+                doc.message = (
+                    f"File too large to show in the inbox ({_size_words(opened.size)}; "
+                    f"the inbox shows files up to {_size_words(max_bytes)})."
+                )
+            else:
+                doc.message = (
+                    f"File too large to show or download here ({_size_words(opened.size)}; "
+                    f"downloads stop at {_size_words(download_max_bytes())}). "
+                    "Open the workspace folder to view it."
+                )
             return doc
         data = _read_all(opened.fd, opened.size)
     finally:

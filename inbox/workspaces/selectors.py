@@ -7,7 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gloveapp.core import input_rules
-from inbox.workspaces.models import Notification, Workspace, WorkspaceEntry, WorkspaceEntryRead
+from inbox.workspaces.models import (
+    Notification,
+    Workspace,
+    WorkspaceEntry,
+    WorkspaceEntryRead,
+    WorkspaceReply,
+)
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 200
@@ -124,3 +130,8 @@ def unread_count(user: Any, *, cap: int = BADGE_CAP) -> int:
         return 0
     unread = WorkspaceEntry.objects.filter(owner=user).exclude(reads__user=user)
     return unread.values("pk")[:cap].count()
+
+
+def entry_replies(entry: WorkspaceEntry) -> list[WorkspaceReply]:
+    """The entry's thread: what the user wrote back, oldest first."""
+    return list(entry.replies.select_related("author").order_by("ts", "id"))

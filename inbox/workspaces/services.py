@@ -14,18 +14,29 @@ import time
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.utils import timezone
 
+from gloveapp.agents.config import get_agent_spec
 from gloveapp.core.input_rules import unstorable_text_problem
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import workspace_stream
 from inbox.workspaces import paths
-from inbox.workspaces.models import Notification, Workspace, WorkspaceEntry, WorkspaceEntryRead
+from inbox.workspaces.models import (
+    Notification,
+    Workspace,
+    WorkspaceEntry,
+    WorkspaceEntryRead,
+    WorkspaceReply,
+)
 
 MAX_DOCS = 20
 MAX_COMMENTS_CHARS = 20_000
 MAX_LABEL_CHARS = 200
 MAX_NOTIFICATION_CHARS = 2_000
+MAX_REPLY_CHARS = 10_000
+MAX_REPLIES_PER_READ = 50
 TOKEN_PREFIX = "gws_"
 
 # The seed's validation messages (spec §2.2), without the name of OpenAlice's store class;
@@ -84,8 +95,22 @@ def _new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
-def workspace_create(*, label: str, root: str, owner: Any) -> tuple[Workspace, str]:
-    """Create a workspace; returns it and its bearer token, which is never stored in clear."""
+def _checked_agent(agent_name: str) -> str:
+    agent_name = (agent_name or "").strip()
+    if agent_name:
+        try:
+            get_agent_spec(agent_name)
+        except ImproperlyConfigured:
+            raise ValueError(f"agent: no agent named {agent_name!r} in GLOVE_AGENTS") from None
+    return agent_name
+
+
+def workspace_create(
+    *, label: str, root: str, owner: Any, agent_name: str = ""
+) -> tuple[Workspace, str]:
+    """Create a workspace; returns it and its bearer token, which is never stored in clear.
+    `agent_name`: see `workspace_set_agent`."""
+    agent_name = _checked_agent(agent_name)
     label = (label or "").strip()
     if not label or len(label) > MAX_LABEL_CHARS or unstorable_text_problem(label):
         raise ValueError(f"label: must be 1 to {MAX_LABEL_CHARS} characters")
@@ -102,6 +127,7 @@ def workspace_create(*, label: str, root: str, owner: Any) -> tuple[Workspace, s
             root=real_root,
             owner=owner,
             token_hash=_hash_token(token),
+            agent_name=agent_name,
         )
     return workspace, token
 
@@ -121,8 +147,18 @@ def workspace_token_matches(workspace: Workspace, token: str | None) -> bool:
     return hmac.compare_digest(workspace.token_hash, _hash_token(token))
 
 
+def workspace_set_agent(*, workspace: Workspace, agent_name: str) -> None:
+    """Name one of the server's own agents to receive replies as turns ("" for the
+    workspace's MCP client, the default)."""
+    agent_name = _checked_agent(agent_name)
+    with transaction.atomic():
+        Workspace.objects.filter(pk=workspace.pk).update(agent_name=agent_name, session=None)
+    workspace.agent_name, workspace.session_id = agent_name, None
+
+
 def workspace_reply_session(*, workspace: Workspace) -> Any:
-    """The chat session replies go to, created the first time someone replies."""
+    """The session of the server agent the workspace names, which receives replies as
+    turns; created the first time someone replies."""
     from gloveapp.conversations.models import Session
     from gloveapp.conversations.services import session_create
 
@@ -132,7 +168,7 @@ def workspace_reply_session(*, workspace: Workspace) -> Any:
             return Session.objects.get(pk=locked.session_id)
         session = session_create(
             owner=locked.owner,
-            agent_name=settings.GLOVE_DEFAULT_AGENT,
+            agent_name=locked.agent_name or settings.GLOVE_DEFAULT_AGENT,
             title=f"Workspace: {locked.label}"[:200],
         )
         Workspace.objects.filter(pk=locked.pk).update(session=session)
@@ -227,6 +263,85 @@ def entry_mark_read(*, entry: WorkspaceEntry, user: Any, read: bool = True) -> A
             payload={"id": str(entry.pk), "readAt": read_at.isoformat() if read_at else None},
         )
     return read_at
+
+
+# -- replies --------------------------------------------------------------------------------
+
+
+def reply_wire(reply: WorkspaceReply) -> dict:
+    """A reply as the workspace's agent and the pages read it."""
+    return {
+        "id": str(reply.id),
+        "entryId": str(reply.entry_id),
+        "ts": reply.ts,
+        "from": reply.author.get_username() if reply.author else None,
+        "text": reply.text,
+        "deliveredTo": reply.delivered_to or None,
+    }
+
+
+def entry_reply(*, entry: WorkspaceEntry, author: Any, text: Any) -> WorkspaceReply:
+    """Store the user's reply on the entry's thread, for the workspace's agent."""
+    if not isinstance(text, str) or not text.strip():
+        raise EntryInvalid("text", "write a reply first")
+    if len(text) > MAX_REPLY_CHARS:
+        raise EntryInvalid("text", f"at most {MAX_REPLY_CHARS} characters")
+    if problem := unstorable_text_problem(text):
+        raise EntryInvalid("text", f"must not contain {problem}")
+    with transaction.atomic():
+        reply = WorkspaceReply.objects.create(
+            entry=entry,
+            workspace_id=entry.workspace_id,
+            author=author,
+            text=text.strip(),
+            ts=now_ms(),
+        )
+        record_event(
+            stream=workspace_stream(entry.workspace_id),
+            type="workspace.entry.replied",
+            payload={"entryId": str(entry.pk), "reply": reply_wire(reply)},
+        )
+    return reply
+
+
+def _mark_delivered(reply: WorkspaceReply, to: str) -> bool:
+    # Conditional: of two readers racing (two MCP calls), one gets each reply.
+    delivered = WorkspaceReply.objects.filter(pk=reply.pk, delivered_at__isnull=True).update(
+        delivered_at=timezone.now(), delivered_to=to
+    )
+    if delivered:
+        reply.delivered_to = to
+        record_event(
+            stream=workspace_stream(reply.workspace_id),
+            type="workspace.reply.delivered",
+            payload={"entryId": str(reply.entry_id), "id": str(reply.pk), "to": to},
+        )
+    return bool(delivered)
+
+
+def reply_mark_delivered(*, reply: WorkspaceReply, to: str) -> bool:
+    with transaction.atomic():
+        return _mark_delivered(reply, to)
+
+
+def replies_deliver(*, workspace: Workspace, limit: int = MAX_REPLIES_PER_READ) -> list[dict]:
+    """The replies the workspace's MCP client has not read yet, oldest first, each marked
+    delivered as it is handed out (each reply reaches one reader once)."""
+    with transaction.atomic():
+        waiting = list(
+            WorkspaceReply.objects.filter(workspace=workspace, delivered_at__isnull=True)
+            .select_related("author")
+            .order_by("ts", "id")[:limit]
+        )
+        return [
+            reply_wire(reply)
+            for reply in waiting
+            if _mark_delivered(reply, WorkspaceReply.DeliveredTo.MCP)
+        ]
+
+
+def replies_waiting(*, workspace: Workspace) -> int:
+    return WorkspaceReply.objects.filter(workspace=workspace, delivered_at__isnull=True).count()
 
 
 # -- legacy notifications -----------------------------------------------------------------

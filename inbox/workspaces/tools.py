@@ -31,13 +31,23 @@ inside the workspace.
 Renders below the docs.
 
 At least one of docs or comments must be present. The workspace is known from the URL you \
-are connected to; you never pass it."""
+are connected to; you never pass it.
+
+The user can reply to an entry from the Inbox. Replies come back through inbox_read: check it \
+for replies when you start working, after you push a question, and before you finish. The \
+answer's `repliesWaiting` says how many replies wait for you now."""
 
 INBOX_READ_DESCRIPTION = """\
-Read back this workspace's Inbox entries, newest first: what you (or another agent in this \
-workspace) already pushed to the user, so you do not repeat yourself. Returns \
-{entries: [{id, ts, workspaceId, workspaceLabel, docs, comments}], hasMore}; pass the last \
-entry's id as `before` for the next page."""
+Check for the user's replies, and read back this workspace's Inbox entries.
+
+`replies` holds what the user wrote back to your entries since you last called inbox_read, \
+oldest first: [{id, entryId, ts, from, text}]. Each reply is returned once, then counts as \
+delivered, so act on it (or note it) when you read it. Call inbox_read when you start \
+working, after you push a question, and before you finish.
+
+`entries` is what you (or another agent in this workspace) already pushed, newest first, so \
+you do not repeat yourself: [{id, ts, workspaceId, workspaceLabel, docs, comments}], with \
+hasMore; pass the last entry's id as `before` for the next page."""
 
 NOTIFY_USER_DESCRIPTION = """\
 [DEPRECATED — legacy Automation path only] Inside a workspace, use inbox_push instead: it \

@@ -37,6 +37,17 @@ ROUTES = [
     ("delete", "", None, 204),
 ]
 IDS = [f"{method.upper()} {path or '/'}" for method, path, _, _ in ROUTES]
+EMPTY_TOKENS = {
+    "token_count": 0,
+    "tokens_in_total": 0,
+    "tokens_out_total": 0,
+    "consumption": {
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    },
+}
 
 
 def call(client, method: str, session_id: str, path: str, body):
@@ -48,13 +59,21 @@ def test_it_serves_the_owner(owner_client, session_id, method, path, body, expec
     assert call(owner_client, method, session_id, path, body).status_code == expected
 
 
+@pytest.mark.parametrize("lazy", [False, True], ids=["404", "lazy"])
 @pytest.mark.parametrize(("method", "path", "body", "expected"), ROUTES, ids=IDS)
 def test_it_answers_another_user_as_if_the_session_did_not_exist(
-    other_client, owner_client, session_id, method, path, body, expected
+    other_client, owner_client, session_id, method, path, body, expected, lazy, settings
 ):
+    settings.GLOVE_LAZY_SESSIONS = lazy
+    # Ids are per owner: to another user the owner's id names a session of their own that
+    # they never created, answered exactly as any id they never used (404; with
+    # GLOVE_LAZY_SESSIONS an empty history for a read, their own new session for a first
+    # write), never with the owner's data.
+    unused = call(other_client, method, "never-used-by-anyone", path, body)
     response = call(other_client, method, session_id, path, body)
-    assert response.status_code == 404
-    assert response.json()["error"]
+    assert response.status_code == unused.status_code
+    if method == "get":
+        assert response.json() == unused.json()
     # Nothing was written on the owner's session.
     assert owner_client.get(f"/api/sessions/{session_id}/messages").json() == []
     assert owner_client.get(f"/api/sessions/{session_id}/inbox").json() == []
@@ -81,3 +100,82 @@ def test_it_accepts_a_logged_in_browser_session(client, owner, session_id):
     # Session auth for the pages: a logged-in browser reaches its own sessions.
     client.force_login(owner)
     assert client.get(f"/api/sessions/{session_id}/messages").status_code == 200
+
+
+@pytest.fixture
+def lazy_sessions(settings):
+    settings.GLOVE_LAZY_SESSIONS = True
+
+
+def test_it_answers_an_unused_key_with_an_empty_history_and_creates_nothing(
+    owner_client, lazy_sessions
+):
+    messages = owner_client.get("/api/sessions/made-up-in-the-browser/messages")
+    tokens = owner_client.get("/api/sessions/made-up-in-the-browser/tokens")
+    tasks = owner_client.get("/api/sessions/made-up-in-the-browser/tasks")
+    inbox = owner_client.get("/api/sessions/made-up-in-the-browser/inbox")
+
+    assert (messages.status_code, messages.json()) == (200, [])
+    assert (tokens.status_code, tokens.json()) == (200, EMPTY_TOKENS)
+    assert (tasks.json(), inbox.json()) == ([], [])
+    listed = [s["sessionId"] for s in owner_client.get("/api/sessions").json()]
+    assert "made-up-in-the-browser" not in listed
+
+
+def test_a_first_write_creates_the_owners_session_under_that_key(owner_client, lazy_sessions):
+    key = "made-up-in-the-browser"
+    written = owner_client.post(
+        f"/api/sessions/{key}/messages",
+        {"messages": [{"sender": "user", "text": "hi"}]},
+        format="json",
+    )
+
+    assert written.json() == {"ok": True}
+    assert owner_client.get(f"/api/sessions/{key}/messages").json() == [
+        {"sender": "user", "text": "hi"}
+    ]
+    assert key in [s["sessionId"] for s in owner_client.get("/api/sessions").json()]
+
+
+def test_a_deleted_sessions_key_stays_gone(owner_client, session_id):
+    owner_client.delete(f"/api/sessions/{session_id}")
+
+    assert owner_client.get(f"/api/sessions/{session_id}/messages").status_code == 404
+    written = owner_client.post(
+        f"/api/sessions/{session_id}/messages",
+        {"messages": [{"sender": "user", "text": "hi"}]},
+        format="json",
+    )
+    assert written.status_code == 404
+
+
+def test_it_reads_another_users_key_as_an_empty_session_of_ones_own(
+    owner_client, other_client, session_id, lazy_sessions
+):
+    owner_client.post(
+        f"/api/sessions/{session_id}/messages",
+        {"messages": [{"sender": "user", "text": "mine only"}]},
+        format="json",
+    )
+
+    assert other_client.get(f"/api/sessions/{session_id}/messages").json() == []
+    other_client.post(
+        f"/api/sessions/{session_id}/messages",
+        {"messages": [{"sender": "user", "text": "theirs"}]},
+        format="json",
+    )
+    mine = owner_client.get(f"/api/sessions/{session_id}/messages").json()
+    assert [m["text"] for m in mine] == ["mine only"]
+
+
+def test_without_lazy_sessions_an_unused_key_is_404_for_reads_and_writes(owner_client):
+    key = "made-up-in-the-browser"
+    read = owner_client.get(f"/api/sessions/{key}/messages")
+    written = owner_client.post(
+        f"/api/sessions/{key}/messages",
+        {"messages": [{"sender": "user", "text": "hi"}]},
+        format="json",
+    )
+
+    assert (read.status_code, written.status_code) == (404, 404)
+    assert key not in [s["sessionId"] for s in owner_client.get("/api/sessions").json()]

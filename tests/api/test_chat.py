@@ -197,3 +197,18 @@ def test_it_answers_503_naming_the_problem_when_the_model_is_misconfigured(
 
     assert response.status_code == 503
     assert "ANTHROPIC_API_KEY" in response.json()["error"]
+
+
+async def test_its_done_frame_carries_both_cache_counts():
+    from gloveapp.api.chat import stream_model_turn
+    from gloveapp.core.providers.scripted import ScriptedTurn
+
+    model = ScriptedModel(
+        [ScriptedTurn("Hi", cache_creation_input_tokens=1200, cache_read_input_tokens=300)]
+    )
+    body = b"".join(
+        [chunk async for chunk in stream_model_turn(model, [Message("user", "Hello")], [])]
+    )
+
+    done = sse_frames(body.decode())[-1]
+    assert (done["cache_creation_input_tokens"], done["cache_read_input_tokens"]) == (1200, 300)

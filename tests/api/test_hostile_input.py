@@ -108,16 +108,18 @@ def test_a_session_deleted_during_a_write_is_a_404_and_nothing_is_written(
     settings.GLOVE_LEAN_ROUTES = lean_routes
     from gloveapp.api import lean, store_views
     from gloveapp.conversations.models import Session
+    from gloveapp.conversations.services import session_delete
 
-    checked = store_views.owned_session_id
+    checked = store_views.owned_session_id_creating
 
     def check_then_lose_the_race(user, key):
         global_id = checked(user, key)
-        Session.objects.filter(pk=global_id).delete()  # another request deletes it now
+        # Another request deletes it now (its key is retired: never created again).
+        session_delete(session=Session.objects.get(pk=global_id))
         return global_id
 
     # Both the DRF view and the lean path in front of it (issue 13) check, then write.
-    monkeypatch.setattr(store_views, "owned_session_id", check_then_lose_the_race)
+    monkeypatch.setattr(store_views, "owned_session_id_creating", check_then_lose_the_race)
     monkeypatch.setattr(lean, "remembered_owned_session_id", check_then_lose_the_race)
     answer = owner_client.post(
         f"/api/sessions/{session_id}/messages",

@@ -161,7 +161,7 @@ def test_both_paths_follow_the_owners_own_ids_when_another_user_holds_them(
     assert Message.objects.filter(session__owner=owner).count() > 0
 
 
-def test_an_outsider_and_an_unknown_session_get_the_same_404_either_way(
+def test_an_outsider_and_an_unknown_session_get_the_same_answer_either_way(
     settings, owner, other_user
 ):
     owner_client = _client(owner)
@@ -174,7 +174,10 @@ def test_an_outsider_and_an_unknown_session_get_the_same_404_either_way(
             settings.GLOVE_LEAN_ROUTES = False
             drf = _send(outsider, method, f"/api/sessions/{where}/{path}", body, headers)
             assert lean == drf, (where, method, path, body)
-            assert lean[0] in (404, 405, 406), (where, method, path, lean)
+            # An id no row can have is a 404; any other names the outsider's own session
+            # (an empty one, or created by a first write), never the owner's.
+            unusable = where.startswith("bad") or len(where) > 200
+            assert lean[0] in ((400, 404, 405, 406) if unusable else (200, 201, 400, 404, 405, 406))
 
 
 @pytest.mark.parametrize(

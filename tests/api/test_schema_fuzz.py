@@ -16,7 +16,9 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from schemathesis.core import NOT_SET
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+# Every route times every way of bending a request: 100-200 s on a shared 2-core machine
+# (fuzzed first writes create sessions), past pytest's default 120 s.
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db, pytest.mark.timeout(420)]
 
 EXAMPLES_PER_OPERATION = 10  # for each way of bending a request (HOSTILE)
 # Ways a hostile caller bends a schema-valid request (issue 15 found a 500 behind each).

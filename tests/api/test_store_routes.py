@@ -231,3 +231,19 @@ def test_it_refuses_a_permission_query_with_bad_json(owner_client, session_id):
     response = owner_client.get(url(session_id, "permissions"), {"toolName": "x", "input": "{"})
     assert response.status_code == 400
     assert response.json()["field"] == "input"
+
+
+def test_it_resets_one_remembered_permission_or_all(owner_client, session_id):
+    perms = url(session_id, "permissions")
+    for tool in ("place_order", "wipe"):
+        owner_client.put(perms, {"toolName": tool, "status": "denied"}, format="json")
+
+    one = owner_client.delete(f"{perms}?toolName=wipe")
+    after_one = owner_client.get(perms, {"toolName": "wipe"}).json()
+    kept = owner_client.get(perms, {"toolName": "place_order"}).json()
+    everything = owner_client.delete(perms)
+
+    assert one.json() == {"reset": 1} and after_one == {"status": "unset"}
+    assert kept == {"status": "denied"}
+    assert everything.json() == {"reset": 1}
+    assert owner_client.get(perms, {"toolName": "place_order"}).json() == {"status": "unset"}

@@ -127,3 +127,28 @@ def test_it_escapes_what_messages_hold_on_the_session_page(staff):
 
     assert "<script>alert" not in html
     assert "&lt;script&gt;alert(&#x27;owned&#x27;)&lt;/script&gt;" in html
+
+
+def test_it_shows_a_stopped_call_as_stopped_with_who_stopped_it(staff):
+    a_conversation()
+    call = ToolCall("checkout", {"items": ["AA"]}, "call_9")
+    stopped = ToolResultData(
+        status="aborted",
+        message="Tool execution was aborted by the user.",
+        data={"stoppedBy": "carla", "stoppedAt": "2030-01-01T10:00:00+00:00"},
+    )
+    messages_append(
+        session_id="s1",
+        messages=[
+            Message(sender="agent", text="", tool_calls=[call]),
+            Message(
+                sender="user",
+                text="tool results",
+                tool_results=[ToolResult("checkout", stopped, "call_9")],
+            ),
+        ],
+    )
+
+    shown, _ = read(staff.get(PAGE).content.decode())
+
+    assert "checkout: stopped · Stopped by carla at 2030-01-01T10:00:00+00:00" in shown

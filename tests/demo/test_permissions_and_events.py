@@ -118,7 +118,7 @@ async def test_it_streams_the_turn_to_the_session_group(session_id):
     # The turn's own milestones are stored events: they reach pages in every process.
     stored = await sync_to_async(_stored_events)(session_id)
     stored_types = [event_type for event_type, _ in stored if event_type.startswith("turn.")]
-    assert stored_types == ["turn.started", "turn.finished"]
+    assert stored_types == ["turn.queued", "turn.started", "turn.finished"]
     assert dict(stored)["turn.finished"]["text"].startswith("That's our menu")
 
 

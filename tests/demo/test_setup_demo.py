@@ -91,3 +91,12 @@ def test_it_keeps_staff_stock_changes():
     setup_demo()
 
     assert Coffee.objects.get(pk="yirgacheffe").stock == 5
+
+
+def test_its_ready_banner_shows_the_way_to_the_workspace_inbox():
+    output = setup_demo()
+
+    assert "http://127.0.0.1:8000/inbox/" in output
+    assert "create_workspace --label Research --root ~/research" in output
+    assert "--write" in output and "inbox_read" in output
+    assert "docs/tutorial/index.md" in output

@@ -7,6 +7,7 @@ one chat turn over a signed chat URL, which needs no headers at all.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -75,3 +76,44 @@ def test_it_runs_every_store_action_and_a_chat_turn_from_node(
     assert out["done"]["message"]["sender"] == "agent"
     assert out["done"]["message"]["text"]
     assert out["plainChatFromNode"] == "Chat endpoint error: 401 Unauthorized"
+
+
+DEFAULT_FLOW = Path(__file__).with_name("drive_use_glove_default.mjs")
+
+
+@pytest.fixture(scope="module")
+def lazy_server():
+    """A server as a glove-react app deploys it: GLOVE_LAZY_SESSIONS on."""
+    from tests.api.liveserver import LiveServer
+
+    with LiveServer(
+        database_url=os.environ.get("DATABASE_URL"), extra_env={"GLOVE_LAZY_SESSIONS": "true"}
+    ) as server:
+        yield server
+
+
+def test_it_runs_use_gloves_default_flow_with_a_session_id_made_up_in_the_browser(
+    node, lazy_server
+):
+    live_server_process = lazy_server
+    live_token = lazy_server.token_for("react-default-flow")
+    run = subprocess.run(
+        [node, str(DEFAULT_FLOW), live_server_process.url, live_token],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+
+    # Read before anything exists: the empty defaults, not a 404.
+    assert out["mount"] == {"messages": [], "tasks": [], "inbox": [], "tokens": 0, "turns": 0}
+    # The first message created the session under the browser's id; a reload reads it.
+    assert out["reload"]["messages"][0] == ["user", "Hello"]
+    assert out["reload"]["messages"][1][0] == "agent" and out["reload"]["messages"][1][1]
+    assert out["reload"]["turns"] == 1
+    listed = httpx.get(
+        f"{live_server_process.url}/api/sessions",
+        headers={"Authorization": f"Token {live_token}"},
+    ).json()
+    assert out["sessionId"] in [session["sessionId"] for session in listed]

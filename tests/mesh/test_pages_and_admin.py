@@ -8,6 +8,7 @@ from django.test import Client
 
 from gloveapp.conversations.services import session_create
 from gloveapp.core.types import InboxItem
+from inbox.models import InboxItem as InboxItemModel
 from inbox.services import inbox_item_add
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -111,3 +112,42 @@ def test_the_chat_page_marks_mesh_items(db):
     assert "inbox-item--mesh" in mesh_item[:200]
     assert '<span class="badge badge--mesh">mesh</span>' in mesh_item[:400]
     assert "inbox-item--mesh" not in plain_item[:200]
+
+
+def test_the_chat_page_shows_one_card_per_mesh_answer_without_internal_ids(db):
+    owner = get_user_model().objects.create_user("olive", password="x")
+    session = session_create(owner=owner, agent_name="coffee")
+    message_id = "msg_chat-glove_5f1e0c2a9b_1764100000000_ab12cd"
+    waiting = InboxItem(
+        id="inbox_1_wait",
+        tag=f"mesh:waiting:{message_id}",
+        request=f'Waiting for response from "Roastery" (roastery) to message {message_id}',
+        status="pending",
+        blocking=True,
+    )
+    inbox_item_add(session_id=session.pk, item=waiting)
+    client = Client()
+    client.force_login(owner)
+    before = client.get(f"/sessions/{session.pk}/").content.decode()
+    inbox_item_add(
+        session_id=session.pk,
+        item=InboxItem(
+            id="inbox_2_reply",
+            tag="mesh:from:roastery",
+            request=f'Message from "Roastery" (roastery) [message id: msg_r_1] '
+            f"(replying to {message_id})",
+            response="We have 12 bags of Kenya AA.",
+            status="resolved",
+        ),
+    )
+    InboxItemModel.objects.filter(pk="inbox_1_wait").update(
+        status="resolved", response="We have 12 bags of Kenya AA."
+    )
+
+    html = client.get(f"/sessions/{session.pk}/").content.decode()
+    inbox = html.split('id="inbox"')[1].split("</section>")[0]
+
+    assert "Waiting for Roastery" in before and message_id not in before
+    assert inbox.count("We have 12 bags of Kenya AA.") == 1
+    assert "Roastery answered" in inbox
+    assert "mesh:" not in inbox and "msg_" not in inbox

@@ -248,7 +248,8 @@ async def test_it_asks_permission_in_the_page_before_charging_the_saved_card(cli
 
     html = await page(client, session_id, "slots")
     assert permission.renderer == "permission_request"
-    assert 'value="once"' in html and 'value="always"' in html and 'value="deny"' in html
+    for value in ("once", "always", "deny_once", "always_deny"):
+        assert f'value="{value}"' in html
 
     await client.post(f"/sessions/{session_id}/slots/{permission.id}", {"value": "once"})
     confirm = await next_slot(session_id)
@@ -309,4 +310,101 @@ async def test_it_shows_staff_a_waiting_prompt_without_letting_them_answer(
     assert "<form" not in html
     assert refused.status_code == 404
     await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "cancel"})
+    await turns.wait_until_idle(session_id)
+
+
+async def test_it_lists_every_queued_message_in_order_with_its_state(client, session_id):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    await next_slot(session_id)  # the turn waits on the customer: what follows queues
+    for text in ("first", "second", "third"):
+        await client.post(f"/sessions/{session_id}/messages", {"text": text}, headers=HX)
+
+    html = await page(client, session_id)  # a reload
+    queue = html.split('class="queue"')[1].split("</ol>")[0]
+    states = [chunk.split('"')[0] for chunk in queue.split('data-state="')[1:]]
+    assert states == ["running", "queued", "queued", "queued"]
+    assert queue.index("checkout") < queue.index("first") < queue.index("second")
+    assert queue.index("second") < queue.index("third")
+    assert queue.count("Withdraw") == 3
+    await client.post(f"/sessions/{session_id}/cancel")
+    await turns.wait_until_idle(session_id)
+
+
+async def test_it_withdraws_a_queued_message_before_it_runs(client, session_id):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    slot = await next_slot(session_id)
+    await client.post(f"/sessions/{session_id}/messages", {"text": "show the menu"}, headers=HX)
+    turn_id = (
+        (await page(client, session_id))
+        .split('data-state="queued"')[0]
+        .rsplit('data-turn="', 1)[1]
+        .split('"')[0]
+    )
+
+    response = await client.post(f"/sessions/{session_id}/turns/{turn_id}/withdraw", headers=HX)
+    again = await client.post(f"/sessions/{session_id}/turns/{turn_id}/withdraw")
+
+    assert response.status_code == 200 and "show the menu" not in response.content.decode()
+    assert again.status_code == 409
+    await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "deny_once"})
+    await turns.wait_until_idle(session_id)
+    assert "show the menu" not in await page(client, session_id)
+
+
+async def test_it_shows_a_stopped_checkout_as_stopped_and_who_stopped_it(
+    client, session_id, customer
+):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    await next_slot(session_id)
+
+    await client.post(f"/sessions/{session_id}/cancel")
+    await turns.wait_until_idle(session_id)
+
+    html = await page(client, session_id)
+    card = html.split('data-tool="checkout"')[1].split("</li>")[0]
+    assert 'data-status="stopped"' in card and "running…" not in html
+    assert "Stopped by carla at " in html
+    stored = (await client.get(f"/api/sessions/{session_id}/messages")).json()
+    result = stored[-1]["tool_results"][0]["result"]  # the REST store says the same
+    assert (result["status"], result["data"]["stoppedBy"]) == ("aborted", "carla")
+
+
+async def test_it_asks_again_after_deny_once(client, session_id):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    first = await next_slot(session_id)
+    await client.post(f"/sessions/{session_id}/slots/{first.id}", {"value": "deny_once"})
+    await turns.wait_until_idle(session_id)
+
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    second = await next_slot(session_id)
+
+    assert second.renderer == "permission_request" and second.id != first.id
+    assert "None: tools that need your permission" in await page(client, session_id)
+    await client.post(f"/sessions/{session_id}/slots/{second.id}", {"value": "deny_once"})
+    await turns.wait_until_idle(session_id)
+
+
+async def test_it_lists_an_always_deny_and_resets_it_from_the_page(client, session_id):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    slot = await next_slot(session_id)
+    await client.post(f"/sessions/{session_id}/slots/{slot.id}", {"value": "always_deny"})
+    await turns.wait_until_idle(session_id)
+    listed = await page(client, session_id, "permissions")
+    permission = listed.split('name="permission" value="')[1].split('"')[0]
+
+    reset = await client.post(
+        f"/sessions/{session_id}/permissions/reset", {"permission": permission}, headers=HX
+    )
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    again = await next_slot(session_id)
+
+    assert "<code>checkout</code>: Always denied" in listed
+    assert "Always denied" not in reset.content.decode()
+    assert again.renderer == "permission_request"
+    await client.post(f"/sessions/{session_id}/slots/{again.id}", {"value": "deny_once"})
     await turns.wait_until_idle(session_id)

@@ -24,11 +24,14 @@
     "inbox.changed": ["inbox"],
     "slot.pushed": ["slots"],
     "slot.resolved": ["slots"],
-    "turn.started": ["turn-status"],
+    "permissions.changed": ["permissions"],
+    "turn.queued": ["messages", "turn-status"],
+    "turn.withdrawn": ["messages", "turn-status"],
+    "turn.started": ["messages", "turn-status"],
     "turn.notice": ["turn-status"],
     "turn.restarted": ["messages", "slots", "turn-status"],
-    "turn.finished": ["messages", "slots", "tasks", "inbox", "turn-status"],
-    "turn.error": ["messages", "slots", "turn-status"],
+    "turn.finished": ["messages", "slots", "tasks", "inbox", "turn-status", "permissions"],
+    "turn.error": ["messages", "slots", "turn-status", "permissions"],
   };
 
   // One request per partial at a time; events arriving meanwhile mark it dirty and it is

@@ -275,6 +275,20 @@
       })
       .catch(function () {});
   }
+  function refreshDetail(id) {
+    const entry = detail.querySelector(".entry");
+    const typing = entry && entry.querySelector(".reply-bar textarea");
+    const draft = typing ? typing.value : "";
+    fetch("/inbox/entries/" + encodeURIComponent(id), { credentials: "same-origin" })
+      .then(function (response) { return response.ok ? response.text() : Promise.reject(response); })
+      .then(function (html) {
+        if (selectedId !== id) return;
+        detail.innerHTML = html;
+        const field = detail.querySelector(".reply-bar textarea");
+        if (field && draft) field.value = draft; // keep what the user was writing
+      })
+      .catch(function () {});
+  }
   function handle(frame) {
     const payload = frame.payload || {};
     switch (frame.type) {
@@ -292,6 +306,11 @@
       }
       case "workspace.entry.read":
         setRead(rowById(payload.id), !!payload.readAt);
+        return;
+      case "workspace.entry.replied":
+      case "workspace.reply.delivered":
+        // The open entry's thread changed (a reply from another tab, or its agent read it).
+        if (payload.entryId && payload.entryId === selectedId) refreshDetail(payload.entryId);
         return;
     }
   }

@@ -1,8 +1,11 @@
-"""`manage.py create_workspace --label … --root … [--owner USER]`: a workspace and its token."""
+"""`manage.py create_workspace --label … --root … [--owner USER] [--agent NAME] [--write]`:
+a workspace and its token; `--write` puts the `.mcp.json` into the folder."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -10,6 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from inbox.workspaces.services import mcp_url, workspace_create
+
+MCP_JSON = ".mcp.json"
 
 
 def mcp_json(url: str, token: str) -> str:
@@ -41,14 +46,32 @@ class Command(BaseCommand):
             "--owner", help="Username whose inbox receives the entries (default: the superuser)."
         )
         parser.add_argument(
+            "--agent",
+            default="",
+            help="One of the server's agents (GLOVE_AGENTS) that receives replies as turns; "
+            "by default the workspace's MCP client reads them with inbox_read.",
+        )
+        parser.add_argument(
+            "--write",
+            action="store_true",
+            help=f"Write {MCP_JSON} into the folder (refused if one is there already).",
+        )
+        parser.add_argument(
             "--base-url",
             default=getattr(settings, "GLOVE_PUBLIC_URL", "http://127.0.0.1:8000"),
             help="The server's URL as the agent reaches it.",
         )
 
     def handle(self, *args: Any, label: str, root: str, owner: str | None, **options: Any) -> None:
+        owner_user = resolve_owner(owner)
+        target = Path(root).expanduser() / MCP_JSON
+        if options["write"] and target.exists():
+            # Checked first: a refused write leaves no workspace behind.
+            raise CommandError(f"--write: {target} exists already; move it aside first")
         try:
-            workspace, token = workspace_create(label=label, root=root, owner=resolve_owner(owner))
+            workspace, token = workspace_create(
+                label=label, root=root, owner=owner_user, agent_name=options["agent"]
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         url = mcp_url(options["base_url"], workspace.pk)
@@ -57,4 +80,12 @@ class Command(BaseCommand):
         self.stdout.write(
             f"token: {token}   (shown once; rotate_workspace_token makes a new one)\n"
         )
-        self.stdout.write(f"\n.mcp.json for {workspace.root}:\n{mcp_json(url, token)}\n")
+        if options["write"]:
+            written = Path(workspace.root) / MCP_JSON
+            # Only its owner may read it: the file holds the workspace's token.
+            fd = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(mcp_json(url, token) + "\n")
+            self.stdout.write(f"\nwrote {written}: start Claude Code in that folder.\n")
+        else:
+            self.stdout.write(f"\n.mcp.json for {workspace.root}:\n{mcp_json(url, token)}\n")

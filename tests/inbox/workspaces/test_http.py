@@ -3,6 +3,8 @@ delete, the dev seed route and the file route, each scoped to the entry's owner.
 
 from __future__ import annotations
 
+import os
+
 import httpx
 import pytest
 
@@ -178,14 +180,26 @@ async def test_the_file_route_refuses_a_file_swapped_for_an_escaping_symlink(liv
         ]
 
 
-async def test_the_file_route_refuses_a_file_over_the_cap(live):
+async def test_the_file_route_streams_a_file_over_the_render_cap(live):
     (live["ann"].root / "big.txt").write_bytes(b"a" * ((1 << 20) + 1))
     async with client(live, "ann") as http:
         response = await http.get(
             f"/api/workspaces/{live['ann'].id}/file", params={"path": "big.txt"}
         )
+    assert response.status_code == 200
+    assert len(response.content) == (1 << 20) + 1
+
+
+async def test_the_file_route_refuses_a_file_over_the_download_cap(live):
+    size = (100 << 20) + 1  # GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES's default, and a byte
+    (live["ann"].root / "huge.bin").touch()
+    os.truncate(live["ann"].root / "huge.bin", size)  # sparse: nothing is written
+    async with client(live, "ann") as http:
+        response = await http.get(
+            f"/api/workspaces/{live['ann'].id}/file", params={"path": "huge.bin"}
+        )
     assert response.status_code == 413
-    assert response.json()["sizeBytes"] == (1 << 20) + 1
+    assert response.json()["sizeBytes"] == size
 
 
 async def test_odd_bytes_in_ids_are_a_4xx_never_a_5xx(live):

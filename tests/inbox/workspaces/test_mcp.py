@@ -223,3 +223,12 @@ async def test_a_rotated_token_replaces_the_old_one(live):
         await call(ann, "inbox_push", {"comments": "old token"})
     assert result_json(await call(ann, "inbox_push", {"comments": "new"}, token=new_token))["ok"]
     ann.token = new_token
+
+
+async def test_the_tool_descriptions_tell_the_agent_to_check_for_replies(live):
+    async with mcp_session(live["ann"].mcp_url, live["ann"].token) as session:
+        listed = {tool.name: tool.description for tool in (await session.list_tools()).tools}
+    assert "check it for replies" in listed["inbox_push"]
+    assert "Check for the user's replies" in listed["inbox_read"]
+    pushed = result_json(await call(live["ann"], "inbox_push", {"comments": "Any news?"}))
+    assert pushed["repliesWaiting"] == 0

@@ -13,7 +13,13 @@ from django.test import Client
 from gloveapp.asgi import application
 from gloveapp.conversations.models import Session
 from gloveapp.live.relay import stop_relay
-from inbox.workspaces.services import entry_delete, entry_push, workspace_create
+from gloveapp.turns.models import Turn
+from inbox.workspaces.services import (
+    entry_delete,
+    entry_push,
+    workspace_create,
+    workspace_set_agent,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 FRAME_TIMEOUT = 10
@@ -72,7 +78,9 @@ def test_it_renders_docs_live_sanitised_and_explains_what_it_cannot_show(workspa
     assert "<h1>Report v2</h1>" in html
     assert "<strong>bold</strong>" in html
     assert "<script>" not in html and "onclick" not in html
-    assert "File too large to render" in html
+    assert "File too large to show in the inbox" in html
+    # Over the render cap, under the download cap: offered as a streamed download.
+    assert "Download big.txt" in html and "path=big.txt" in html
     # A file replaced by a symlink leading outside, then a file removed.
     os.remove(root / "page.html")
     os.symlink(outside / "secret.txt", root / "page.html")
@@ -103,20 +111,49 @@ def test_the_badge_counts_unread_entries_and_opening_one_reads_it(workspace, ann
     assert 'data-count="1"' in client.get("/").content.decode()
 
 
-def test_a_reply_opens_the_workspaces_chat_session(workspace, ann):
+def test_a_reply_is_stored_on_the_entrys_thread_and_shown_under_it(workspace, ann):
     entry = entry_push(workspace=workspace, comments="Which index?")
-    response = login(ann).post(f"/inbox/entries/{entry.pk}/reply", {"text": ""})
+    client = login(ann)
+
+    response = client.post(f"/inbox/entries/{entry.pk}/reply", {"text": "Use a B-tree."})
+    empty = client.post(f"/inbox/entries/{entry.pk}/reply", {"text": "  "})
+
     assert response.status_code == 303
-    session = Session.objects.get(owner=ann)
-    assert response["Location"] == f"/sessions/{session.pk}/"
-    again = login(ann).post(f"/inbox/entries/{entry.pk}/reply", {"text": ""})
-    assert again["Location"] == response["Location"]  # one session per workspace
+    assert response["Location"] == f"/inbox/?entry={entry.pk}"
+    assert empty.status_code == 400 and b"text:" in empty.content
+    html = client.get(f"/inbox/entries/{entry.pk}").content.decode()
+    thread = html.split('class="thread"')[1]
+    assert "Use a B-tree." in thread and "waiting for the workspace" in thread
+    # Nothing went to a chat: the workspace's own agent (its MCP client) reads it.
+    assert not Session.objects.filter(owner=ann).exists()
+
+
+def test_a_reply_goes_to_the_server_agent_the_workspace_names(workspace, ann):
+    workspace_set_agent(workspace=workspace, agent_name="coffee")
+    entry = entry_push(workspace=workspace, comments="Which index?")
+
+    login(ann).post(f"/inbox/entries/{entry.pk}/reply", {"text": "Use a B-tree."})
+    login(ann).post(f"/inbox/entries/{entry.pk}/reply", {"text": "Or a hash."})
+
+    session = Session.objects.get(owner=ann)  # one session per workspace
+    assert session.agent_name == "coffee"
+    texts = list(Turn.objects.filter(session=session).values_list("text", flat=True))
+    assert len(texts) == 2 and texts[0].endswith("Use a B-tree.")
+    assert "Which index?" in texts[0]  # the entry, quoted
+    html = login(ann).get(f"/inbox/entries/{entry.pk}").content.decode()
+    assert html.count("sent to coffee") == 2
+
+
+def test_a_workspace_cannot_name_an_agent_the_server_does_not_have(workspace):
+    with pytest.raises(ValueError, match="agent: no agent named 'nope'"):
+        workspace_set_agent(workspace=workspace, agent_name="nope")
 
 
 def test_a_reply_past_the_turn_limit_is_a_429_and_counts_as_the_users_turn(
     workspace, ann, settings
 ):
     settings.GLOVE_TURNS_PER_USER_PER_MINUTE = 2
+    workspace_set_agent(workspace=workspace, agent_name="coffee")
     entry = entry_push(workspace=workspace, comments="Which index?")
     client = login(ann)
 
@@ -210,3 +247,15 @@ def test_the_routes_are_in_the_openapi_schema(ann):
         "/api/inbox/resolve",
     ]:
         assert path in schema["paths"], path
+
+
+def test_an_entry_explains_a_file_too_large_to_download_and_links_to_nothing(
+    workspace, folder, ann, settings
+):
+    settings.GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES = 1 << 20
+    entry = entry_push(workspace=workspace, docs=[{"path": "big.txt"}])
+
+    html = login(ann).get(f"/inbox/entries/{entry.pk}").content.decode()
+
+    assert "File too large to show or download here (1.0 MB; downloads stop at 1.0 MB)" in html
+    assert "path=big.txt" not in html

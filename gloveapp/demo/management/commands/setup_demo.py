@@ -35,6 +35,13 @@ class Command(BaseCommand):
         write("       reply too, but leaves the shelf empty.)")
         write("  Mesh (make run starts the roastery agent): 'ask the roastery about Kenya AA',")
         write("       then any message: Brew relays the roastery's answer. Admin -> Mesh traffic.")
+        write(f"  Workspace inbox: {base}/inbox/  (an agent working in a folder pushes to you)")
+        write("       python manage.py create_workspace --label Research --root ~/research \\")
+        write("           --owner demo --write        # writes ~/research/.mcp.json")
+        write("       Start Claude Code in that folder (or run examples/mcp_client.py with the")
+        write("       URL and token in .mcp.json) and ask it to push to the inbox; reply from")
+        write("       /inbox/ and the agent reads your reply with inbox_read.")
+        write("       Tour: docs/tutorial/index.md")
 
     def _login(self, account: DemoAccount) -> str:
         if account.password is None:

@@ -1,0 +1,83 @@
+"""A newcomer's first command: `make run` in a fresh clone serves its first page, and it
+installs what running needs, not the test tools (pytest, Playwright, ruff: the dev extra)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = [pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+# Installing the runtime dependencies into a new virtualenv takes one to three minutes here.
+FIRST_PAGE_WITHIN = 600
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def newcomer_env() -> dict[str, str]:
+    """The machine's environment, without what the test run set for itself."""
+    dropped = {"VIRTUAL_ENV", "DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped and not k.startswith("PYTEST")}
+    env["PATH"] = os.pathsep.join(
+        part for part in env.get("PATH", "").split(os.pathsep) if "/.venv/" not in part + "/"
+    )
+    return env
+
+
+def test_make_run_in_a_fresh_clone_serves_the_first_page_without_test_tools(tmp_path):
+    clone = tmp_path / "glove-django"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    port = free_port()
+    log = open(tmp_path / "make-run.log", "wb")
+    run = subprocess.Popen(
+        ["make", "run", f"PORT={port}"],
+        cwd=clone,
+        env=newcomer_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: the server, worker and peer stop with it
+    )
+    try:
+        deadline = time.monotonic() + FIRST_PAGE_WITHIN
+        status = None
+        while time.monotonic() < deadline and run.poll() is None:
+            try:
+                status = httpx.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=5)
+                if status.status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        output = (tmp_path / "make-run.log").read_text(errors="replace")
+        assert status is not None and status.status_code == 200, output[-4000:]
+        assert "glove-django demo is ready." in output
+        assert "/inbox/" in output  # the banner shows the way to the workspace inbox
+
+        venv = clone / ".venv"
+        site = next(venv.glob("lib/python*/site-packages"))
+        assert (venv / ".installed-run").exists()
+        assert not (venv / ".installed-dev").exists()
+        for test_tool in ("pytest", "playwright", "ruff", "schemathesis", "importlinter"):
+            assert not (site / test_tool).exists(), f"make run installed {test_tool}"
+        assert (site / "django").exists() and (site / "daphne").exists()
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGTERM)
+            try:
+                run.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.wait()
+        log.close()
