@@ -67,9 +67,7 @@ class SessionListApi(ApiView):
         },
     )
     def post(self, request: Request) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = self.validated(self.InputSerializer, request.data)
         try:
             with refused_input_as_400():
                 session = services.session_create(
@@ -110,9 +108,7 @@ class SessionDetailApi(ApiView):
     )
     def patch(self, request: Request, session_id: str) -> Response:
         session = owned_session(request.user, session_id)
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = self.validated(self.InputSerializer, request.data)
         with refused_input_as_400():
             services.session_update(session=session, title=data.get("title", data.get("name", "")))
         return Response({"ok": True})
