@@ -33,6 +33,7 @@ from gloveapp.api.fields import (
     InboxItemSerializer,
     InboxUpdatesSerializer,
     OkSerializer,
+    Schema,
     to_core_inbox_item,
 )
 from gloveapp.conversations.access import owned_or_unborn_session_id
@@ -77,7 +78,7 @@ def _wire(items: list) -> list[dict]:
 
 
 class InboxApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "InboxAddInput"  # nested serializers all share the name "Input"
 
@@ -126,7 +127,7 @@ class InboxApi(ApiView):
 
 
 class InboxUpdateApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "InboxUpdateInput"  # nested serializers all share the name "Input"
 

@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gloveapp.api.access import ApiView, Conflict, owned_session, refused_input_as_400
-from gloveapp.api.fields import ErrorSerializer, OkSerializer
+from gloveapp.api.fields import ErrorSerializer, OkSerializer, Schema
 from gloveapp.conversations import selectors, services
 from gloveapp.core.input_rules import SESSION_ID_RE
 
@@ -27,7 +27,7 @@ class SessionOutputSerializer(serializers.Serializer):
 
 
 class SessionListApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "SessionCreateInput"  # nested serializers all share the name "Input"
 
@@ -82,7 +82,7 @@ class SessionListApi(ApiView):
 
 
 class SessionDetailApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "SessionUpdateInput"  # nested serializers all share the name "Input"
 

@@ -26,6 +26,7 @@ from gloveapp.api.fields import (
     JsonValueField,
     MessageSerializer,
     OkSerializer,
+    Schema,
     TaskSerializer,
     TaskUpdatesSerializer,
     task_updates_to_core,
@@ -57,7 +58,7 @@ def _flag(request: Request, name: str) -> bool:
 
 
 class MessagesApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "MessagesAppendInput"  # nested serializers all share the name "Input"
 
@@ -144,7 +145,7 @@ class TokensOutputSerializer(serializers.Serializer):
 
 
 class TokensApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "TokensAddInput"  # nested serializers all share the name "Input"
 
@@ -215,7 +216,7 @@ class ResetCountersApi(ApiView):
 
 
 class TasksApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "TasksReplaceInput"  # nested serializers all share the name "Input"
 
@@ -252,7 +253,7 @@ class TasksApi(ApiView):
 
 
 class TaskUpdateApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "TaskUpdateInput"  # nested serializers all share the name "Input"
 
@@ -295,7 +296,7 @@ class PermissionOutputSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=list(PERMISSION_STATUSES))
 
 
-class ResetQuerySerializer(serializers.Serializer):
+class ResetQuerySerializer(Schema):
     class Meta:
         ref_name = "PermissionResetQuery"
 
@@ -308,7 +309,7 @@ class ResetOutputSerializer(serializers.Serializer):
 
 
 class PermissionsApi(ApiView):
-    class QuerySerializer(serializers.Serializer):
+    class QuerySerializer(Schema):
         class Meta:
             ref_name = "PermissionQuery"
 
@@ -325,7 +326,7 @@ class PermissionsApi(ApiView):
             except (ValueError, RecursionError) as exc:
                 raise ValidationError("must be JSON") from exc
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "PermissionSetInput"  # nested serializers all share the name "Input"
 
