@@ -15,14 +15,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpResponse
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.throttling import ScopedRateThrottle
-from rest_framework.views import APIView
 
 from gloveapp.api import rendering
 from gloveapp.api.auth import SameOriginJsonSessionAuthentication
@@ -36,7 +35,10 @@ from gloveapp.core.store import StoreError
 __all__ = ["owned_session", "owned_session_id"]  # the one access rule, for the views
 
 
-class ApiView(APIView):
+OK = b'{"ok":true}'
+
+
+class ApiView(rendering.LightAPIView):
     """The remote store speaks JSON only, like Glove's routes (no form or multipart bodies).
 
     Who may call, how bodies are read and answers written, and how errors look are declared
@@ -68,13 +70,13 @@ class ApiView(APIView):
         *,
         remembered: bool = False,
         status: int = 200,
-    ) -> Response:
+    ) -> HttpResponse:
         """A write of the remote store: `write(global id)` on the caller's session
         (`write_as_owner`: created by its first write, 404 for anyone else's), a service's
         refusal a 400, and `{"ok": true}`."""
         with refused_input_as_400():
             write_as_owner(request.user, session_id, write, remembered=remembered)
-        return Response({"ok": True}, status=status)
+        return rendering.json_text_response(request, OK, status=status)
 
 
 class ChatRateThrottle(ScopedRateThrottle):

@@ -33,7 +33,7 @@ from gloveapp.api.fields import (
     to_core_message,
     to_core_task,
 )
-from gloveapp.api.rendering import JSONText
+from gloveapp.api.rendering import json_text_response
 from gloveapp.conversations import selectors, services
 from gloveapp.conversations.access import (
     owned_or_unborn_session,
@@ -89,7 +89,7 @@ class MessagesApi(ApiView):
             body = b"[]"  # a key its owner has not used yet: an empty history, nothing created
         if body is None:
             raise Http404("Session not found.")
-        return Response(JSONText(body))
+        return json_text_response(request, body)
 
     @extend_schema(
         operation_id="session_messages_append",
