@@ -15,7 +15,7 @@ session's `id` on; `address_of` is the id to show back.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import transaction
@@ -27,7 +27,6 @@ from gloveapp.core import input_rules
 from gloveapp.db import prepared_cursor
 
 Verdict = Literal["allowed", "forbidden", "missing"]
-T = TypeVar("T")
 
 
 def _unusable_id(session_id: str) -> bool:
@@ -135,7 +134,7 @@ def owned_or_unborn_session(user: Any, session_id: str) -> Session:
         return Session()
 
 
-def write_as_owner(
+def write_as_owner[T](
     user: Any, session_id: str, write: Callable[[str], T], *, remembered: bool = False
 ) -> T:
     """Every write of the remote store: `write(global id)` on the session `user` holds

@@ -151,9 +151,7 @@ def test_the_owner_gets_each_answer_in_json(owner):
     assert b"\n  " in bodies["messages {'HTTP_ACCEPT': 'application/json; indent=2'}"]
     assert [m["text"] for m in history[:2]] == ["A flat white", "Sure"]
     assert history[1]["id"] == "a1"
-    assert Message.objects.filter(
-        session__owner=owner, session__key="mine", msg_id="pad"
-    ).exists()
+    assert Message.objects.filter(session__owner=owner, session__key="mine", msg_id="pad").exists()
     tokens = _client(owner).get("/api/sessions/mine/tokens").json()
     assert tokens["tokens_in_total"] == 10 + 1 + 5 + 10**12
 
