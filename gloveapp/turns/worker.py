@@ -33,6 +33,7 @@ from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connections
 
+from gloveapp.approvals.services import decisions_for_turns
 from gloveapp.core.abort import AbortController
 from gloveapp.core.display import DisplayManager, Slot
 from gloveapp.core.types import AbortError
@@ -386,6 +387,11 @@ def _answers_and_cancels(
                 turn_id__in=waiting, status=TurnSlot.Status.ANSWERED
             ).values_list("turn_id", "slot_id", "answer")
         )
+        # Approvals: only a recorded decision is handed over (as the slot's answer).
+        answers += [
+            (turn_id, slot_id, {"value": decision})
+            for turn_id, slot_id, decision in decisions_for_turns(waiting)
+        ]
     if running:
         cancels = list(
             Turn.objects.filter(pk__in=running, cancel_requested=True).values_list("pk", flat=True)
