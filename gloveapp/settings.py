@@ -311,6 +311,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "gloveapp.core.types.TASK_STATUSES",
         "InboxStatusEnum": "gloveapp.core.types.INBOX_STATUSES",
+        "ApprovalDecisionEnum": "gloveapp.core.approvals.DECISIONS",
         "PermissionStatusEnum": "gloveapp.core.types.PERMISSION_STATUSES",
     },
 }

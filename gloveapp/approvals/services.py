@@ -22,8 +22,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from gloveapp.approvals.access import may_decide
+from gloveapp.approvals.access import is_request_id, may_decide
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
+from gloveapp.approvals.selectors import describe
+from gloveapp.core import input_rules
 from gloveapp.core.approvals import (
     EDIT,
     ApprovalPolicy,
@@ -215,7 +217,7 @@ def approval_decide(
     with transaction.atomic():
         row = (
             ApprovalRequest.objects.select_related("session").filter(pk=request_id).first()
-            if _uuid_like(request_id)
+            if is_request_id(request_id)
             else None
         )
         if row is None:
@@ -225,6 +227,7 @@ def approval_decide(
         if row.status != Status.OPEN:
             raise _lost(row)
         try:
+            _check_storable(decision)
             check_decision(decision, allowed=tuple(row.decisions), current=row.fingerprint)
             if decision.kind == EDIT:
                 _check_edit(row, decision.args)
@@ -264,16 +267,16 @@ def approval_decide(
     return made
 
 
-def _uuid_like(value: Any) -> bool:
-    import uuid
-
-    if isinstance(value, uuid.UUID):
-        return True
+def _check_storable(decision: Decision) -> None:
     try:
-        uuid.UUID(str(value))
-    except (TypeError, ValueError, AttributeError):
-        return False
-    return True
+        for name in ("reason", "text"):
+            value = getattr(decision, name)
+            if value is not None:
+                input_rules.check_text(value, name)
+        if decision.args is not None:
+            input_rules.check_json(decision.args, "args")
+    except ValueError as error:
+        raise DecisionRefused(str(error)) from None
 
 
 def _check_edit(row: ApprovalRequest, args: Any) -> None:
@@ -301,20 +304,6 @@ def _agent_tool(row: ApprovalRequest) -> Any:
     except Exception:
         return None
     return next((tool for tool in spec.tools if tool.name == row.tool_name), None)
-
-
-def describe(decision: ApprovalDecision) -> dict[str, Any]:
-    """A decision as the API, the page and a 409 name it."""
-    return {
-        "decision": decision.kind,
-        "by": decision.username or None,
-        "channel": decision.channel,
-        "decidedAt": decision.decided_at.isoformat(),
-        "fingerprint": decision.fingerprint_seen,
-        "args": decision.args,
-        "reason": decision.reason or None,
-        "text": decision.text or None,
-    }
 
 
 def _lost(row: ApprovalRequest) -> ApprovalConflict:
