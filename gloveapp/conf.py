@@ -583,6 +583,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         MESH,
     ),
     EnvVar(
+        "MESH_MAX_AGE_SECONDS",
+        "int",
+        300,
+        "How far a signed mesh frame's `created_at` may lie from the receiver's clock (either "
+        "way) before it is refused as stale; on the database transport it applies to every "
+        "message. Ids are remembered per recipient for as long, so a replayed frame is refused.",
+        MESH,
+    ),
+    EnvVar(
         "GLOVE_CHAT_MESH",
         "bool",
         False,
