@@ -28,6 +28,8 @@ from gloveapp.approvals.selectors import describe
 from gloveapp.core import input_rules
 from gloveapp.core.approvals import (
     EDIT,
+    REJECT,
+    RESPOND,
     ApprovalPolicy,
     Decision,
     DecisionRefused,
@@ -385,3 +387,69 @@ def approvals_withdraw(*, turn_id: int) -> int:
             payload={"id": str(pk), "status": Status.WITHDRAWN},
         )
     return withdrawn
+
+
+# -- deadlines -------------------------------------------------------------------------------
+def expired_reason(row: ApprovalRequest) -> str:
+    return (
+        f"No decision by {row.expires_at.isoformat() if row.expires_at else 'the deadline'}: "
+        "the request expired."
+    )
+
+
+def approvals_sweep(*, now: datetime | None = None) -> dict[str, int]:
+    """Reminders, escalations and expiries that are due at `now`; returns how many of each.
+
+    Run by the turn worker's scheduler every GLOVE_APPROVAL_SWEEP_SECONDS (`tasks`), from any
+    number of workers at once: each step is a conditional update on the row, so a reminder
+    or escalation happens once, and an expiry is a decision through `approval_decide` (the
+    person who decides in the same moment wins, or the expiry does; never both).
+    """
+    now = now or timezone.now()
+    counts = {"reminded": 0, "escalated": 0, "expired": 0}
+    due = ApprovalRequest.objects.filter(status=Status.OPEN)
+    for pk in list(
+        due.filter(remind_at__lte=now, reminded_at__isnull=True).values_list("pk", flat=True)
+    ):
+        with transaction.atomic():
+            if ApprovalRequest.objects.filter(
+                pk=pk, status=Status.OPEN, reminded_at__isnull=True
+            ).update(reminded_at=now):
+                row = ApprovalRequest.objects.get(pk=pk)
+                _announce(row, "approval.reminded")
+                counts["reminded"] += 1
+    for pk in list(
+        due.filter(escalate_at__lte=now, escalated_at__isnull=True).values_list("pk", flat=True)
+    ):
+        with transaction.atomic():
+            if ApprovalRequest.objects.filter(
+                pk=pk, status=Status.OPEN, escalated_at__isnull=True
+            ).update(escalated_at=now):
+                row = ApprovalRequest.objects.get(pk=pk)
+                _announce(row, "approval.escalated")
+                counts["escalated"] += 1
+    for row in list(due.filter(expires_at__lte=now)):
+        kind = row.on_expire
+        decision = Decision(
+            kind=kind,
+            fingerprint=row.fingerprint,
+            reason=expired_reason(row) if kind == REJECT else None,
+            text=(row.on_expire_text or expired_reason(row)) if kind == RESPOND else None,
+        )
+        try:
+            approval_decide(request_id=row.pk, decision=decision, channel="expiry", now=now)
+        except (ApprovalConflict, ApprovalNotFound):
+            continue
+        except DecisionInvalid:
+            # An on_expire the request does not allow: it is rejected instead.
+            try:
+                approval_decide(
+                    request_id=row.pk,
+                    decision=Decision(REJECT, row.fingerprint, reason=expired_reason(row)),
+                    channel="expiry",
+                    now=now,
+                )
+            except (ApprovalConflict, ApprovalNotFound, DecisionInvalid):
+                continue
+        counts["expired"] += 1
+    return counts

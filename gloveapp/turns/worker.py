@@ -34,6 +34,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from gloveapp.approvals.services import decisions_for_turns
+from gloveapp.approvals.tasks import approval_deadlines
 from gloveapp.core.abort import AbortController
 from gloveapp.core.display import DisplayManager, Slot
 from gloveapp.core.types import AbortError
@@ -185,6 +186,7 @@ class TurnEngine:
     async def watch(self) -> None:
         lease = settings.GLOVE_TURN_LEASE_SECONDS
         next_heartbeat = next_sweep = next_cancel_check = next_answer_check = 0.0
+        next_deadlines = 0.0
         nudge = self._nudge_event()
         while not self._stopping:
             with contextlib.suppress(TimeoutError):
@@ -215,6 +217,10 @@ class TurnEngine:
                 if now >= next_sweep:
                     next_sweep = now + min(lease / 2, 2.0)
                     await self._sweep()
+                if now >= next_deadlines:
+                    # The scheduler of the approvals' periodic task (no cron line needed).
+                    next_deadlines = now + settings.GLOVE_APPROVAL_SWEEP_SECONDS
+                    await sync_to_async(approval_deadlines.call)()
             except Exception:
                 # A database hiccup must not stop the watcher: the next round retries.
                 logger.exception("turn watcher round failed")
