@@ -624,6 +624,31 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         WORKSPACE,
     ),
     EnvVar(
+        "GLOVE_WORKSPACE_RENDER_MAX_DEPTH",
+        "int",
+        256,
+        "An HTML or Markdown doc whose elements nest deeper than this is not rendered on the "
+        'inbox page ("too complex to render here", with a download link): checked before '
+        "the sanitiser, whose cost grows faster than the nesting.",
+        WORKSPACE,
+    ),
+    EnvVar(
+        "GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS",
+        "int",
+        20000,
+        "The most elements (HTML tags; in Markdown, twice this many markup characters such "
+        "as `*_[]`) a doc may have to be rendered on the inbox page.",
+        WORKSPACE,
+    ),
+    EnvVar(
+        "GLOVE_WORKSPACE_RENDER_SECONDS",
+        "float",
+        3.0,
+        'The longest a request waits for a doc to render; past it the page shows "too '
+        'complex to render here" (remembered for that version of the file).',
+        WORKSPACE,
+    ),
+    EnvVar(
         "GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES",
         "int",
         100 << 20,
