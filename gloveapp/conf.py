@@ -583,6 +583,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         MESH,
     ),
     EnvVar(
+        "MESH_MAX_AGE_SECONDS",
+        "int",
+        300,
+        "How far a signed mesh frame's `created_at` may lie from the receiver's clock (either "
+        "way) before it is refused as stale; on the database transport it applies to every "
+        "message. Ids are remembered per recipient for as long, so a replayed frame is refused.",
+        MESH,
+    ),
+    EnvVar(
         "GLOVE_CHAT_MESH",
         "bool",
         False,
@@ -612,6 +621,31 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         1 << 20,
         "The largest workspace file the inbox renders (a bigger one is offered as a "
         "download, or explained).",
+        WORKSPACE,
+    ),
+    EnvVar(
+        "GLOVE_WORKSPACE_RENDER_MAX_DEPTH",
+        "int",
+        256,
+        "An HTML or Markdown doc whose elements nest deeper than this is not rendered on the "
+        'inbox page ("too complex to render here", with a download link): checked before '
+        "the sanitiser, whose cost grows faster than the nesting.",
+        WORKSPACE,
+    ),
+    EnvVar(
+        "GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS",
+        "int",
+        20000,
+        "The most elements (HTML tags; in Markdown, twice this many markup characters such "
+        "as `*_[]`) a doc may have to be rendered on the inbox page.",
+        WORKSPACE,
+    ),
+    EnvVar(
+        "GLOVE_WORKSPACE_RENDER_SECONDS",
+        "float",
+        3.0,
+        'The longest a request waits for a doc to render; past it the page shows "too '
+        'complex to render here" (remembered for that version of the file).',
         WORKSPACE,
     ),
     EnvVar(

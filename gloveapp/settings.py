@@ -180,7 +180,9 @@ def channel_layers_for(redis_url: str) -> dict:
 CHANNEL_LAYERS = channel_layers_for(REDIS_URL)
 
 
-def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> dict:
+def mesh_for(
+    transport: str, redis_url: str, signing_keys: dict[str, str], max_age: int = 300
+) -> dict:
     """The mesh transport (see mesh/layers.py): in-process unless MESH_TRANSPORT says otherwise."""
     backends = {
         "inprocess": ("mesh.transports.inprocess.InProcessMeshTransport", {}),
@@ -195,6 +197,7 @@ def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> di
     backend, config = backends[transport]
     if signing_keys:
         config["signing_keys"] = signing_keys
+    config["max_age"] = max_age
     return {"default": {"BACKEND": backend, "CONFIG": config}}
 
 
@@ -204,6 +207,7 @@ MESH = mesh_for(
     env("MESH_TRANSPORT"),
     env("MESH_REDIS_URL", default=REDIS_URL),
     env("MESH_SIGNING_KEYS"),
+    env("MESH_MAX_AGE_SECONDS"),
 )
 # Chat agents join the mesh for their turns (as `chat-<session id>`, their inbox being the
 # chat): they can ask peers such as the demo's roastery. Needs MESH_TRANSPORT=database (the
@@ -400,6 +404,11 @@ GLOVE_LIVE_SEND_TIMEOUT_SECONDS = env("GLOVE_LIVE_SEND_TIMEOUT_SECONDS")
 GLOVE_PUBLIC_URL = env("GLOVE_PUBLIC_URL")
 GLOVE_WORKSPACE_FILE_MAX_BYTES = env("GLOVE_WORKSPACE_FILE_MAX_BYTES")
 GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES = env("GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES")
+# What the inbox page renders: nesting depth and element count checked before sanitising, and
+# the most a request waits for a render (docs/reference/settings.md).
+GLOVE_WORKSPACE_RENDER_MAX_DEPTH = env("GLOVE_WORKSPACE_RENDER_MAX_DEPTH")
+GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS = env("GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS")
+GLOVE_WORKSPACE_RENDER_SECONDS = env("GLOVE_WORKSPACE_RENDER_SECONDS")
 
 LOGGING = {
     "version": 1,
