@@ -221,6 +221,40 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
     return turn
 
 
+def turn_release(*, turn: Turn, worker_id: str) -> bool:
+    """Put a running turn back on the queue: its worker lost the database in the middle of
+    it. What the turn stored stays (its retry resumes from there); its prompts expire (the
+    retry asks again). False when this worker no longer holds it."""
+    with transaction.atomic():
+        # Conditional: another worker's sweep may have taken it back already.
+        released = Turn.objects.filter(
+            pk=turn.pk, status=Turn.Status.RUNNING, worker_id=worker_id
+        ).update(status=Turn.Status.QUEUED, worker_id="", lease_until=None)
+        if released:
+            _expire_slots(turn)
+    return bool(released)
+
+
+def turn_stored_reply(turn: Turn) -> str | None:
+    """The reply an earlier attempt of the turn already stored (it ended before it could
+    say the turn was done), or None: a retry must not answer twice."""
+    last = (
+        Message.objects.filter(
+            session_id=turn.session_id,
+            seq__gt=turn.base_seq or 0,
+            is_compaction=False,
+            framework_context__isnull=True,
+        )
+        .order_by("-seq")
+        .values_list("sender", "text", "tool_calls")
+        .first()
+    )
+    if last is None:
+        return None
+    sender, text, tool_calls = last
+    return text if sender == "agent" and not tool_calls else None
+
+
 def turn_request_stored(turn: Turn) -> bool:
     """Whether an earlier attempt already stored the turn's request (resume, not re-ask)."""
     return Message.objects.filter(

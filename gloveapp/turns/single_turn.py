@@ -88,6 +88,10 @@ async def answer_turn(
 
     glove.add_subscriber(forward).build()
     resume = turn.retried and await sync_to_async(services.turn_request_stored)(turn)
+    if resume:
+        stored = await sync_to_async(services.turn_stored_reply)(turn)
+        if stored is not None:
+            return stored  # answered before its worker could finish it: not twice
     if turn.source == services.MESH_SOURCE and not resume:
         if not await glove.store.get_resolved_inbox_items():
             # A wake-up whose mail an earlier turn already read: no model call for nothing.

@@ -104,3 +104,25 @@ def test_serve_prod_heals_crashed_server_workers_and_stops_whole_when_a_process_
         assert not left, f"still running: {left}\n{stack.log_tail()}"
         assert not stack.answers(stack.url) and not stack.answers(stack.ws_url)
         assert "turn worker was killed by signal 9" in stack.log_tail()
+
+
+def test_the_deploy_guide_runs_the_servers_exactly_as_serve_prod_does(monkeypatch):
+    """docs/howto/deploy.md's command lines and systemd units carry the launcher's flags
+    (respawn included), so a deployment copied from the guide heals as the test above."""
+    import importlib.util
+    import re
+
+    from tests.healing.serve_prod import ROOT
+
+    spec = importlib.util.spec_from_file_location("serve_prod", ROOT / ".ci" / "serve_prod.py")
+    launcher = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launcher)
+    for name in ("HOST", "PORT", "WS_PORT", "HTTP_WORKERS", "HTTP_THREADS", "WS_WORKERS"):
+        monkeypatch.delenv(name, raising=False)
+    guide = (ROOT / "docs" / "howto" / "deploy.md").read_text()
+    flat = re.sub(r"\s+", " ", guide.replace("\\\n", " "))
+    for name, command, _ in launcher.processes():
+        if name.startswith("turn worker"):
+            continue
+        arguments = " ".join(command[1:])
+        assert flat.count(arguments) == 2, f"{name}: {arguments!r} not in the guide twice"
