@@ -33,7 +33,7 @@ INLINE_IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp", "ima
 # Types a browser would render as a document (markup, scripts): sent as bytes, whatever the
 # name says, so even a browser that ignored the disposition would show nothing.
 _DOCUMENT_TYPES = re.compile(r"html|xml|svg|javascript|ecmascript", re.I)
-_ASCII_FALLBACK_UNSAFE = re.compile(r'[^A-Za-z0-9 !#$&+,.;=@^_`{}~()\[\]-]')
+_ASCII_FALLBACK_UNSAFE = re.compile(r"[^A-Za-z0-9 !#$&+,.;=@^_`{}~()\[\]-]")
 
 
 def content_disposition(name: str, *, inline: bool = False) -> str:
@@ -49,6 +49,7 @@ def content_disposition(name: str, *, inline: bool = False) -> str:
         fallback = "download"
     kind = "inline" if inline else "attachment"
     return f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
 
 ErrorSerializer = inline_serializer(
     "WorkspaceInboxError",
