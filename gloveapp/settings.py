@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "inbox",
     "mesh",
     "gloveapp.agents",
+    "gloveapp.approvals",
     "gloveapp.demo",
     "gloveapp.api",
     "gloveapp.turns",
@@ -184,7 +185,9 @@ def channel_layers_for(redis_url: str) -> dict:
 CHANNEL_LAYERS = channel_layers_for(REDIS_URL)
 
 
-def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> dict:
+def mesh_for(
+    transport: str, redis_url: str, signing_keys: dict[str, str], max_age: int = 300
+) -> dict:
     """The mesh transport (see mesh/layers.py): in-process unless MESH_TRANSPORT says otherwise."""
     backends = {
         "inprocess": ("mesh.transports.inprocess.InProcessMeshTransport", {}),
@@ -199,6 +202,7 @@ def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> di
     backend, config = backends[transport]
     if signing_keys:
         config["signing_keys"] = signing_keys
+    config["max_age"] = max_age
     return {"default": {"BACKEND": backend, "CONFIG": config}}
 
 
@@ -208,6 +212,7 @@ MESH = mesh_for(
     env("MESH_TRANSPORT"),
     env("MESH_REDIS_URL", default=REDIS_URL),
     env("MESH_SIGNING_KEYS"),
+    env("MESH_MAX_AGE_SECONDS"),
 )
 # Chat agents join the mesh for their turns (as `chat-<session id>`, their inbox being the
 # chat): they can ask peers such as the demo's roastery. Needs MESH_TRANSPORT=database (the
@@ -314,6 +319,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "gloveapp.core.types.TASK_STATUSES",
         "InboxStatusEnum": "gloveapp.core.types.INBOX_STATUSES",
+        "ApprovalDecisionEnum": "gloveapp.core.approvals.DECISIONS",
         "PermissionStatusEnum": "gloveapp.core.types.PERMISSION_STATUSES",
     },
 }
@@ -336,6 +342,40 @@ GLOVE_WEBHOOK_MAX_SKEW_SECONDS = env("GLOVE_WEBHOOK_MAX_SKEW_SECONDS")
 # Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`
 # then answers them with an "Expired" response so no agent waits forever.
 GLOVE_INBOX_TTL_SECONDS = env("GLOVE_INBOX_TTL_SECONDS")
+# Approvals (docs/howto/approvals.md): default deadlines, per-tool deadlines, routing, sweep.
+GLOVE_APPROVAL_REMIND_SECONDS = env("GLOVE_APPROVAL_REMIND_SECONDS")
+GLOVE_APPROVAL_ESCALATE_SECONDS = env("GLOVE_APPROVAL_ESCALATE_SECONDS")
+GLOVE_APPROVAL_EXPIRE_SECONDS = env("GLOVE_APPROVAL_EXPIRE_SECONDS")
+GLOVE_APPROVAL_TOOL_DEADLINES = env("GLOVE_APPROVAL_TOOL_DEADLINES")
+GLOVE_APPROVAL_ROUTER = env("GLOVE_APPROVAL_ROUTER")
+GLOVE_APPROVAL_SWEEP_SECONDS = env("GLOVE_APPROVAL_SWEEP_SECONDS")
+# Approval notifications: webhooks per group, their key, retries, the email link's life.
+GLOVE_APPROVAL_WEBHOOKS = env("GLOVE_APPROVAL_WEBHOOKS")
+GLOVE_APPROVAL_WEBHOOK_SECRET = env("GLOVE_APPROVAL_WEBHOOK_SECRET")
+GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS = env("GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS")
+GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS = env("GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS")
+GLOVE_APPROVAL_LINK_TTL_SECONDS = env("GLOVE_APPROVAL_LINK_TTL_SECONDS")
+# Email (approval notifications), as Django's mailers: SMTP when EMAIL_HOST is set, else
+# written to the log.
+_EMAIL_HOST = env("EMAIL_HOST")
+MAILERS = {
+    "default": (
+        {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {
+                "host": _EMAIL_HOST,
+                "port": env("EMAIL_PORT"),
+                "username": env("EMAIL_HOST_USER") or None,
+                "password": env("EMAIL_HOST_PASSWORD") or None,
+                "use_tls": env("EMAIL_USE_TLS"),
+                "timeout": 10,
+            },
+        }
+        if _EMAIL_HOST
+        else {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+    )
+}
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL")
 # Agent extensions (docs/howto/agents.md): MCP tool lists, subagent bounds.
 GLOVE_MCP_TOOLS_TTL_SECONDS = env("GLOVE_MCP_TOOLS_TTL_SECONDS")
 GLOVE_SUBAGENT_MAX_DEPTH = env("GLOVE_SUBAGENT_MAX_DEPTH")
@@ -404,6 +444,11 @@ GLOVE_LIVE_SEND_TIMEOUT_SECONDS = env("GLOVE_LIVE_SEND_TIMEOUT_SECONDS")
 GLOVE_PUBLIC_URL = env("GLOVE_PUBLIC_URL")
 GLOVE_WORKSPACE_FILE_MAX_BYTES = env("GLOVE_WORKSPACE_FILE_MAX_BYTES")
 GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES = env("GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES")
+# What the inbox page renders: nesting depth and element count checked before sanitising, and
+# the most a request waits for a render (docs/reference/settings.md).
+GLOVE_WORKSPACE_RENDER_MAX_DEPTH = env("GLOVE_WORKSPACE_RENDER_MAX_DEPTH")
+GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS = env("GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS")
+GLOVE_WORKSPACE_RENDER_SECONDS = env("GLOVE_WORKSPACE_RENDER_SECONDS")
 
 LOGGING = {
     "version": 1,

@@ -26,7 +26,7 @@ from asgiref.sync import sync_to_async
 from mesh import services
 from mesh.core.adapter import MeshHandler, Unsubscribe
 from mesh.core.errors import MeshAccessDeniedError, MeshUnknownAgentError, MeshUnknownMessageError
-from mesh.core.security import MeshGuard
+from mesh.core.security import DEFAULT_MAX_AGE, MeshGuard
 from mesh.core.types import AgentIdentity, IncomingMeshMessage, MeshMessage, build_ack
 
 logger = logging.getLogger("mesh")
@@ -55,8 +55,9 @@ class GroupCommit:
     bad send fails alone.
     """
 
-    def __init__(self, *, max_batch: int = 200) -> None:
+    def __init__(self, *, max_batch: int = 200, max_age: float = DEFAULT_MAX_AGE) -> None:
         self.max_batch = max_batch
+        self.max_age = max_age
         # Per event loop: a transport is shared by a process, which may run several loops.
         self._queues: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
         self._flushes: set[asyncio.Task[None]] = set()
@@ -97,7 +98,7 @@ class GroupCommit:
     async def _write(self, batch: list[Any]) -> None:
         sends = [(message, wire) for message, wire, _ in batch]
         try:
-            outcomes = await _run(services.mesh_direct_send_many)(sends=sends)
+            outcomes = await _run(services.mesh_direct_send_many)(sends=sends, max_age=self.max_age)
         except Exception as error:
             if len(batch) == 1:
                 outcomes = [error]
@@ -179,6 +180,7 @@ class DatabaseMeshAdapter:
             message=incoming,
             wire=incoming.to_dict(),
             may_receive=lambda recipient: self.guard.may_message(self.agent_id, recipient),
+            max_age=self.guard.max_age,
         )
 
     async def acknowledge(self, message_id: str, note: str | None = None) -> None:
@@ -188,7 +190,9 @@ class DatabaseMeshAdapter:
         if not self.guard.may_message(self.agent_id, sender):
             raise MeshAccessDeniedError(self.agent_id, sender)
         ack = build_ack(original_sender=sender, ack_of=message_id, sender=self.agent_id, note=note)
-        await _run(services.mesh_ack_deliver)(ack=ack, wire=ack.to_dict())
+        await _run(services.mesh_ack_deliver)(
+            ack=ack, wire=ack.to_dict(), max_age=self.guard.max_age
+        )
 
     # -- inbound -------------------------------------------------------------------------------
     async def subscribe(self, handler: MeshHandler) -> Unsubscribe:
@@ -229,6 +233,7 @@ class DatabaseMeshTransport:
         poll_interval: float = 0.05,
         access: Mapping[str, Iterable[str]] | None = None,
         signing_keys: Mapping[str, str] | None = None,
+        max_age: float = DEFAULT_MAX_AGE,
     ) -> None:
         if signing_keys:
             raise ValueError(
@@ -238,8 +243,8 @@ class DatabaseMeshTransport:
         if not isinstance(poll_interval, int | float) or poll_interval <= 0:
             raise ValueError("poll_interval must be a positive number of seconds")
         self.poll_interval = float(poll_interval)
-        self.guard = MeshGuard(access=access)
-        self.group_commit = GroupCommit()
+        self.guard = MeshGuard(access=access, max_age=max_age)
+        self.group_commit = GroupCommit(max_age=self.guard.max_age)
 
     def adapter(self, agent_id: str, *, inbox_session: str | None = None) -> DatabaseMeshAdapter:
         """`inbox_session`: the DjangoStore session that is this agent's inbox (default

@@ -39,7 +39,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mesh.core.adapter import MeshHandler, Unsubscribe
 from mesh.core.errors import MeshAccessDeniedError, MeshUnknownAgentError, MeshUnknownMessageError
-from mesh.core.security import MeshGuard
+from mesh.core.security import DEFAULT_MAX_AGE, MeshGuard
 from mesh.core.types import AgentIdentity, IncomingMeshMessage, MeshMessage, build_ack
 
 logger = logging.getLogger("mesh")
@@ -339,6 +339,7 @@ class RedisMeshTransport:
         sender_ttl: int = DEFAULT_SENDER_TTL,
         signing_keys: Mapping[str, str] | None = None,
         access: Mapping[str, Iterable[str]] | None = None,
+        max_age: float = DEFAULT_MAX_AGE,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("url must be a redis://, rediss:// or unix:// URL")
@@ -346,7 +347,7 @@ class RedisMeshTransport:
             raise ValueError("sender_ttl must be a positive number of seconds")
         self.url = url
         self.sender_ttl = sender_ttl
-        self.guard = MeshGuard(signing_keys=signing_keys, access=access)
+        self.guard = MeshGuard(signing_keys=signing_keys, access=access, max_age=max_age)
         self._client: aioredis.Redis | None = None
         self._subscriber_client: aioredis.Redis | None = None
 

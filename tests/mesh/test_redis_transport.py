@@ -142,7 +142,11 @@ async def test_a_malformed_body_on_the_channel_is_ignored(raw, transport):
     await mount_mesh(a, adapter=transport.adapter("a"), identity=A)
     await raw.publish("mesh:agent:a", "not json")
     await raw.publish("mesh:agent:a", json.dumps({"kind": "direct"}))
-    await raw.publish("mesh:agent:a", json.dumps({"id": "m1", "from": "x", "content": "fine"}))
+    # A direct frame is admitted only by the agent its `to` names (issue 22).
+    await raw.publish("mesh:agent:a", json.dumps({"id": "m0", "from": "x", "content": "no to"}))
+    await raw.publish(
+        "mesh:agent:a", json.dumps({"id": "m1", "from": "x", "to": "a", "content": "fine"})
+    )
     [item] = await eventually(lambda: items(store_a))
     assert item.response == "fine"
     await unmount_mesh(a)
