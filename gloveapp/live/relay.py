@@ -212,8 +212,7 @@ class Relay:
                 # holds up no later event; its page reconnects and replays.
                 self.unwatch(row.stream, consumer)
                 logger.warning(
-                    "live relay: could not deliver event %d to a socket of %s in %s s; "
-                    "dropped it",
+                    "live relay: could not deliver event %d to a socket of %s in %s s; dropped it",
                     row.id,
                     row.stream,
                     DELIVERY_TIMEOUT_SECONDS,

@@ -3,7 +3,7 @@ websocket server (uvicorn, as `make serve-prod` runs it) answers every handshake
 500, pages keep receiving stored events from the event log, and once Redis is back they are
 caught up at once.
 
-The server, its database and its Redis (tests/redis_faults.py) belong to the test alone.
+The server, its database and its Redis (tests/servers.py, fixture `own_redis`) belong to the test alone.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.api.liveserver import PYTHON, ROOT, LiveServer
-from tests.redis_faults import RedisServer, own_redis  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 
@@ -94,7 +93,7 @@ class Writer:
 
 
 @pytest.fixture
-def server(own_redis):  # noqa: F811
+def server(own_redis):
     with LiveServer(server="uvicorn", extra_env={"REDIS_URL": own_redis.url(0)}) as server:
         yield server
 
@@ -178,7 +177,7 @@ async def _all_seen(outcome: Outcome) -> None:
         await asyncio.sleep(0.1)
 
 
-async def test_pages_ride_out_redis_killed_then_frozen_without_a_500(server, own_redis):  # noqa: F811
+async def test_pages_ride_out_redis_killed_then_frozen_without_a_500(server, own_redis):
     cookie = json.loads(server.manage("shell", "-c", SETUP).strip().splitlines()[-1])["cookie"]
     writer = Writer(server)
     outcome = Outcome()
