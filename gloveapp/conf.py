@@ -65,6 +65,7 @@ MODELS = "Models and agents"
 TURNS = "Chat turns and their workers"
 LIVE = "Live updates"
 INBOX = "The inbox, webhooks and limits"
+APPROVALS = "Approvals"
 MESH = "The mesh"
 WORKSPACE = "The workspace inbox"
 LOGINS = "Logins and the demo"
@@ -557,6 +558,58 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         900,
         "How long a signed chat URL (`POST /api/sessions/<id>/chat-url`) stays valid.",
         INBOX,
+    ),
+    # -- Approvals
+    EnvVar(
+        "GLOVE_APPROVAL_REMIND_SECONDS",
+        "int",
+        0,
+        "An approval request nobody decided is reminded to its assignees after this long "
+        "(`0`: no reminder), unless its tool declares `remind_after`.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_ESCALATE_SECONDS",
+        "int",
+        0,
+        "An approval request nobody decided goes to its escalation user or group after this "
+        "long (`0`: never), unless its tool declares `escalate_after`.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_EXPIRE_SECONDS",
+        "int",
+        3600,
+        "An approval request nobody decided is decided by its `on_expire` (reject unless the "
+        "tool says otherwise) after this long (`0`: never), unless its tool declares "
+        "`expire_after`. The turn waits for the decision meanwhile.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_TOOL_DEADLINES",
+        "pairs",
+        {},
+        "Deadlines per tool, `tool=remind/escalate/expire` in seconds (`0` or empty: none), "
+        "e.g. `checkout=60/120/600`; they win over the three defaults above and over the "
+        "tool's own declaration.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_ROUTER",
+        "str",
+        "",
+        'Dotted path of a function `(request) -> {"user": username, "group": name}` that '
+        "assigns approval requests (it wins over the tool's declaration; `None` keeps it). "
+        "Unassigned requests wait in the shared queue every staff member sees.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_SWEEP_SECONDS",
+        "float",
+        5.0,
+        "How often the turn worker's scheduler runs the approvals' reminders, escalations "
+        "and expiries (`approvals.tasks.approval_deadlines`).",
+        APPROVALS,
     ),
     # -- The mesh
     EnvVar(

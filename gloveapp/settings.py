@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "inbox",
     "mesh",
     "gloveapp.agents",
+    "gloveapp.approvals",
     "gloveapp.demo",
     "gloveapp.api",
     "gloveapp.turns",
@@ -314,6 +315,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "gloveapp.core.types.TASK_STATUSES",
         "InboxStatusEnum": "gloveapp.core.types.INBOX_STATUSES",
+        "ApprovalDecisionEnum": "gloveapp.core.approvals.DECISIONS",
         "PermissionStatusEnum": "gloveapp.core.types.PERMISSION_STATUSES",
     },
 }
@@ -336,6 +338,13 @@ GLOVE_WEBHOOK_MAX_SKEW_SECONDS = env("GLOVE_WEBHOOK_MAX_SKEW_SECONDS")
 # Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`
 # then answers them with an "Expired" response so no agent waits forever.
 GLOVE_INBOX_TTL_SECONDS = env("GLOVE_INBOX_TTL_SECONDS")
+# Approvals (docs/howto/approvals.md): default deadlines, per-tool deadlines, routing, sweep.
+GLOVE_APPROVAL_REMIND_SECONDS = env("GLOVE_APPROVAL_REMIND_SECONDS")
+GLOVE_APPROVAL_ESCALATE_SECONDS = env("GLOVE_APPROVAL_ESCALATE_SECONDS")
+GLOVE_APPROVAL_EXPIRE_SECONDS = env("GLOVE_APPROVAL_EXPIRE_SECONDS")
+GLOVE_APPROVAL_TOOL_DEADLINES = env("GLOVE_APPROVAL_TOOL_DEADLINES")
+GLOVE_APPROVAL_ROUTER = env("GLOVE_APPROVAL_ROUTER")
+GLOVE_APPROVAL_SWEEP_SECONDS = env("GLOVE_APPROVAL_SWEEP_SECONDS")
 # Agent extensions (docs/howto/agents.md): MCP tool lists, subagent bounds.
 GLOVE_MCP_TOOLS_TTL_SECONDS = env("GLOVE_MCP_TOOLS_TTL_SECONDS")
 GLOVE_SUBAGENT_MAX_DEPTH = env("GLOVE_SUBAGENT_MAX_DEPTH")

@@ -37,6 +37,7 @@ from django.conf import settings
 from django.db import connections
 from django.db.models import Max, Q
 
+from gloveapp.db import Backoff, close_broken_connections
 from gloveapp.live import outbox
 from gloveapp.live.eventlog import LIVE_EVENTS_CHANNEL
 from gloveapp.live.models import LiveEvent
@@ -144,7 +145,7 @@ class Relay:
     # -- the loop ------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        failures = 0
+        backoff = Backoff("live relay", log=logger)
         while True:
             self._wake.clear()
             try:
@@ -152,15 +153,13 @@ class Relay:
                     await self._start_from_newest()
                     self._ready.set()
                 await self._pump()
-                failures = 0
+                backoff.succeeded()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                failures += 1
-                logger.exception("live relay: failed to relay events (attempt %d)", failures)
+            except Exception as error:
                 with contextlib.suppress(Exception):
-                    await self._db(connections.close_all)  # reconnect next time
-                await asyncio.sleep(min(MAX_BACKOFF_SECONDS, 0.2 * 2**failures))
+                    await self._db(close_broken_connections)  # a new connection next time
+                await asyncio.sleep(backoff.failed(error))
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), settings.GLOVE_LIVE_POLL_SECONDS)
@@ -286,25 +285,26 @@ async def listen_postgres(
     catch up on what was notified meanwhile; `on_notify(payload)` for each notification."""
     import psycopg
 
-    failures = 0
+    backoff = Backoff(f"{label} (LISTEN)", log=logger)
     while True:
         try:
             conn = await psycopg.AsyncConnection.connect(**params, autocommit=True)
             async with conn:
                 await conn.execute(f"LISTEN {channel}")
-                failures = 0
+                backoff.succeeded()
                 on_connect()
                 async for notify in conn.notifies():
                     on_notify(notify.payload)
+            error: BaseException = psycopg.OperationalError("the LISTEN connection ended")
         except asyncio.CancelledError:
             raise
-        except Exception:
-            failures += 1
-            logger.warning("%s: LISTEN connection lost; polling", label, exc_info=True)
+        except Exception as lost:
+            error = lost
         finally:
             if on_lost is not None:
                 on_lost()
-        await asyncio.sleep(min(MAX_BACKOFF_SECONDS, 0.2 * 2**failures))
+        # Meanwhile the caller polls.
+        await asyncio.sleep(backoff.failed(error))
 
 
 # -- database helpers (run on the relay's thread) ---------------------------------------

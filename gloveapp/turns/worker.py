@@ -31,11 +31,20 @@ from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import connections
 
+from gloveapp.approvals.services import decisions_for_turns
+from gloveapp.approvals.tasks import approval_deadlines
 from gloveapp.core.abort import AbortController
 from gloveapp.core.display import DisplayManager, Slot
 from gloveapp.core.types import AbortError
+from gloveapp.db import (
+    Backoff,
+    close_broken_connections,
+    healing,
+    is_database_outage,
+    retry_while_unreachable,
+)
 from gloveapp.live.relay import listen_params, listen_postgres
 from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnSlot
@@ -134,8 +143,11 @@ class TurnEngine:
             async with self._slots, ThreadSensitiveContext(executor=executor):
                 while not self._stopping:
                     self._again.discard(session_id)
-                    turn = await sync_to_async(services.turn_claim_next)(
-                        session_id=session_id, worker_id=self.worker_id
+                    # While the database is away the claim is retried here (the turn stays
+                    # queued meanwhile): the task that brought the session is done, and
+                    # nothing else would bring it back before the sweep.
+                    turn = await self._db(
+                        services.turn_claim_next, session_id=session_id, worker_id=self.worker_id
                     )
                     if turn is None:
                         if session_id in self._again:
@@ -147,11 +159,22 @@ class TurnEngine:
         finally:
             self._draining.discard(session_id)
 
+    async def _db(self, func: Callable[..., Any], /, **kwargs: Any) -> Any:
+        """`func(**kwargs)` on this task's database thread, retried with backoff while the
+        database is away (its broken connection closed first), until the engine stops."""
+        call = sync_to_async(healing(func))
+        return await retry_while_unreachable(
+            f"turn worker ({func.__name__})",
+            lambda: call(**kwargs),
+            stopping=lambda: self._stopping,
+        )
+
     async def _run(self, turn: Turn) -> None:
         state = RunningTurn(turn=turn)
         self.running[turn.pk] = state
         status, error, reply = Turn.Status.DONE, "", ""
         announcer: _Announcer | None = None
+        interrupted = False
         try:
             spec = await sync_to_async(turn_agent)(turn)
             tools = agent_tools(spec)
@@ -163,15 +186,28 @@ class TurnEngine:
         except AbortError:
             status, error = Turn.Status.CANCELLED, "stopped"
         except Exception as exc:
-            logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
-            status, error = Turn.Status.FAILED, readable_error(exc)
+            if is_database_outage(exc):
+                interrupted = True
+            else:
+                logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
+                status, error = Turn.Status.FAILED, readable_error(exc)
         finally:
             self.running.pop(turn.pk, None)
         # The announcer records a prompt's answer on a task of the display's: let it land
         # before the turn ends (ending expires the prompts still open).
-        await state.display.notified()
+        with contextlib.suppress(Exception):
+            await state.display.notified()
+        if interrupted:
+            # The database went away mid-turn: not the turn's failure. What it stored is
+            # kept; it goes back on the queue once the database is back, and the drain
+            # claims it again at once (a retry resumes, and never answers twice).
+            logger.warning("turn %s lost the database; it will run again", turn.pk)
+            await sync_to_async(close_broken_connections)()
+            await self._db(services.turn_release, turn=turn, worker_id=self.worker_id)
+            return
         # False when another worker took the turn back meanwhile: it is theirs now.
-        await sync_to_async(services.turn_finish)(
+        await self._db(
+            services.turn_finish,
             turn_id=turn.pk,
             worker_id=self.worker_id,
             status=status,
@@ -184,11 +220,16 @@ class TurnEngine:
     async def watch(self) -> None:
         lease = settings.GLOVE_TURN_LEASE_SECONDS
         next_heartbeat = next_sweep = next_cancel_check = next_answer_check = 0.0
+        next_deadlines = 0.0
         nudge = self._nudge_event()
+        backoff = Backoff("turn watcher")
+        pause = 0.0
         while not self._stopping:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(nudge.wait(), settings.GLOVE_TURN_POLL_SECONDS)
             nudge.clear()
+            if pause:
+                await asyncio.sleep(pause)
             try:
                 now = time.monotonic()
                 notified, self._notified = self._notified, set()
@@ -214,10 +255,18 @@ class TurnEngine:
                 if now >= next_sweep:
                     next_sweep = now + min(lease / 2, 2.0)
                     await self._sweep()
-            except Exception:
-                # A database hiccup must not stop the watcher: the next round retries.
-                logger.exception("turn watcher round failed")
-                await sync_to_async(close_old_connections)()
+                if now >= next_deadlines:
+                    # The scheduler of the approvals' periodic task (no cron line needed).
+                    next_deadlines = now + settings.GLOVE_APPROVAL_SWEEP_SECONDS
+                    await sync_to_async(approval_deadlines.call)()
+            except Exception as error:
+                # The database away must not stop the watcher: the next round retries,
+                # after a backoff, on a new connection.
+                await sync_to_async(close_broken_connections)()
+                pause = backoff.failed(error)
+            else:
+                pause = 0.0
+                backoff.succeeded()
 
     def _task_event(self) -> asyncio.Event:
         if self._task_enqueued is None:
@@ -386,6 +435,11 @@ def _answers_and_cancels(
                 turn_id__in=waiting, status=TurnSlot.Status.ANSWERED
             ).values_list("turn_id", "slot_id", "answer")
         )
+        # Approvals: only a recorded decision is handed over (as the slot's answer).
+        answers += [
+            (turn_id, slot_id, {"value": decision})
+            for turn_id, slot_id, decision in decisions_for_turns(waiting)
+        ]
     if running:
         cancels = list(
             Turn.objects.filter(pk__in=running, cancel_requested=True).values_list("pk", flat=True)
