@@ -21,10 +21,12 @@ acknowledged message to be answered and counts, from the database:
 - settled: seconds from the end of the fault until every acknowledged message is answered.
 
 Faults are small classes (`FAULTS`); `--faults a,b` picks some. `CHAOS_QUICK=1` (or
-`--quick`) shortens every phase, for the suite. The table is printed (stderr) and written
+`--quick`) shortens every phase, for the suite. The table is printed and written
 into bench/results.json and bench/results.md (this script's rows only; other benches' stay).
+Exits 1 unless every fault lost, duplicated and left stuck nothing.
 
     .venv/bin/python bench/chaos.py [--quick] [--faults postgres_restart,kill_http_worker]
+        [--results bench/results.json]      # or CHAOS_QUICK=1 CHAOS_FAULTS=... CHAOS_RESULTS=...
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from bench.lib.machine import machine  # noqa: E402
 from bench.lib.report import goal  # noqa: E402
 from tests.healing.serve_prod import ServeProd  # noqa: E402
 from tests.redis_faults import RedisServer  # noqa: E402
-from tests.servers import PostgresServer  # noqa: E402
+from tests.servers import PostgresServer, pg_bindir  # noqa: E402
 
 PASSWORD = "chaos-pw-1-not-a-secret"
 LEASE_SECONDS = 15.0
@@ -758,8 +760,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", default=bool(os.environ.get("CHAOS_QUICK")))
     parser.add_argument("--faults", default=os.environ.get("CHAOS_FAULTS", ""))
-    parser.add_argument("--results", default=str(ROOT / "bench" / "results.json"))
+    parser.add_argument(
+        "--results", default=os.environ.get("CHAOS_RESULTS", str(ROOT / "bench" / "results.json"))
+    )
     args = parser.parse_args()
+    if pg_bindir() is None:  # Debian's server programs are off the PATH
+        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+        if found:
+            os.environ["PG_BINDIR"] = str(found[-1].parent)
     chosen = [f for f in FAULTS if not args.faults or f.name in args.faults.split(",")]
     if not chosen:
         raise SystemExit(f"no such fault; known: {', '.join(f.name for f in FAULTS)}")
@@ -809,9 +817,9 @@ def main() -> int:
             )
         ],
     }
-    print(table(rows), file=sys.stderr)
+    print(table(rows))
     write_results(document, seconds, Path(args.results))
-    print(json.dumps(document, default=str))
+    print(f"wrote {args.results}" + ("" if clean else "; not clean: see lost / duplicated / stuck"))
     return 0 if clean else 1
 
 
