@@ -611,6 +611,66 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "and expiries (`approvals.tasks.approval_deadlines`).",
         APPROVALS,
     ),
+    EnvVar(
+        "GLOVE_APPROVAL_WEBHOOKS",
+        "pairs",
+        {},
+        "Outgoing webhooks per group, `group=url,...`: each notification (assigned, reminder, "
+        "escalation, expiry) about a request of that group is POSTed there as Slack-compatible "
+        "JSON, signed like the inbox webhooks (`X-Glove-Timestamp`, `X-Glove-Signature`).",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_WEBHOOK_SECRET",
+        "str",
+        "",
+        "The HMAC-SHA256 key that signs the approvals' outgoing webhooks; empty: "
+        "`GLOVE_WEBHOOK_SECRET`.",
+        APPROVALS,
+        secret=True,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS",
+        "int",
+        8,
+        "How often a notification (email or webhook) is tried, with doubling backoff from 5 s "
+        "up to 10 minutes between tries, before it is marked failed.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS",
+        "float",
+        60.0,
+        "A notification a worker claimed but never marked sent (the worker died while "
+        "sending) is tried again after this long.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_LINK_TTL_SECONDS",
+        "int",
+        7 * 24 * 3600,
+        "How long the signed link in an approval email opens the request's decision page.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "EMAIL_HOST",
+        "str",
+        "",
+        "The SMTP server approval emails go through (Django's email framework); empty: "
+        "emails are written to the log (the console backend) instead of sent.",
+        APPROVALS,
+    ),
+    EnvVar("EMAIL_PORT", "int", 25, "The SMTP server's port.", APPROVALS),
+    EnvVar("EMAIL_HOST_USER", "str", "", "The SMTP login, if the server wants one.", APPROVALS),
+    EnvVar("EMAIL_HOST_PASSWORD", "str", "", "The SMTP password.", APPROVALS, secret=True),
+    EnvVar("EMAIL_USE_TLS", "bool", False, "STARTTLS to the SMTP server.", APPROVALS),
+    EnvVar(
+        "DEFAULT_FROM_EMAIL",
+        "str",
+        "glove@localhost",
+        "The sender of approval emails.",
+        APPROVALS,
+    ),
     # -- The mesh
     EnvVar(
         "MESH_TRANSPORT",

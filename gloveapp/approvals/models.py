@@ -139,3 +139,65 @@ class ApprovalDecision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.username or self.channel}"
+
+
+class ApprovalNotification(models.Model):
+    """The outbox: one email or webhook about one event of one request, for one recipient.
+
+    Written in the transaction that makes the event (assignment, reminder, escalation,
+    expiry); delivered by the turn worker's scheduler (`notifications.notifications_deliver`),
+    retried with backoff. The unique constraint makes it at most one per recipient and event.
+    """
+
+    class Event(models.TextChoices):
+        ASSIGNED = "assigned"
+        REMINDER = "reminder"
+        ESCALATION = "escalation"
+        EXPIRY = "expiry"
+
+    class Channel(models.TextChoices):
+        EMAIL = "email"
+        WEBHOOK = "webhook"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    request = models.ForeignKey(
+        ApprovalRequest, on_delete=models.CASCADE, related_name="notifications"
+    )
+    event = models.CharField(max_length=12, choices=Event.choices)
+    channel = models.CharField(max_length=8, choices=Channel.choices)
+    # An email address, or the group whose webhook it goes to.
+    recipient = models.CharField(max_length=254)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["request", "event", "channel", "recipient"],
+                name="one_notification_per_recipient_and_event",
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(status__in=["pending", "sending"]),
+                name="approval_notify_due_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.channel} to {self.recipient} ({self.status})"

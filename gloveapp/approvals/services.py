@@ -23,7 +23,8 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from gloveapp.approvals.access import is_request_id, may_decide
-from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
+from gloveapp.approvals.models import ApprovalDecision, ApprovalNotification, ApprovalRequest
+from gloveapp.approvals.notifications import queue_notifications
 from gloveapp.approvals.selectors import describe
 from gloveapp.core import input_rules
 from gloveapp.core.approvals import (
@@ -44,6 +45,7 @@ from gloveapp.live.streams import approvals_stream, session_stream
 
 logger = logging.getLogger(__name__)
 Status = ApprovalRequest.Status
+Event = ApprovalNotification.Event
 CHANNELS = tuple(ApprovalDecision.Channel.values)
 
 
@@ -127,6 +129,8 @@ def approval_open(
             on_expire_text=policy.on_expire_text or "",
         )
         _announce(row, "approval.opened")
+        if row.assignee_user_id or row.assignee_group_id:
+            queue_notifications(row=row, event=Event.ASSIGNED, now=now)
     return row
 
 
@@ -417,6 +421,7 @@ def approvals_sweep(*, now: datetime | None = None) -> dict[str, int]:
             ).update(reminded_at=now):
                 row = ApprovalRequest.objects.get(pk=pk)
                 _announce(row, "approval.reminded")
+                queue_notifications(row=row, event=Event.REMINDER, now=now)
                 counts["reminded"] += 1
     for pk in list(
         due.filter(escalate_at__lte=now, escalated_at__isnull=True).values_list("pk", flat=True)
@@ -427,6 +432,7 @@ def approvals_sweep(*, now: datetime | None = None) -> dict[str, int]:
             ).update(escalated_at=now):
                 row = ApprovalRequest.objects.get(pk=pk)
                 _announce(row, "approval.escalated")
+                queue_notifications(row=row, event=Event.ESCALATION, now=now)
                 counts["escalated"] += 1
     for row in list(due.filter(expires_at__lte=now)):
         kind = row.on_expire
@@ -437,19 +443,22 @@ def approvals_sweep(*, now: datetime | None = None) -> dict[str, int]:
             text=(row.on_expire_text or expired_reason(row)) if kind == RESPOND else None,
         )
         try:
-            approval_decide(request_id=row.pk, decision=decision, channel="expiry", now=now)
+            _expire(row, decision, now)
         except (ApprovalConflict, ApprovalNotFound):
             continue
         except DecisionInvalid:
             # An on_expire the request does not allow: it is rejected instead.
             try:
-                approval_decide(
-                    request_id=row.pk,
-                    decision=Decision(REJECT, row.fingerprint, reason=expired_reason(row)),
-                    channel="expiry",
-                    now=now,
-                )
+                reject = Decision(REJECT, row.fingerprint, reason=expired_reason(row))
+                _expire(row, reject, now)
             except (ApprovalConflict, ApprovalNotFound, DecisionInvalid):
                 continue
         counts["expired"] += 1
     return counts
+
+
+def _expire(row: ApprovalRequest, decision: Decision, now: datetime) -> None:
+    with transaction.atomic():
+        approval_decide(request_id=row.pk, decision=decision, channel="expiry", now=now)
+        row.refresh_from_db()
+        queue_notifications(row=row, event=Event.EXPIRY, now=now)

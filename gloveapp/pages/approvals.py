@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from gloveapp.approvals.access import is_approver
+from gloveapp.approvals.notifications import link_request_id
 from gloveapp.approvals.selectors import (
     VIEWS,
     approval_data,
@@ -98,9 +99,10 @@ def fields_of(data: dict[str, Any]) -> list[dict[str, Any]]:
     return fields
 
 
-def _detail(user: Any, row: Any, error: str = "") -> dict[str, Any]:
+def _detail(user: Any, row: Any, error: str = "", via: str = "") -> dict[str, Any]:
     data = approval_data(row, user=user, decision=decision_of(row))
     return {
+        "via": via if via and link_request_id(via) == str(row.pk) else "",
         "request": data,
         "fields": fields_of(data),
         "editable": data["mayDecide"] and EDIT in data["decisions"],
@@ -131,7 +133,7 @@ def approvals_page(request: HttpRequest) -> HttpResponse:
     if wanted:
         row = approval_visible(user=request.user, request_id=wanted)
         if row is not None:
-            selected = _detail(request.user, row)
+            selected = _detail(request.user, row, via=request.GET.get("via") or "")
     return render(
         request,
         "approvals/approvals.html",
@@ -212,6 +214,24 @@ def _number(raw: str, field: dict[str, Any]) -> Any:
 
 
 @login_required
+@require_GET
+def approval_link(request: HttpRequest, token: str) -> HttpResponse:
+    """The signed one-click link of an approval email: the request's decision page (after
+    the login page, for someone not signed in). A forged or expired link is a 404."""
+    _staff_only(request)
+    request_id = link_request_id(token)
+    if request_id is None or approval_visible(user=request.user, request_id=request_id) is None:
+        raise Http404("No such approval request.")
+    return redirect(f"{reverse('approvals')}?request={request_id}&via={token}")
+
+
+def _channel(row: Any, form: Any) -> str:
+    """ "email" when the decision is taken on the page a signed email link opened."""
+    via = form.get("via") or ""
+    return "email" if via and link_request_id(via) == str(row.pk) else "page"
+
+
+@login_required
 @require_POST
 def approval_decide_page(request: HttpRequest, approval_id: str) -> HttpResponse:
     _staff_only(request)
@@ -221,7 +241,12 @@ def approval_decide_page(request: HttpRequest, approval_id: str) -> HttpResponse
     error, status = "", 200
     try:
         decision = decision_from_form(row, request.POST)
-        approval_decide(request_id=row.pk, decision=decision, user=request.user, channel="page")
+        approval_decide(
+            request_id=row.pk,
+            decision=decision,
+            user=request.user,
+            channel=_channel(row, request.POST),
+        )
     except ApprovalNotFound:
         raise Http404("No such approval request.") from None
     except NotYoursToDecide as refused:

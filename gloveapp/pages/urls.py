@@ -35,6 +35,7 @@ urlpatterns = [
         name="workspace-inbox-reply",
     ),
     path("approvals/", approvals.approvals_page, name="approvals"),
+    path("approvals/link/<str:token>", approvals.approval_link, name="approval-link"),
     path("approvals/<str:approval_id>", approvals.approval_detail, name="approval-detail"),
     path(
         "approvals/<str:approval_id>/decide",

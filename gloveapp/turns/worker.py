@@ -110,6 +110,9 @@ class TurnEngine:
             ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"glove-turns-db{index}")
             for index in range(settings.GLOVE_TURN_DB_THREADS)
         ]
+        self._scheduler_thread = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="glove-turns-schedule"
+        )
 
     # -- handing sessions to the loop --------------------------------------------------------
     def dispatch(self, session_id: str) -> None:
@@ -220,7 +223,6 @@ class TurnEngine:
     async def watch(self) -> None:
         lease = settings.GLOVE_TURN_LEASE_SECONDS
         next_heartbeat = next_sweep = next_cancel_check = next_answer_check = 0.0
-        next_deadlines = 0.0
         nudge = self._nudge_event()
         backoff = Backoff("turn watcher")
         pause = 0.0
@@ -255,10 +257,6 @@ class TurnEngine:
                 if now >= next_sweep:
                     next_sweep = now + min(lease / 2, 2.0)
                     await self._sweep()
-                if now >= next_deadlines:
-                    # The scheduler of the approvals' periodic task (no cron line needed).
-                    next_deadlines = now + settings.GLOVE_APPROVAL_SWEEP_SECONDS
-                    await sync_to_async(approval_deadlines.call)()
             except Exception as error:
                 # The database away must not stop the watcher: the next round retries,
                 # after a backoff, on a new connection.
@@ -267,6 +265,18 @@ class TurnEngine:
             else:
                 pause = 0.0
                 backoff.succeeded()
+
+    async def schedule(self) -> None:
+        """The scheduler: the approvals' periodic task (deadlines, then notifications) every
+        GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own so a slow SMTP server or
+        webhook never holds up the watcher's heartbeats. No cron line is needed."""
+        loop = asyncio.get_running_loop()
+        while not self._stopping:
+            try:
+                await loop.run_in_executor(self._scheduler_thread, _run_scheduled)
+            except Exception:
+                logger.exception("the approvals' periodic task failed; it runs again")
+            await asyncio.sleep(settings.GLOVE_APPROVAL_SWEEP_SECONDS)
 
     def _task_event(self) -> asyncio.Event:
         if self._task_enqueued is None:
@@ -375,7 +385,10 @@ class TurnEngine:
         self._slots = asyncio.Semaphore(self.concurrency)
         _current = self
         try:
-            jobs = [self._spawn(self.watch(), name="glove-turns:watch")]
+            jobs = [
+                self._spawn(self.watch(), name="glove-turns:watch"),
+                self._spawn(self.schedule(), name="glove-turns:schedule"),
+            ]
             if connections["default"].vendor == "postgresql":
                 jobs.append(self._spawn(self.listen(), name="glove-turns:listen"))
             if fetch is not None:
@@ -398,7 +411,7 @@ class TurnEngine:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.sleep(0)
-        for executor in self._db_threads:
+        for executor in [*self._db_threads, self._scheduler_thread]:
             # Their connections belong to those threads: close them there.
             await asyncio.wrap_future(executor.submit(connections.close_all))
             executor.shutdown(wait=False)
@@ -418,6 +431,13 @@ class TurnEngine:
     @property
     def stopping(self) -> bool:
         return self._stopping
+
+
+def _run_scheduled() -> None:
+    try:
+        approval_deadlines.call()
+    finally:
+        close_broken_connections()
 
 
 def _waits(state: RunningTurn) -> bool:
