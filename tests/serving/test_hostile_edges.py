@@ -81,7 +81,7 @@ def _server(kind: str, tmp_path_factory) -> Iterator[dict]:
         yield {
             "live": live,
             "cookie": cookie,
-            "session": session.get("id") or session.get("sessionId"),
+            "session": session["sessionId"],
             "workspace": workspace_id,
             "workspace_token": workspace_token,
         }
