@@ -62,9 +62,7 @@ def _bursts(owner, count: int) -> list[tuple[int, int]]:
     return [(burst.count("accepted"), burst.count("refused")) for burst in outcomes]
 
 
-def test_it_accepts_at_most_the_bound_from_bursts_of_concurrent_posts(
-    settings, django_user_model
-):
+def test_it_accepts_at_most_the_bound_from_bursts_of_concurrent_posts(settings, django_user_model):
     settings.GLOVE_MAX_QUEUED_MESSAGES = BOUND
     owner = django_user_model.objects.create_user("bursty")
     count = 100 if connection.vendor == "postgresql" else 10
