@@ -65,6 +65,7 @@ MODELS = "Models and agents"
 TURNS = "Chat turns and their workers"
 LIVE = "Live updates"
 INBOX = "The inbox, webhooks and limits"
+APPROVALS = "Approvals"
 MESH = "The mesh"
 WORKSPACE = "The workspace inbox"
 LOGINS = "Logins and the demo"
@@ -557,6 +558,118 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         900,
         "How long a signed chat URL (`POST /api/sessions/<id>/chat-url`) stays valid.",
         INBOX,
+    ),
+    # -- Approvals
+    EnvVar(
+        "GLOVE_APPROVAL_REMIND_SECONDS",
+        "int",
+        0,
+        "An approval request nobody decided is reminded to its assignees after this long "
+        "(`0`: no reminder), unless its tool declares `remind_after`.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_ESCALATE_SECONDS",
+        "int",
+        0,
+        "An approval request nobody decided goes to its escalation user or group after this "
+        "long (`0`: never), unless its tool declares `escalate_after`.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_EXPIRE_SECONDS",
+        "int",
+        3600,
+        "An approval request nobody decided is decided by its `on_expire` (reject unless the "
+        "tool says otherwise) after this long (`0`: never), unless its tool declares "
+        "`expire_after`. The turn waits for the decision meanwhile.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_TOOL_DEADLINES",
+        "pairs",
+        {},
+        "Deadlines per tool, `tool=remind/escalate/expire` in seconds (`0` or empty: none), "
+        "e.g. `checkout=60/120/600`; they win over the three defaults above and over the "
+        "tool's own declaration.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_ROUTER",
+        "str",
+        "",
+        'Dotted path of a function `(request) -> {"user": username, "group": name}` that '
+        "assigns approval requests (it wins over the tool's declaration; `None` keeps it). "
+        "Unassigned requests wait in the shared queue every staff member sees.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_SWEEP_SECONDS",
+        "float",
+        5.0,
+        "How often the turn worker's scheduler runs the approvals' reminders, escalations "
+        "and expiries (`approvals.tasks.approval_deadlines`).",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_WEBHOOKS",
+        "pairs",
+        {},
+        "Outgoing webhooks per group, `group=url,...`: each notification (assigned, reminder, "
+        "escalation, expiry) about a request of that group is POSTed there as Slack-compatible "
+        "JSON, signed like the inbox webhooks (`X-Glove-Timestamp`, `X-Glove-Signature`).",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_WEBHOOK_SECRET",
+        "str",
+        "",
+        "The HMAC-SHA256 key that signs the approvals' outgoing webhooks; empty: "
+        "`GLOVE_WEBHOOK_SECRET`.",
+        APPROVALS,
+        secret=True,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS",
+        "int",
+        8,
+        "How often a notification (email or webhook) is tried, with doubling backoff from 5 s "
+        "up to 10 minutes between tries, before it is marked failed.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS",
+        "float",
+        60.0,
+        "A notification a worker claimed but never marked sent (the worker died while "
+        "sending) is tried again after this long.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_LINK_TTL_SECONDS",
+        "int",
+        7 * 24 * 3600,
+        "How long the signed link in an approval email opens the request's decision page.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "EMAIL_HOST",
+        "str",
+        "",
+        "The SMTP server approval emails go through (Django's email framework); empty: "
+        "emails are written to the log (the console backend) instead of sent.",
+        APPROVALS,
+    ),
+    EnvVar("EMAIL_PORT", "int", 25, "The SMTP server's port.", APPROVALS),
+    EnvVar("EMAIL_HOST_USER", "str", "", "The SMTP login, if the server wants one.", APPROVALS),
+    EnvVar("EMAIL_HOST_PASSWORD", "str", "", "The SMTP password.", APPROVALS, secret=True),
+    EnvVar("EMAIL_USE_TLS", "bool", False, "STARTTLS to the SMTP server.", APPROVALS),
+    EnvVar(
+        "DEFAULT_FROM_EMAIL",
+        "str",
+        "glove@localhost",
+        "The sender of approval emails.",
+        APPROVALS,
     ),
     # -- The mesh
     EnvVar(

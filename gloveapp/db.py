@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.utils import InterfaceError, OperationalError
 
 logger = logging.getLogger("gloveapp.db")
@@ -66,6 +66,20 @@ def sql_datetime(value: datetime, using: str = DEFAULT_DB_ALIAS) -> Any:
     naive UTC text: an aware value passed as is would be text with an offset that equals no
     value the ORM compares it with)."""
     return connections[using].ops.adapt_datetimefield_value(value)
+
+
+# PostgreSQL NOTIFY channel the turn workers LISTEN on: "<turn id>" when something a running
+# turn waits for (a prompt's answer, an approval's decision, a stop) was stored.
+TURNS_CHANNEL = "glove_turns"
+
+
+def notify_turn_worker(turn_id: int) -> None:
+    """Tell the worker running the turn to look now: NOTIFY on PostgreSQL, delivered when the
+    current transaction commits and dropped if it rolls back. Elsewhere workers poll."""
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [TURNS_CHANNEL, str(turn_id)])
 
 
 # -- when the database goes away ------------------------------------------------------------

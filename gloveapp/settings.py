@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "inbox",
     "mesh",
     "gloveapp.agents",
+    "gloveapp.approvals",
     "gloveapp.demo",
     "gloveapp.api",
     "gloveapp.turns",
@@ -176,8 +177,12 @@ def channel_layers_for(redis_url: str) -> dict:
     # blocking 5 s BZPOPMIN and kills every idle websocket (django/channels_redis#422):
     # allow reads longer than that pop, still short enough to notice a dead connection.
     host = {"address": redis_url, "socket_timeout": 15}
+    # channels_redis, riding out Redis being away (gloveapp/live/layers.py).
     return {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [host]}}
+        "default": {
+            "BACKEND": "gloveapp.live.layers.ResilientRedisChannelLayer",
+            "CONFIG": {"hosts": [host]},
+        }
     }
 
 
@@ -318,6 +323,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "gloveapp.core.types.TASK_STATUSES",
         "InboxStatusEnum": "gloveapp.core.types.INBOX_STATUSES",
+        "ApprovalDecisionEnum": "gloveapp.core.approvals.DECISIONS",
         "PermissionStatusEnum": "gloveapp.core.types.PERMISSION_STATUSES",
     },
 }
@@ -340,6 +346,40 @@ GLOVE_WEBHOOK_MAX_SKEW_SECONDS = env("GLOVE_WEBHOOK_MAX_SKEW_SECONDS")
 # Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`
 # then answers them with an "Expired" response so no agent waits forever.
 GLOVE_INBOX_TTL_SECONDS = env("GLOVE_INBOX_TTL_SECONDS")
+# Approvals (docs/howto/approvals.md): default deadlines, per-tool deadlines, routing, sweep.
+GLOVE_APPROVAL_REMIND_SECONDS = env("GLOVE_APPROVAL_REMIND_SECONDS")
+GLOVE_APPROVAL_ESCALATE_SECONDS = env("GLOVE_APPROVAL_ESCALATE_SECONDS")
+GLOVE_APPROVAL_EXPIRE_SECONDS = env("GLOVE_APPROVAL_EXPIRE_SECONDS")
+GLOVE_APPROVAL_TOOL_DEADLINES = env("GLOVE_APPROVAL_TOOL_DEADLINES")
+GLOVE_APPROVAL_ROUTER = env("GLOVE_APPROVAL_ROUTER")
+GLOVE_APPROVAL_SWEEP_SECONDS = env("GLOVE_APPROVAL_SWEEP_SECONDS")
+# Approval notifications: webhooks per group, their key, retries, the email link's life.
+GLOVE_APPROVAL_WEBHOOKS = env("GLOVE_APPROVAL_WEBHOOKS")
+GLOVE_APPROVAL_WEBHOOK_SECRET = env("GLOVE_APPROVAL_WEBHOOK_SECRET")
+GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS = env("GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS")
+GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS = env("GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS")
+GLOVE_APPROVAL_LINK_TTL_SECONDS = env("GLOVE_APPROVAL_LINK_TTL_SECONDS")
+# Email (approval notifications), as Django's mailers: SMTP when EMAIL_HOST is set, else
+# written to the log.
+_EMAIL_HOST = env("EMAIL_HOST")
+MAILERS = {
+    "default": (
+        {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {
+                "host": _EMAIL_HOST,
+                "port": env("EMAIL_PORT"),
+                "username": env("EMAIL_HOST_USER") or None,
+                "password": env("EMAIL_HOST_PASSWORD") or None,
+                "use_tls": env("EMAIL_USE_TLS"),
+                "timeout": 10,
+            },
+        }
+        if _EMAIL_HOST
+        else {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+    )
+}
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL")
 # Agent extensions (docs/howto/agents.md): MCP tool lists, subagent bounds.
 GLOVE_MCP_TOOLS_TTL_SECONDS = env("GLOVE_MCP_TOOLS_TTL_SECONDS")
 GLOVE_SUBAGENT_MAX_DEPTH = env("GLOVE_SUBAGENT_MAX_DEPTH")

@@ -292,3 +292,18 @@ def outcome_without_run(tool_name: str, decision: Decision) -> ToolResultData | 
             data={"decision": RESPOND, "text": decision.text},
         )
     return None
+
+
+def customer_view(prompt: dict[str, Any]) -> dict[str, Any]:
+    """An approval prompt as the customer's side may see it: the tool, its arguments less
+    the staff-only ones, and the decisions; no assignee, deadlines or schema."""
+    policy = prompt.get("policy") or {}
+    hidden = set(policy.get("staffOnly") or ())
+    args = prompt.get("toolInput")
+    if isinstance(args, dict):
+        args = {key: value for key, value in args.items() if key not in hidden}
+    return {
+        "renderer": APPROVAL_RENDERER,
+        "toolName": prompt.get("toolName"),
+        "toolInput": args,
+    }

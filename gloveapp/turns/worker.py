@@ -33,6 +33,8 @@ from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.db import connections
 
+from gloveapp.approvals.services import decisions_for_turns
+from gloveapp.approvals.tasks import approval_deadlines
 from gloveapp.core.abort import AbortController
 from gloveapp.core.display import DisplayManager, Slot
 from gloveapp.core.types import AbortError
@@ -108,6 +110,9 @@ class TurnEngine:
             ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"glove-turns-db{index}")
             for index in range(settings.GLOVE_TURN_DB_THREADS)
         ]
+        self._scheduler_thread = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="glove-turns-schedule"
+        )
 
     # -- handing sessions to the loop --------------------------------------------------------
     def dispatch(self, session_id: str) -> None:
@@ -261,6 +266,18 @@ class TurnEngine:
                 pause = 0.0
                 backoff.succeeded()
 
+    async def schedule(self) -> None:
+        """The scheduler: the approvals' periodic task (deadlines, then notifications) every
+        GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own so a slow SMTP server or
+        webhook never holds up the watcher's heartbeats. No cron line is needed."""
+        loop = asyncio.get_running_loop()
+        while not self._stopping:
+            try:
+                await loop.run_in_executor(self._scheduler_thread, _run_scheduled)
+            except Exception:
+                logger.exception("the approvals' periodic task failed; it runs again")
+            await asyncio.sleep(settings.GLOVE_APPROVAL_SWEEP_SECONDS)
+
     def _task_event(self) -> asyncio.Event:
         if self._task_enqueued is None:
             self._task_enqueued = asyncio.Event()
@@ -368,7 +385,10 @@ class TurnEngine:
         self._slots = asyncio.Semaphore(self.concurrency)
         _current = self
         try:
-            jobs = [self._spawn(self.watch(), name="glove-turns:watch")]
+            jobs = [
+                self._spawn(self.watch(), name="glove-turns:watch"),
+                self._spawn(self.schedule(), name="glove-turns:schedule"),
+            ]
             if connections["default"].vendor == "postgresql":
                 jobs.append(self._spawn(self.listen(), name="glove-turns:listen"))
             if fetch is not None:
@@ -391,7 +411,7 @@ class TurnEngine:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.sleep(0)
-        for executor in self._db_threads:
+        for executor in [*self._db_threads, self._scheduler_thread]:
             # Their connections belong to those threads: close them there.
             await asyncio.wrap_future(executor.submit(connections.close_all))
             executor.shutdown(wait=False)
@@ -413,6 +433,13 @@ class TurnEngine:
         return self._stopping
 
 
+def _run_scheduled() -> None:
+    try:
+        approval_deadlines.call()
+    finally:
+        close_broken_connections()
+
+
 def _waits(state: RunningTurn) -> bool:
     return any(slot.waits_for_answer for slot in state.display.stack)
 
@@ -428,6 +455,11 @@ def _answers_and_cancels(
                 turn_id__in=waiting, status=TurnSlot.Status.ANSWERED
             ).values_list("turn_id", "slot_id", "answer")
         )
+        # Approvals: only a recorded decision is handed over (as the slot's answer).
+        answers += [
+            (turn_id, slot_id, {"value": decision})
+            for turn_id, slot_id, decision in decisions_for_turns(waiting)
+        ]
     if running:
         cancels = list(
             Turn.objects.filter(pk__in=running, cancel_requested=True).values_list("pk", flat=True)
