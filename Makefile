@@ -15,7 +15,7 @@ WS_WORKERS ?= 2
 TURN_WORKERS ?= 1
 DOCS_PORT ?= 8002
 
-.PHONY: run serve-prod test install install-run lint format bench clean docs docs-serve
+.PHONY: run serve-prod test install install-run lint format bench chaos clean docs docs-serve
 
 $(PY):
 	@interp=$$(sh .ci/find-python) || exit 1; \
@@ -96,6 +96,15 @@ bench: install
 	@bash .ci/ensure-services
 	@bash .ci/ensure-bench-tools
 	$(PY) bench/run_all.py
+
+# The routine faults of a deployment, one at a time, under load, on the production topology
+# (make serve-prod on a PostgreSQL and a Redis of its own): a table of acknowledged / lost /
+# duplicated / stuck / 5xx / heal time, also written into bench/results.json. CHAOS_QUICK=1
+# shortens it; CHAOS_FAULTS=postgres_restart,kill_http_worker picks faults (bench/chaos.py).
+chaos: install
+	@bash .ci/ensure-services
+	@bash .ci/ensure-chaos-tools
+	$(PY) bench/chaos.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache site

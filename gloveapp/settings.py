@@ -173,8 +173,12 @@ def channel_layers_for(redis_url: str) -> dict:
     # blocking 5 s BZPOPMIN and kills every idle websocket (django/channels_redis#422):
     # allow reads longer than that pop, still short enough to notice a dead connection.
     host = {"address": redis_url, "socket_timeout": 15}
+    # channels_redis, riding out Redis being away (gloveapp/live/layers.py).
     return {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [host]}}
+        "default": {
+            "BACKEND": "gloveapp.live.layers.ResilientRedisChannelLayer",
+            "CONFIG": {"hosts": [host]},
+        }
     }
 
 

@@ -41,6 +41,19 @@ def redis_url() -> str:
     return REDIS_URL
 
 
+@pytest.fixture
+def own_redis():
+    """A redis-server of this test's own (tests/servers.py), to kill, restart and freeze."""
+    import shutil
+
+    from tests.servers import RedisServer
+
+    if shutil.which("redis-server") is None:
+        service_missing("redis-server is not installed")
+    with RedisServer() as server:
+        yield server
+
+
 @pytest.fixture(autouse=True)
 def _fresh_remembered_ids():
     """The pairs (owner, key) -> global id a process remembers (`conversations.access`)

@@ -221,21 +221,28 @@ class PostgresServer:
 
 
 class RedisServer:
-    """A redis-server of its own on a free port (no persistence)."""
+    """A redis-server of its own on a free port (no persistence). `start()` after `kill()`
+    comes back on the same port, empty, as a restarted Redis without persistence does."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, port: int | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed")
         self.binary = binary
-        self.port = free_port()
+        self.port = port or free_port()
         self.folder = Path(tempfile.mkdtemp(prefix="glove-redis-"))
         self.process: subprocess.Popen | None = None
+        self.frozen = False
 
     def url(self, db: int = 0) -> str:
         return f"redis://127.0.0.1:{self.port}/{db}"
 
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
     def start(self) -> RedisServer:
+        if self.running():
+            return self
         self.process = subprocess.Popen(
             [
                 self.binary,
@@ -253,35 +260,55 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        self.frozen = False
         deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not port_open(self.port):
+        while not self._answers():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"redis-server did not start on port {self.port}")
-            time.sleep(0.05)
+            time.sleep(0.02)
         return self
 
     def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+        """SIGKILL: every connection is reset, the data is gone."""
+        if self.running():
             self.process.kill()
             self.process.wait()
+        self.process = None
+        self.frozen = False
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
 
     def freeze(self) -> None:
-        if self.process is not None:
+        """SIGSTOP: connections stay open (new ones even connect) but nothing answers."""
+        if self.running():
             os.kill(self.process.pid, signal.SIGSTOP)
+            self.frozen = True
 
     def thaw(self) -> None:
-        if self.process is not None:
+        if self.running():
             os.kill(self.process.pid, signal.SIGCONT)
+            self.frozen = False
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+        if self.running():
             self.thaw()
             self.process.terminate()
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.kill()
+        self.process = None
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
 
     def __enter__(self) -> RedisServer:
         return self.start()

@@ -17,8 +17,10 @@ larger one (two transactions on different streams). The relay remembers the ids 
 over ("holes") for GLOVE_LIVE_GAP_SECONDS and keeps asking for them, so a late commit is
 still relayed.
 
-A socket that fails to take an event is logged and left behind (its page recovers on
-reload), so one broken socket or odd payload cannot stop every later event in the process.
+A socket that fails to take an event is logged in one line and left behind (its page
+recovers on reload), so one broken socket or odd payload cannot stop every later event in
+the process; a socket that does not take an event within DELIVERY_TIMEOUT_SECONDS is
+dropped (it would hold up every other socket of the process).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ MAX_NEW_HOLES = 1000
 STARTUP_LOOKBEHIND = 200
 MAX_BACKOFF_SECONDS = 5.0
 READY_TIMEOUT_SECONDS = 10.0
+DELIVERY_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -197,15 +200,33 @@ class Relay:
         # A snapshot: consumers come and go while deliveries await.
         for consumer in list(self.watchers.get(row.stream, ())):
             try:
-                await consumer.deliver_stored(frame)
+                # Bounded: a socket that cannot take a frame (a closing handshake the server
+                # waits out, a client that stopped reading) must not hold up every other
+                # socket of the process.
+                async with asyncio.timeout(DELIVERY_TIMEOUT_SECONDS):
+                    await consumer.deliver_stored(frame)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                logger.exception(
-                    "live relay: could not deliver event %d (%s on %s) to a socket",
+            except TimeoutError:
+                # Stuck (a closing handshake, a client that stopped reading): dropped, so it
+                # holds up no later event; its page reconnects and replays.
+                self.unwatch(row.stream, consumer)
+                logger.warning(
+                    "live relay: could not deliver event %d to a socket of %s in %s s; dropped it",
+                    row.id,
+                    row.stream,
+                    DELIVERY_TIMEOUT_SECONDS,
+                )
+            except Exception as error:
+                # One line, no traceback: sockets that closed meanwhile are unwatched by
+                # their consumer, and a burst of these must not flood the log.
+                logger.warning(
+                    "live relay: could not deliver event %d (%s on %s) to a socket: %s: %s",
                     row.id,
                     row.type,
                     row.stream,
+                    type(error).__name__,
+                    error,
                 )
 
     def _mark_relayed(self, event_id: int) -> None:
@@ -253,9 +274,15 @@ class Relay:
                             self.wake()
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as error:
                 failures += 1
-                logger.warning("live relay: Redis wake-up channel lost; polling", exc_info=True)
+                if failures == 1:  # once per outage: the relay polls meanwhile
+                    logger.warning(
+                        "live relay: Redis wake-up channel lost (%s: %s); polling every %s s",
+                        type(error).__name__,
+                        error,
+                        settings.GLOVE_LIVE_POLL_SECONDS,
+                    )
             finally:
                 with contextlib.suppress(Exception):
                     await client.aclose()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from gloveapp.pages import approvals, views, workspace_inbox
+from gloveapp.pages import account, approvals, views, workspace_inbox
 
 urlpatterns = [
     path("", views.session_list, name="session-list"),
@@ -43,4 +43,6 @@ urlpatterns = [
         name="approval-decide",
     ),
     path("notifications/", workspace_inbox.notifications_page, name="notifications"),
+    path("accounts/tokens/", account.api_tokens, name="api-tokens"),
+    path("accounts/tokens/revoke", account.api_token_revoke, name="api-token-revoke"),
 ]

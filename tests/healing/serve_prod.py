@@ -84,9 +84,13 @@ class ServeProd:
         ws_workers: int = 2,
         turn_workers: int = 1,
         extra_env: dict | None = None,
+        port: int | None = None,
+        ws_port: int | None = None,
     ) -> None:
+        """`port` / `ws_port`: where to listen (free ports by default; a restarted stack
+        takes its predecessor's, and its SECRET_KEY in `extra_env`, so clients carry on)."""
         self.folder = Path(tempfile.mkdtemp(prefix="glove-serve-prod-"))
-        self.port, self.ws_port = free_port(), free_port()
+        self.port, self.ws_port = port or free_port(), ws_port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"http://127.0.0.1:{self.ws_port}"
         self.database_url = database_url or f"sqlite:///{self.folder / 'db.sqlite3'}"

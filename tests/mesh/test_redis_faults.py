@@ -1,7 +1,7 @@
 """The Redis mesh reader heals: bad frames are skipped, a lost Redis is waited out, and an
 agent whose reader cannot run is taken off the registry so senders hear of it.
 
-Each test runs its own redis-server (tests/redis_faults.py) so it may kill it or change it.
+Each test runs its own redis-server (tests/servers.py, fixture `own_redis`) so it may kill it or change it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from mesh.core import mount_mesh, unmount_mesh
 from mesh.transports.redis_pubsub import RedisMeshTransport
 from tests.core.support import calls
 from tests.mesh.support import A, B, call_tool, eventually, items, make_agent
-from tests.redis_faults import own_redis  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(120)]
 
@@ -39,14 +38,14 @@ BAD_FRAMES: list[bytes] = [
 
 
 @pytest.fixture
-async def raw(own_redis):  # noqa: F811
+async def raw(own_redis):
     client = aioredis.Redis.from_url(own_redis.url())
     yield client
     await client.aclose()
 
 
 @pytest.fixture
-async def transport(own_redis):  # noqa: F811
+async def transport(own_redis):
     transport = RedisMeshTransport(url=own_redis.url())
     yield transport
     await transport.close()
@@ -72,7 +71,7 @@ async def test_bad_frames_on_every_channel_are_counted_and_skipped(raw, transpor
     await unmount_mesh(a)
 
 
-async def test_the_mesh_delivers_again_after_redis_is_killed_and_restarted(own_redis):  # noqa: F811
+async def test_the_mesh_delivers_again_after_redis_is_killed_and_restarted(own_redis):
     transport = RedisMeshTransport(url=own_redis.url())
     send = calls(("glove_mesh_send_message", {"to": "b", "content": "after the outage"}))
     a, _, _ = make_agent("a", [send, "sent"])

@@ -16,7 +16,6 @@ import redis.asyncio as aioredis
 from mesh.transports.redis_pubsub import RedisMeshTransport
 from tests.core.support import calls
 from tests.mesh.support import A, B, call_tool, eventually, items, make_agent
-from tests.redis_faults import own_redis  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.redis
 
@@ -152,7 +151,7 @@ async def test_a_malformed_body_on_the_channel_is_ignored(raw, transport):
     await unmount_mesh(a)
 
 
-async def test_agents_reconnect_resubscribe_and_reregister_after_redis_restarts(own_redis):  # noqa: F811
+async def test_agents_reconnect_resubscribe_and_reregister_after_redis_restarts(own_redis):
     from mesh.core import mount_mesh, unmount_mesh
 
     url = own_redis.url()
