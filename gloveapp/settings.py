@@ -146,10 +146,14 @@ if (
     and DB_POOL_SIZE > 0
     and not DATABASES["default"].get("CONN_MAX_AGE")
 ):
+    from gloveapp.db import pool_check
+
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DB_POOL_SIZE,
         "timeout": 10,
+        # A connection the server closed (a restart) is replaced, not handed to a request.
+        "check": pool_check,
     }
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
 # instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
