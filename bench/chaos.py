@@ -3,7 +3,7 @@ production topology; what each did to acknowledged work, in a table.
 
 The topology is `make serve-prod` (granian with two HTTP workers, uvicorn with two websocket
 workers, two turn workers) on a PostgreSQL and a Redis this script starts on free ports of
-its own (tests/servers.py, tests/redis_faults.py), a `run_agent` mesh peer on the Redis mesh,
+its own (tests/servers.py), a `run_agent` mesh peer on the Redis mesh,
 and the offline demo model (scripted: no API key). This script is their supervisor, as
 systemd would be (docs/howto/deploy.md): when `make serve-prod` or the peer exits, it is
 started again two seconds later.
@@ -58,8 +58,7 @@ sys.path.insert(0, str(ROOT))
 from bench.lib.machine import machine  # noqa: E402
 from bench.lib.report import goal  # noqa: E402
 from tests.healing.serve_prod import ServeProd  # noqa: E402
-from tests.redis_faults import RedisServer  # noqa: E402
-from tests.servers import PostgresServer, pg_bindir  # noqa: E402
+from tests.servers import PostgresServer, RedisServer, pg_bindir  # noqa: E402
 
 PASSWORD = "chaos-pw-1-not-a-secret"
 LEASE_SECONDS = 15.0

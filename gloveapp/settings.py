@@ -146,10 +146,14 @@ if (
     and DB_POOL_SIZE > 0
     and not DATABASES["default"].get("CONN_MAX_AGE")
 ):
+    from gloveapp.db import pool_check
+
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DB_POOL_SIZE,
         "timeout": 10,
+        # A connection the server closed (a restart) is replaced, not handed to a request.
+        "check": pool_check,
     }
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
 # instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
@@ -371,6 +375,7 @@ GLOVE_APPROVAL_EXPIRE_SECONDS = env("GLOVE_APPROVAL_EXPIRE_SECONDS")
 GLOVE_APPROVAL_TOOL_DEADLINES = env("GLOVE_APPROVAL_TOOL_DEADLINES")
 GLOVE_APPROVAL_ROUTER = env("GLOVE_APPROVAL_ROUTER")
 GLOVE_APPROVAL_SWEEP_SECONDS = env("GLOVE_APPROVAL_SWEEP_SECONDS")
+GLOVE_DEMO_APPROVAL_BAGS = env("GLOVE_DEMO_APPROVAL_BAGS")
 # Approval notifications: webhooks per group, their key, retries, the email link's life.
 GLOVE_APPROVAL_WEBHOOKS = env("GLOVE_APPROVAL_WEBHOOKS")
 GLOVE_APPROVAL_WEBHOOK_SECRET = env("GLOVE_APPROVAL_WEBHOOK_SECRET")

@@ -85,6 +85,11 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
     `TurnLimitReached` past the user's turns per minute: every turn is a paid model call.
     """
     with transaction.atomic():
+        # The bound is a count read before the insert: without a lock, concurrent posts
+        # all read the same count and all insert (20 of 20 did, with a bound of 5). The
+        # session's row lock makes count-then-insert one decision per session on
+        # PostgreSQL; SQLite's transactions begin IMMEDIATE, so its writers are serial.
+        list(Session.objects.select_for_update().filter(pk=session_id).values_list("pk"))
         since = timezone.now() - timedelta(minutes=1)
         if user_id is not None:
             recent = Turn.objects.filter(user_id=user_id, created_at__gte=since).count()
