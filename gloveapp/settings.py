@@ -169,6 +169,28 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env("REDIS_URL")
 
 
+def caches_for(redis_url: str) -> dict:
+    """The cache every process shares (rate limits, rendered docs; gloveapp/live/cache.py):
+    Redis when a URL is given, else the database's `glove_cache` table (migration live.0002)."""
+    if redis_url:
+        return {
+            "default": {
+                "BACKEND": "gloveapp.live.cache.ResilientRedisCache",
+                "LOCATION": redis_url,
+                "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 2.0},
+            }
+        }
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "glove_cache",
+        }
+    }
+
+
+CACHES = caches_for(REDIS_URL)
+
+
 def channel_layers_for(redis_url: str) -> dict:
     """The in-memory layer, or channels_redis when a Redis URL is given."""
     if not redis_url:
@@ -353,6 +375,7 @@ GLOVE_APPROVAL_EXPIRE_SECONDS = env("GLOVE_APPROVAL_EXPIRE_SECONDS")
 GLOVE_APPROVAL_TOOL_DEADLINES = env("GLOVE_APPROVAL_TOOL_DEADLINES")
 GLOVE_APPROVAL_ROUTER = env("GLOVE_APPROVAL_ROUTER")
 GLOVE_APPROVAL_SWEEP_SECONDS = env("GLOVE_APPROVAL_SWEEP_SECONDS")
+GLOVE_DEMO_APPROVAL_BAGS = env("GLOVE_DEMO_APPROVAL_BAGS")
 # Approval notifications: webhooks per group, their key, retries, the email link's life.
 GLOVE_APPROVAL_WEBHOOKS = env("GLOVE_APPROVAL_WEBHOOKS")
 GLOVE_APPROVAL_WEBHOOK_SECRET = env("GLOVE_APPROVAL_WEBHOOK_SECRET")
