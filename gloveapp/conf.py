@@ -390,7 +390,8 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "str",
         "",
         "Redis for the channel layer (channels_redis) and instant relay wake-ups, the `rq` "
-        "turn queue and the `redis` mesh transport. Empty: the in-memory channel layer.",
+        "turn queue, the `redis` mesh transport and the shared cache (rate limits, rendered "
+        "docs). Empty: the in-memory channel layer and the database's `glove_cache` table.",
         TURNS,
     ),
     EnvVar(
@@ -771,6 +772,14 @@ DECLARATIONS: tuple[EnvVar, ...] = (
     ),
     # -- Logins and the demo
     EnvVar(
+        "GLOVE_DEMO_APPROVAL_BAGS",
+        "int",
+        5,
+        "The coffee demo's checkout of more bags than this needs a staff approval (the "
+        "`baristas` group decides, `managers` after 2 minutes; `0`: never).",
+        LOGINS,
+    ),
+    EnvVar(
         "AXES_FAILURE_LIMIT",
         "int",
         5,
@@ -805,6 +814,24 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "str",
         Derived("`staff-coffee` for a new user; an existing one keeps its password"),
         "The password `setup_demo` gives the `staff` user (set: it is reset to this).",
+        LOGINS,
+        read_by="`setup_demo`",
+    ),
+    EnvVar(
+        "BARISTA_PASSWORD",
+        "str",
+        Derived("`barista-coffee` for a new user; an existing one keeps its password"),
+        "The password `setup_demo` gives the `barista` user (staff, in the `baristas` group "
+        "that approves large orders; set: it is reset to this).",
+        LOGINS,
+        read_by="`setup_demo`",
+    ),
+    EnvVar(
+        "MANAGER_PASSWORD",
+        "str",
+        Derived("`manager-coffee` for a new user; an existing one keeps its password"),
+        "The password `setup_demo` gives the `manager` user (staff, in the `managers` group "
+        "that large orders escalate to; set: it is reset to this).",
         LOGINS,
         read_by="`setup_demo`",
     ),

@@ -122,6 +122,23 @@ def close_broken_connections() -> None:
                 connection.close()
 
 
+def pool_check(raw: Any) -> None:
+    """psycopg's pool runs this before it hands out a connection (settings.py): one that
+    has something to read while idle was closed by the server (a restart, a failover, an
+    idle timeout; its last words wait in the socket) and is replaced, instead of failing the
+    request that takes it. A non-blocking poll (about 1 µs), not a round trip."""
+    import select
+
+    import psycopg
+
+    readable, _, _ = select.select([raw.pgconn.socket], [], [], 0)
+    if readable:
+        # Closed here: the pool takes back what failed its check, and discards only what
+        # it sees closed (psycopg cannot tell this one is dead).
+        raw.close()
+        raise psycopg.OperationalError("the server closed this idle connection")
+
+
 def healing[**P, T](func: Callable[P, T]) -> Callable[P, T]:
     """`func`, closing its thread's broken connections when it fails for want of the
     database (the error is raised as it was): for the functions a loop hands to a thread."""

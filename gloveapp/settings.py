@@ -146,10 +146,14 @@ if (
     and DB_POOL_SIZE > 0
     and not DATABASES["default"].get("CONN_MAX_AGE")
 ):
+    from gloveapp.db import pool_check
+
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DB_POOL_SIZE,
         "timeout": 10,
+        # A connection the server closed (a restart) is replaced, not handed to a request.
+        "check": pool_check,
     }
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
 # instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
@@ -163,6 +167,28 @@ GLOVE_EARLY_LOCK_RELEASE = env("GLOVE_EARLY_LOCK_RELEASE")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
+
+
+def caches_for(redis_url: str) -> dict:
+    """The cache every process shares (rate limits, rendered docs; gloveapp/live/cache.py):
+    Redis when a URL is given, else the database's `glove_cache` table (migration live.0002)."""
+    if redis_url:
+        return {
+            "default": {
+                "BACKEND": "gloveapp.live.cache.ResilientRedisCache",
+                "LOCATION": redis_url,
+                "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 2.0},
+            }
+        }
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "glove_cache",
+        }
+    }
+
+
+CACHES = caches_for(REDIS_URL)
 
 
 def channel_layers_for(redis_url: str) -> dict:
@@ -349,6 +375,7 @@ GLOVE_APPROVAL_EXPIRE_SECONDS = env("GLOVE_APPROVAL_EXPIRE_SECONDS")
 GLOVE_APPROVAL_TOOL_DEADLINES = env("GLOVE_APPROVAL_TOOL_DEADLINES")
 GLOVE_APPROVAL_ROUTER = env("GLOVE_APPROVAL_ROUTER")
 GLOVE_APPROVAL_SWEEP_SECONDS = env("GLOVE_APPROVAL_SWEEP_SECONDS")
+GLOVE_DEMO_APPROVAL_BAGS = env("GLOVE_DEMO_APPROVAL_BAGS")
 # Approval notifications: webhooks per group, their key, retries, the email link's life.
 GLOVE_APPROVAL_WEBHOOKS = env("GLOVE_APPROVAL_WEBHOOKS")
 GLOVE_APPROVAL_WEBHOOK_SECRET = env("GLOVE_APPROVAL_WEBHOOK_SECRET")

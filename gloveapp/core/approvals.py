@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
@@ -96,6 +97,9 @@ class ApprovalPolicy:
     on_expire_text: str | None = None
     # Argument names shown to staff only (a customer's page shows the rest).
     staff_only: tuple[str, ...] = field(default=())
+    # When only some calls need a person (an order over a threshold): `when(raw_input)`
+    # true asks, false runs at once. Not stored with the request: the executor's rule.
+    when: Callable[[Any], bool] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         decisions = tuple(self.decisions)
@@ -107,6 +111,10 @@ class ApprovalPolicy:
         for name in ("remind_after", "escalate_after", "expire_after"):
             object.__setattr__(self, name, _seconds(getattr(self, name), name))
         object.__setattr__(self, "staff_only", tuple(self.staff_only))
+
+    def applies(self, raw_input: Any) -> bool:
+        """Does this call need a decision? (Checked with the raw input, as permission is.)"""
+        return self.when is None or bool(self.when(raw_input))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -171,7 +171,7 @@ class ToolExecutor:
         if permission == "denied":
             return ToolResultData.error(permission_denied_message(call.tool_name)), False, False
 
-        if tool.approval is not None:
+        if tool.approval is not None and tool.approval.applies(call.input_args):
             approved, outcome = await self._approved(tool, call, hand_over, abort)
             if outcome is not None:
                 return outcome, False, False

@@ -9,6 +9,7 @@ renders. It works without JavaScript (rows are links, the decision is a form);
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -67,36 +68,69 @@ def _rows(user: Any, view: str, offset: int = 0) -> tuple[list[dict], bool, int]
     return data, len(page) > PAGE_SIZE, offset + PAGE_SIZE
 
 
+def _widget(kind: Any, value: Any) -> str:
+    if kind in ("integer", "number") or (
+        isinstance(value, int | float) and not isinstance(value, bool)
+    ):
+        return "number"
+    if kind == "boolean" or isinstance(value, bool):
+        return "checkbox"
+    if kind == "string" or isinstance(value, str):
+        return "text"
+    return "json"
+
+
+def _rows_of(value: Any) -> bool:
+    """A list of flat objects (an order's lines): shown as one field per cell."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(
+            isinstance(row, dict)
+            and all(not isinstance(cell, dict | list) for cell in row.values())
+            for row in value
+        )
+    )
+
+
 def fields_of(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The arguments as form fields, typed by the tool's input schema."""
+    """The arguments as form fields, typed by the tool's input schema (else by value); a
+    list of flat objects becomes a field per cell, named `name.index.key`."""
     schema = data.get("inputSchema") or {}
     properties = schema.get("properties") if isinstance(schema, dict) else None
     properties = properties if isinstance(properties, dict) else {}
     args = data["args"] if isinstance(data["args"], dict) else {}
     fields = []
-    for name in [*properties, *[key for key in args if key not in properties]]:
+    for name in [
+        *[key for key in properties if key in args],
+        *[k for k in args if k not in properties],
+    ]:
         spec = properties.get(name) if isinstance(properties.get(name), dict) else {}
-        kind = spec.get("type")
         value = args.get(name)
-        if kind in ("integer", "number"):
-            widget = "number"
-        elif kind == "boolean":
-            widget = "checkbox"
-        elif kind == "string" or isinstance(value, str):
-            widget = "text"
-        else:
-            widget = "json"
-            value = json.dumps(value, ensure_ascii=False)
+        if _rows_of(value):
+            for index, row in enumerate(value):
+                title = next((cell for cell in row.values() if isinstance(cell, str)), "")
+                for key, cell in row.items():
+                    fields.append(
+                        _field(f"{name}.{index}.{key}", f"{title or name} · {key}", None, cell)
+                    )
+            continue
         fields.append(
-            {
-                "name": name,
-                "label": spec.get("description") or name.replace("_", " "),
-                "widget": widget,
-                "value": value,
-                "step": "1" if kind == "integer" else "any",
-            }
+            _field(name, spec.get("description") or name.replace("_", " "), spec.get("type"), value)
         )
     return fields
+
+
+def _field(name: str, label: str, kind: Any, value: Any) -> dict[str, Any]:
+    widget = _widget(kind, value)
+    integer = kind == "integer" or (isinstance(value, int) and not isinstance(value, bool))
+    return {
+        "name": name,
+        "label": label,
+        "widget": widget,
+        "value": json.dumps(value, ensure_ascii=False) if widget == "json" else value,
+        "step": "1" if integer else "any",
+    }
 
 
 def _detail(user: Any, row: Any, error: str = "", via: str = "") -> dict[str, Any]:
@@ -182,25 +216,34 @@ def decision_from_form(row: Any, form: Any) -> Decision:
 
 def _edited_args(row: Any, form: Any) -> dict[str, Any]:
     data = {"args": row.args, "inputSchema": row.input_schema}
-    edited = dict(row.args)
+    edited = copy.deepcopy(row.args)
     for field in fields_of(data):
         key = f"arg__{field['name']}"
         if field["widget"] == "checkbox":
-            edited[field["name"]] = key in form
+            value: Any = key in form
+        elif key not in form:
             continue
-        if key not in form:
-            continue
-        raw = form.get(key)
-        if field["widget"] == "number":
-            edited[field["name"]] = _number(raw, field)
+        elif field["widget"] == "number":
+            value = _number(form.get(key), field)
         elif field["widget"] == "json":
             try:
-                edited[field["name"]] = json.loads(raw)
+                value = json.loads(form.get(key))
             except ValueError:
                 raise DecisionInvalid(f"{field['name']} is not JSON") from None
         else:
-            edited[field["name"]] = raw
+            value = form.get(key)
+        _put(edited, field["name"], value)
     return edited
+
+
+def _put(args: dict[str, Any], name: str, value: Any) -> None:
+    """Set `name` (`key`, or `key.index.cell` for a row's cell) in `args`."""
+    path = name.split(".")
+    rows = args.get(path[0]) if len(path) == 3 and path[1].isdigit() else None
+    if isinstance(rows, list) and int(path[1]) < len(rows) and isinstance(rows[int(path[1])], dict):
+        rows[int(path[1])][path[2]] = value
+    else:
+        args[name] = value
 
 
 def _number(raw: str, field: dict[str, Any]) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from gloveapp.db import Backoff, healing
 from mesh import services
 from mesh.core.adapter import MeshHandler, Unsubscribe
 from mesh.core.errors import MeshAccessDeniedError, MeshUnknownAgentError, MeshUnknownMessageError
@@ -208,14 +209,18 @@ class DatabaseMeshAdapter:
         return unsubscribe
 
     async def _poll(self, cursor: int, handler: MeshHandler) -> None:
+        backoff = Backoff(f"[mesh-db] {self.agent_id}'s deliveries", log=logger)
         while True:
             try:
-                deliveries = await _run(services.mesh_deliveries_after)(
+                deliveries = await _run(healing(services.mesh_deliveries_after))(
                     recipient=self.agent_id, after=cursor
                 )
-            except Exception:
-                logger.exception("[mesh-db] %s could not read its deliveries:", self.agent_id)
-                deliveries = []
+            except Exception as error:
+                # The database away: a new connection after a backoff; what was delivered
+                # meanwhile is read then (the cursor did not move).
+                await asyncio.sleep(backoff.failed(error))
+                continue
+            backoff.succeeded()
             for delivery in deliveries:
                 cursor = delivery.pk
                 try:

@@ -192,3 +192,14 @@ async def test_a_withdrawn_request_runs_nothing():
     glove.display_manager.reject(slot.id, RuntimeError("gone"))
     await answering
     assert ran == []
+
+
+async def test_a_policy_with_when_asks_only_for_the_calls_it_names():
+    ran: list = []
+    glove, _, _ = make_glove(
+        [calls(("place_order", {"product": "AA", "quantity": 2})), "done"],
+        tools=[ordering(ran, when=lambda args: args.get("quantity", 0) > 5)],
+    )
+    await glove.process_request("order")
+    assert ran == [{"product": "AA", "quantity": 2}]
+    assert not glove.display_manager.stack

@@ -96,7 +96,13 @@ def wait_until_finished(database_url: str, timeout: float) -> float | None:
 def check_exactly_once(database_url: str, load: Load) -> None:
     """Every acknowledged message is stored once and answered once, its tool call has one
     result, and every turn ended as done."""
-    statuses = dict(query(database_url, "SELECT status, count(*) FROM turns_turn GROUP BY 1"))
+    statuses = dict(
+        query(
+            database_url,
+            "SELECT status, count(*) FROM turns_turn WHERE session_id = ANY(%s) GROUP BY 1",
+            load.sessions,
+        )
+    )
     assert statuses == {"done": load.count}, statuses
     for session_id, texts in load.acknowledged.items():
         rows = query(

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from tests.api.liveserver import LiveServer
-from tests.conftest import service_missing
+from tests.healing.conftest import LEASE_SECONDS
 from tests.healing.stack import (
-    PASSWORD,
     Browser,
     Load,
     check_exactly_once,
@@ -29,63 +27,20 @@ from tests.healing.stack import (
     unfinished_turns,
     wait_until_finished,
 )
-from tests.servers import PostgresServer, RedisServer, pg_bindir
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(240)]
 
-LEASE_SECONDS = 4
 CHATS = 8
 # A generous bound on healing: the promise is LEASE_SECONDS + 10 s; a shared 2-core machine
 # may be several times slower.
 HEAL_WAIT = LEASE_SECONDS + 10 + 60
 
 
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    if pg_bindir() is None:
-        service_missing("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
-    with PostgresServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    try:
-        server = RedisServer()
-    except RuntimeError as error:
-        service_missing(str(error))
-    with server:
-        yield server
-
-
-@pytest.fixture(params=["db", "rq"])
-def stack(request, postgres) -> Iterator[LiveServer]:
-    env = {
-        "GLOVE_TASKS_BACKEND": request.param,
-        "GLOVE_TURN_LEASE_SECONDS": str(LEASE_SECONDS),
-        "GLOVE_TURN_DB_THREADS": "2",
-        "GLOVE_TURNS_PER_USER_PER_MINUTE": "1000",
-        "GLOVE_MAX_QUEUED_MESSAGES": "50",
-        "REDIS_URL": "",
-    }
-    if request.param == "rq":
-        env["REDIS_URL"] = request.getfixturevalue("redis_server").url()
-    with LiveServer(database_url=postgres.url(), extra_env=env) as server:
-        server.manage(
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model; "
-            f"get_user_model().objects.create_user('ann', password='{PASSWORD}')",
-        )
-        server.start_worker()
-        server.start_worker()
-        yield server
-
-
 def test_every_acknowledged_message_is_answered_once_after_a_database_restart(stack, postgres):
     server = stack
     backend = server.env["GLOVE_TASKS_BACKEND"]
-    processes = [server._process, *server.workers]
+    workers = [index for index, worker in enumerate(server.workers) if worker.poll() is None]
+    processes = [server._process, *(server.workers[index] for index in workers)]
     pids = [process.pid for process in processes]
     ann = Browser(server)
     load = Load(ann, [ann.new_session() for _ in range(CHATS)])
@@ -128,7 +83,7 @@ def test_every_acknowledged_message_is_answered_once_after_a_database_restart(st
     check_exactly_once(server.database_url, load)
     # Said in a line when it goes and one when it is back (each connection finds out on its
     # own, so a restart may take a few), never a traceback per attempt.
-    for index in range(len(server.workers)):
+    for index in workers:
         log = _worker_log(server, index)
         assert "Traceback" not in log, log[-6000:]
         assert 1 <= log.count("the database is back") <= 10, log[-6000:]
