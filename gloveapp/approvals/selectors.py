@@ -70,6 +70,13 @@ def approval_visible(*, user: Any, request_id: Any) -> ApprovalRequest | None:
     )
 
 
+def approval_for_system(*, request_id: Any) -> ApprovalRequest | None:
+    """The request by id for a caller that is no person (a signed webhook)."""
+    if not is_request_id(request_id):
+        return None
+    return ApprovalRequest.objects.filter(pk=request_id).first()
+
+
 def decision_of(row: ApprovalRequest) -> ApprovalDecision | None:
     if row.status != ApprovalRequest.Status.DECIDED:
         return None
