@@ -36,6 +36,7 @@ from gloveapp.approvals.selectors import (
     approvals_queue,
     decision_of,
     group_ids,
+    page_of,
 )
 from gloveapp.approvals.services import (
     ApprovalConflict,
@@ -143,7 +144,7 @@ class ApprovalListApi(ApiView):
         options = query.validated_data
         rows = approvals_queue(user=request.user, view=options["view"], status=options["status"])
         offset, limit = options["offset"], options["limit"]
-        page = list(rows[offset : offset + limit + 1])
+        page = page_of(rows, offset=offset, limit=limit)
         more = len(page) > limit
         page = page[:limit]
         decisions = _decisions(page)
