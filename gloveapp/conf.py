@@ -390,7 +390,8 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "str",
         "",
         "Redis for the channel layer (channels_redis) and instant relay wake-ups, the `rq` "
-        "turn queue and the `redis` mesh transport. Empty: the in-memory channel layer.",
+        "turn queue, the `redis` mesh transport and the shared cache (rate limits, rendered "
+        "docs). Empty: the in-memory channel layer and the database's `glove_cache` table.",
         TURNS,
     ),
     EnvVar(

@@ -169,6 +169,28 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env("REDIS_URL")
 
 
+def caches_for(redis_url: str) -> dict:
+    """The cache every process shares (rate limits, rendered docs; gloveapp/live/cache.py):
+    Redis when a URL is given, else the database's `glove_cache` table (migration live.0002)."""
+    if redis_url:
+        return {
+            "default": {
+                "BACKEND": "gloveapp.live.cache.ResilientRedisCache",
+                "LOCATION": redis_url,
+                "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 2.0},
+            }
+        }
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "glove_cache",
+        }
+    }
+
+
+CACHES = caches_for(REDIS_URL)
+
+
 def channel_layers_for(redis_url: str) -> dict:
     """The in-memory layer, or channels_redis when a Redis URL is given."""
     if not redis_url:

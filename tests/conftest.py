@@ -16,6 +16,15 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
+def pytest_configure(config) -> None:
+    from django.conf import settings
+
+    # The test process counts its rate limits in its own memory (each test starts clean, with
+    # no table to empty); the servers that tests start use the shared cache production uses
+    # (Redis or the database's `glove_cache`: tests/serving/test_shared_throttles.py).
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
 def service_missing(reason: str) -> None:
     """Fail under CI, skip on a developer machine."""
     if IN_CI:

@@ -271,11 +271,16 @@ class TurnEngine:
         GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own so a slow SMTP server or
         webhook never holds up the watcher's heartbeats. No cron line is needed."""
         loop = asyncio.get_running_loop()
+        # The database away: one line, not a traceback per round; any other failure is
+        # logged whole. It runs again either way.
+        backoff = Backoff("the approvals' periodic task")
         while not self._stopping:
             try:
                 await loop.run_in_executor(self._scheduler_thread, _run_scheduled)
-            except Exception:
-                logger.exception("the approvals' periodic task failed; it runs again")
+            except Exception as error:
+                backoff.failed(error)
+            else:
+                backoff.succeeded()
             await asyncio.sleep(settings.GLOVE_APPROVAL_SWEEP_SECONDS)
 
     def _task_event(self) -> asyncio.Event:
