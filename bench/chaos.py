@@ -245,7 +245,9 @@ class Rig:
                             self.stack = replacement
                 if self.peer is not None and self.peer.poll() is not None:
                     self.restarts["run_agent"] += 1
-                    say(f"run_agent exited {self.peer.returncode}; restarting it")
+                    tail = (self.stack.folder / "peer.log").read_text(errors="replace")
+                    last = " | ".join(tail.strip().splitlines()[-3:])
+                    say(f"run_agent exited {self.peer.returncode} ({last}); restarting it")
                     time.sleep(2)
                     self._start_peer()
 
@@ -736,7 +738,11 @@ def table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " | notes |", "|" + " --- |" * (len(COLUMNS) + 1)]
     for row in rows:
         cells = ["-" if row.get(c) is None else str(row.get(c)) for c in COLUMNS]
-        notes = "; ".join(str(row[k]) for k in ("error", "mesh", "shapes", "notes") if row.get(k))
+        late = row.get("stored_unacknowledged")
+        notes = "; ".join(
+            [str(row[k]) for k in ("error", "restarted", "mesh", "shapes", "notes") if row.get(k)]
+            + ([f"stored though not acknowledged (client gave up): {late}"] if late else [])
+        )
         lines.append("| " + " | ".join(cells) + f" | {notes} |")
     return "\n".join(lines)
 
@@ -780,10 +786,16 @@ def main() -> int:
         for fault in chosen:
             rig.wait_up()
             time.sleep(6.5)  # granian: a worker dead within 5.5 s of its respawn is a crash loop
+            before = Counter(rig.restarts)
             try:
                 row = fault().run(rig)
             except Exception as error:  # a fault the rig could not run is a row too
                 row = {"measure": fault.name, "error": f"{type(error).__name__}: {error}"}
+            restarted = rig.restarts - before
+            if restarted:  # by the supervisor, as systemd would
+                row["restarted"] = "restarted by the supervisor: " + ", ".join(
+                    f"{name} x{count}" for name, count in restarted.items()
+                )
             rows.append(row)
             say(table([row]).splitlines()[-1])
     finally:
