@@ -28,6 +28,7 @@ from gloveapp.approvals.selectors import (
     approvals_queue,
     decision_of,
     group_ids,
+    page_of,
 )
 from gloveapp.approvals.services import (
     ApprovalConflict,
@@ -62,7 +63,7 @@ def _view(request: HttpRequest) -> str:
 
 def _rows(user: Any, view: str, offset: int = 0) -> tuple[list[dict], bool, int]:
     rows = approvals_queue(user=user, view=view)
-    page = list(rows[offset : offset + PAGE_SIZE + 1])
+    page = page_of(rows, offset=offset, limit=PAGE_SIZE)
     groups = group_ids(user)
     data = [approval_data(row, user=user, group_ids=groups) for row in page[:PAGE_SIZE]]
     return data, len(page) > PAGE_SIZE, offset + PAGE_SIZE

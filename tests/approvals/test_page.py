@@ -172,3 +172,17 @@ def test_the_admin_shows_decisions_and_exports_the_audit_as_csv(session_id, bari
     assert lines[0][:6] == ["request", "tool", "session", "decision", "by", "channel"]
     assert lines[1][3:6] == ["edit", "bea", "page"]
     assert '"quantity": 2' in lines[1][10]
+
+
+def test_the_admin_approves_or_rejects_selected_requests(session_id, admin_user):
+    approving, rejecting = open_request(session_id), open_request(session_id)
+    as_admin = client_for(admin_user)
+    for row, action in ((approving, "approve_selected"), (rejecting, "reject_selected")):
+        response = as_admin.post(
+            "/admin/approvals/approvalrequest/",
+            {"action": action, "_selected_action": [str(row.pk)]},
+        )
+        assert response.status_code == 302
+    made = {d.request_id: d for d in ApprovalDecision.objects.all()}
+    assert (made[approving.pk].kind, made[approving.pk].channel) == ("approve", "admin")
+    assert (made[rejecting.pk].kind, made[rejecting.pk].username) == ("reject", "admin")
