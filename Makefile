@@ -11,10 +11,11 @@ PORT ?= 8000
 WS_PORT ?= 8001
 HTTP_WORKERS ?= 2
 HTTP_THREADS ?= 6
-WS_WORKERS ?= 1
+WS_WORKERS ?= 2
+TURN_WORKERS ?= 1
 DOCS_PORT ?= 8002
 
-.PHONY: run serve-prod test install install-run lint format bench clean docs docs-serve
+.PHONY: run serve-prod test install install-run lint format bench chaos clean docs docs-serve
 
 $(PY):
 	@interp=$$(sh .ci/find-python) || exit 1; \
@@ -52,20 +53,15 @@ run: install-run
 
 # The production topology (docs/howto/deploy.md): HTTP on granian's WSGI workers (HTTP in
 # Rust, no sync/async hop per middleware; connections from psycopg's pool), websockets and
-# /mcp/ on uvicorn (ASGI, the pool too), chat turns on a turn worker. A proxy routes /ws/ and
-# /mcp/ to WS_PORT and the rest to PORT.
-# bench/rest.py starts exactly this.
+# /mcp/ on uvicorn (ASGI, the pool too), chat turns on turn workers. A proxy routes /ws/ and
+# /mcp/ to WS_PORT and the rest to PORT. granian and uvicorn respawn a crashed worker; when
+# a process exits for good, .ci/serve_prod.py stops all of them and exits non-zero, for a
+# supervisor to restart (never half up). bench/rest.py and bench/chaos.py start exactly this.
 serve-prod: install-run
 	$(PY) manage.py migrate --noinput
-	@trap 'kill 0' INT TERM; \
-	DB_CONN_MAX_AGE=0 $(VENV)/bin/granian --interface wsgi gloveapp.wsgi:application \
-		--host $(HOST) --port $(PORT) --workers $(HTTP_WORKERS) \
-		--blocking-threads $(HTTP_THREADS) --no-ws --log-level warning & \
-	GLOVE_SERVER=asgi DB_CONN_MAX_AGE=0 $(VENV)/bin/uvicorn gloveapp.asgi:application \
-		--host $(HOST) --port $(WS_PORT) --workers $(WS_WORKERS) --ws websockets \
-		--lifespan off --no-access-log & \
-	DB_CONN_MAX_AGE=0 $(PY) manage.py turn_worker & \
-	wait
+	@HOST=$(HOST) PORT=$(PORT) WS_PORT=$(WS_PORT) HTTP_WORKERS=$(HTTP_WORKERS) \
+		HTTP_THREADS=$(HTTP_THREADS) WS_WORKERS=$(WS_WORKERS) TURN_WORKERS=$(TURN_WORKERS) \
+		exec $(PY) .ci/serve_prod.py
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -100,6 +96,15 @@ bench: install
 	@bash .ci/ensure-services
 	@bash .ci/ensure-bench-tools
 	$(PY) bench/run_all.py
+
+# The routine faults of a deployment, one at a time, under load, on the production topology
+# (make serve-prod on a PostgreSQL and a Redis of its own): a table of acknowledged / lost /
+# duplicated / stuck / 5xx / heal time, also written into bench/results.json. CHAOS_QUICK=1
+# shortens it; CHAOS_FAULTS=postgres_restart,kill_http_worker picks faults (bench/chaos.py).
+chaos: install
+	@bash .ci/ensure-services
+	@bash .ci/ensure-chaos-tools
+	$(PY) bench/chaos.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache site

@@ -35,7 +35,7 @@ RESULTS_JSON = BENCH / "results.json"
 RESULTS_MD = BENCH / "results.md"
 README = BENCH / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-SKIP = {"run_all.py"}
+SKIP = {"run_all.py", "chaos.py"}  # chaos.py: `make chaos`, faults, not speed
 MAX_FLAT_ROWS = 60
 
 

@@ -42,12 +42,12 @@ if leaky := leaky_connection_settings():
         "connections only under gloveapp.wsgi."
     )
 
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from gloveapp.api.workspace_mcp import mcp_endpoint  # noqa: E402
 from gloveapp.live.auth import LoginMiddlewareStack  # noqa: E402
-from gloveapp.routing import websocket_urlpatterns  # noqa: E402
+from gloveapp.routing import RefusingURLRouter, websocket_urlpatterns  # noqa: E402
 
 
 async def http_app(scope, receive, send):
@@ -62,7 +62,7 @@ application = ProtocolTypeRouter(
     {
         "http": http_app,
         "websocket": AllowedHostsOriginValidator(
-            LoginMiddlewareStack(URLRouter(websocket_urlpatterns))
+            LoginMiddlewareStack(RefusingURLRouter(websocket_urlpatterns))
         ),
         # Servers with an ASGI lifespan (uvicorn) start the MCP session manager up front;
         # Daphne has none, and the endpoint starts it on the first MCP request instead.

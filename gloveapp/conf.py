@@ -65,6 +65,7 @@ MODELS = "Models and agents"
 TURNS = "Chat turns and their workers"
 LIVE = "Live updates"
 INBOX = "The inbox, webhooks and limits"
+APPROVALS = "Approvals"
 MESH = "The mesh"
 WORKSPACE = "The workspace inbox"
 LOGINS = "Logins and the demo"
@@ -381,7 +382,8 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "str",
         "",
         "Redis for the channel layer (channels_redis) and instant relay wake-ups, the `rq` "
-        "turn queue and the `redis` mesh transport. Empty: the in-memory channel layer.",
+        "turn queue, the `redis` mesh transport and the shared cache (rate limits, rendered "
+        "docs). Empty: the in-memory channel layer and the database's `glove_cache` table.",
         TURNS,
     ),
     EnvVar(
@@ -550,6 +552,118 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "How long a signed chat URL (`POST /api/sessions/<id>/chat-url`) stays valid.",
         INBOX,
     ),
+    # -- Approvals
+    EnvVar(
+        "GLOVE_APPROVAL_REMIND_SECONDS",
+        "int",
+        0,
+        "An approval request nobody decided is reminded to its assignees after this long "
+        "(`0`: no reminder), unless its tool declares `remind_after`.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_ESCALATE_SECONDS",
+        "int",
+        0,
+        "An approval request nobody decided goes to its escalation user or group after this "
+        "long (`0`: never), unless its tool declares `escalate_after`.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_EXPIRE_SECONDS",
+        "int",
+        3600,
+        "An approval request nobody decided is decided by its `on_expire` (reject unless the "
+        "tool says otherwise) after this long (`0`: never), unless its tool declares "
+        "`expire_after`. The turn waits for the decision meanwhile.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_TOOL_DEADLINES",
+        "pairs",
+        {},
+        "Deadlines per tool, `tool=remind/escalate/expire` in seconds (`0` or empty: none), "
+        "e.g. `checkout=60/120/600`; they win over the three defaults above and over the "
+        "tool's own declaration.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_ROUTER",
+        "str",
+        "",
+        'Dotted path of a function `(request) -> {"user": username, "group": name}` that '
+        "assigns approval requests (it wins over the tool's declaration; `None` keeps it). "
+        "Unassigned requests wait in the shared queue every staff member sees.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_SWEEP_SECONDS",
+        "float",
+        5.0,
+        "How often the turn worker's scheduler runs the approvals' reminders, escalations "
+        "and expiries (`approvals.tasks.approval_deadlines`).",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_WEBHOOKS",
+        "pairs",
+        {},
+        "Outgoing webhooks per group, `group=url,...`: each notification (assigned, reminder, "
+        "escalation, expiry) about a request of that group is POSTed there as Slack-compatible "
+        "JSON, signed like the inbox webhooks (`X-Glove-Timestamp`, `X-Glove-Signature`).",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_WEBHOOK_SECRET",
+        "str",
+        "",
+        "The HMAC-SHA256 key that signs the approvals' outgoing webhooks; empty: "
+        "`GLOVE_WEBHOOK_SECRET`.",
+        APPROVALS,
+        secret=True,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS",
+        "int",
+        8,
+        "How often a notification (email or webhook) is tried, with doubling backoff from 5 s "
+        "up to 10 minutes between tries, before it is marked failed.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS",
+        "float",
+        60.0,
+        "A notification a worker claimed but never marked sent (the worker died while "
+        "sending) is tried again after this long.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_LINK_TTL_SECONDS",
+        "int",
+        7 * 24 * 3600,
+        "How long the signed link in an approval email opens the request's decision page.",
+        APPROVALS,
+    ),
+    EnvVar(
+        "EMAIL_HOST",
+        "str",
+        "",
+        "The SMTP server approval emails go through (Django's email framework); empty: "
+        "emails are written to the log (the console backend) instead of sent.",
+        APPROVALS,
+    ),
+    EnvVar("EMAIL_PORT", "int", 25, "The SMTP server's port.", APPROVALS),
+    EnvVar("EMAIL_HOST_USER", "str", "", "The SMTP login, if the server wants one.", APPROVALS),
+    EnvVar("EMAIL_HOST_PASSWORD", "str", "", "The SMTP password.", APPROVALS, secret=True),
+    EnvVar("EMAIL_USE_TLS", "bool", False, "STARTTLS to the SMTP server.", APPROVALS),
+    EnvVar(
+        "DEFAULT_FROM_EMAIL",
+        "str",
+        "glove@localhost",
+        "The sender of approval emails.",
+        APPROVALS,
+    ),
     # -- The mesh
     EnvVar(
         "MESH_TRANSPORT",
@@ -572,6 +686,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         {},
         "`agent=secret,agent=secret`: mesh messages are signed (HMAC-SHA256) and verified. "
         "None: unsigned, as in Glove.",
+        MESH,
+    ),
+    EnvVar(
+        "MESH_MAX_AGE_SECONDS",
+        "int",
+        300,
+        "How far a signed mesh frame's `created_at` may lie from the receiver's clock (either "
+        "way) before it is refused as stale; on the database transport it applies to every "
+        "message. Ids are remembered per recipient for as long, so a replayed frame is refused.",
         MESH,
     ),
     EnvVar(
@@ -607,6 +730,31 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         WORKSPACE,
     ),
     EnvVar(
+        "GLOVE_WORKSPACE_RENDER_MAX_DEPTH",
+        "int",
+        256,
+        "An HTML or Markdown doc whose elements nest deeper than this is not rendered on the "
+        'inbox page ("too complex to render here", with a download link): checked before '
+        "the sanitiser, whose cost grows faster than the nesting.",
+        WORKSPACE,
+    ),
+    EnvVar(
+        "GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS",
+        "int",
+        20000,
+        "The most elements (HTML tags; in Markdown, twice this many markup characters such "
+        "as `*_[]`) a doc may have to be rendered on the inbox page.",
+        WORKSPACE,
+    ),
+    EnvVar(
+        "GLOVE_WORKSPACE_RENDER_SECONDS",
+        "float",
+        3.0,
+        'The longest a request waits for a doc to render; past it the page shows "too '
+        'complex to render here" (remembered for that version of the file).',
+        WORKSPACE,
+    ),
+    EnvVar(
         "GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES",
         "int",
         100 << 20,
@@ -615,6 +763,14 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         WORKSPACE,
     ),
     # -- Logins and the demo
+    EnvVar(
+        "GLOVE_DEMO_APPROVAL_BAGS",
+        "int",
+        5,
+        "The coffee demo's checkout of more bags than this needs a staff approval (the "
+        "`baristas` group decides, `managers` after 2 minutes; `0`: never).",
+        LOGINS,
+    ),
     EnvVar(
         "AXES_FAILURE_LIMIT",
         "int",
@@ -650,6 +806,24 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "str",
         Derived("`staff-coffee` for a new user; an existing one keeps its password"),
         "The password `setup_demo` gives the `staff` user (set: it is reset to this).",
+        LOGINS,
+        read_by="`setup_demo`",
+    ),
+    EnvVar(
+        "BARISTA_PASSWORD",
+        "str",
+        Derived("`barista-coffee` for a new user; an existing one keeps its password"),
+        "The password `setup_demo` gives the `barista` user (staff, in the `baristas` group "
+        "that approves large orders; set: it is reset to this).",
+        LOGINS,
+        read_by="`setup_demo`",
+    ),
+    EnvVar(
+        "MANAGER_PASSWORD",
+        "str",
+        Derived("`manager-coffee` for a new user; an existing one keeps its password"),
+        "The password `setup_demo` gives the `manager` user (staff, in the `managers` group "
+        "that large orders escalate to; set: it is reset to this).",
         LOGINS,
         read_by="`setup_demo`",
     ),

@@ -13,17 +13,35 @@ Django's.
 Elsewhere (SQLite), or with GLOVE_PREPARED_STATEMENTS off, it is Django's own cursor: a
 transaction-pooling PgBouncer before 1.21 cannot keep prepared statements across the
 server connections it hands out.
+
+And the one rule for a database that goes away (a restart, a failover, a network cut) under
+a loop that outlives a request (the turn worker's claim loop, watcher and NOTIFY listener,
+the task fetchers, the live relay, the database mesh transport, `run_agent`): the error is
+recognised (`is_database_outage`), the broken connection is closed in the thread that
+holds it (`close_broken_connections`, or `healing(func)` around the function a thread
+runs), so the next call opens a new one, and the loop waits with a bounded exponential
+`Backoff` before it tries again. The process logs one line when the database goes away
+and one when it is back, not a traceback per attempt. Django reconnects by itself only at
+a request's start and end; a loop has no requests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import asyncio
+import functools
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.utils import InterfaceError, OperationalError
+
+logger = logging.getLogger("gloveapp.db")
 
 
 @contextmanager
@@ -48,3 +66,172 @@ def sql_datetime(value: datetime, using: str = DEFAULT_DB_ALIAS) -> Any:
     naive UTC text: an aware value passed as is would be text with an offset that equals no
     value the ORM compares it with)."""
     return connections[using].ops.adapt_datetimefield_value(value)
+
+
+# PostgreSQL NOTIFY channel the turn workers LISTEN on: "<turn id>" when something a running
+# turn waits for (a prompt's answer, an approval's decision, a stop) was stored.
+TURNS_CHANNEL = "glove_turns"
+
+
+def notify_turn_worker(turn_id: int) -> None:
+    """Tell the worker running the turn to look now: NOTIFY on PostgreSQL, delivered when the
+    current transaction commits and dropped if it rolls back. Elsewhere workers poll."""
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [TURNS_CHANNEL, str(turn_id)])
+
+
+# -- when the database goes away ------------------------------------------------------------
+# Bounded: once the database is back, every loop notices within BACKOFF_MAX_SECONDS.
+BACKOFF_FIRST_SECONDS = 0.1
+BACKOFF_MAX_SECONDS = 2.0
+
+
+def _outage_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [OperationalError, InterfaceError]
+    with suppress(ImportError):  # psycopg's own, from connections Django does not wrap
+        import psycopg
+
+        errors += [psycopg.OperationalError, psycopg.InterfaceError]
+    return tuple(errors)
+
+
+def is_database_outage(error: BaseException | None) -> bool:
+    """Whether `error` (or what caused it) says the database could not be reached or the
+    connection broke: OperationalError and InterfaceError (a bad statement raises others)."""
+    errors = _outage_errors()
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, errors):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def close_broken_connections() -> None:
+    """Close this thread's connections that failed or broke; the next query opens a new one
+    (with a pool, the broken one is discarded). Call it in the thread that holds them."""
+    for connection in connections.all(initialized_only=True):
+        raw = connection.connection
+        if raw is None or connection.in_atomic_block:
+            continue
+        if connection.errors_occurred or getattr(raw, "closed", False):
+            with suppress(Exception):
+                connection.close()
+
+
+def pool_check(raw: Any) -> None:
+    """psycopg's pool runs this before it hands out a connection (settings.py): one that
+    has something to read while idle was closed by the server (a restart, a failover, an
+    idle timeout; its last words wait in the socket) and is replaced, instead of failing the
+    request that takes it. A non-blocking poll (about 1 µs), not a round trip."""
+    import select
+
+    import psycopg
+
+    readable, _, _ = select.select([raw.pgconn.socket], [], [], 0)
+    if readable:
+        # Closed here: the pool takes back what failed its check, and discards only what
+        # it sees closed (psycopg cannot tell this one is dead).
+        raw.close()
+        raise psycopg.OperationalError("the server closed this idle connection")
+
+
+def healing[**P, T](func: Callable[P, T]) -> Callable[P, T]:
+    """`func`, closing its thread's broken connections when it fails for want of the
+    database (the error is raised as it was): for the functions a loop hands to a thread."""
+
+    @functools.wraps(func)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return func(*args, **kwargs)
+        except Exception as error:
+            if is_database_outage(error):
+                close_broken_connections()
+            raise
+
+    return call
+
+
+class _Outage:
+    """The process's view: the first loop to fail says so, the first to succeed after."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.since: float | None = None
+
+    def down(self, label: str, error: BaseException) -> None:
+        with self._lock:
+            if self.since is not None:
+                return
+            self.since = time.monotonic()
+        logger.warning(
+            "the database is unreachable (%s, in %s): retrying every %s s at most until it is back",
+            _one_line(error),
+            label,
+            BACKOFF_MAX_SECONDS,
+        )
+
+    def up(self, label: str) -> None:
+        with self._lock:
+            if self.since is None:
+                return
+            away, self.since = time.monotonic() - self.since, None
+        logger.warning("the database is back (after %.1f s, seen by %s)", away, label)
+
+
+_outage = _Outage()
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return f"{type(error).__name__}: {text[:200]}"
+
+
+class Backoff:
+    """One loop's retries while the database is away: `failed(error)` returns how long to
+    wait (0.1 s doubling up to BACKOFF_MAX_SECONDS) and logs an outage once per process; an
+    error that is no outage is logged with its traceback, as a bug. `succeeded()` resets it
+    and logs the database's return once."""
+
+    def __init__(self, label: str, *, log: logging.Logger | None = None) -> None:
+        self.label = label
+        self.failures = 0
+        self._log = log or logger
+
+    def failed(self, error: BaseException) -> float:
+        self.failures += 1
+        if is_database_outage(error):
+            _outage.down(self.label, error)
+        else:
+            self._log.error("%s failed", self.label, exc_info=error)
+        return min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2 ** (self.failures - 1))
+
+    def succeeded(self) -> None:
+        if self.failures:
+            self.failures = 0
+            _outage.up(self.label)
+
+
+async def retry_while_unreachable[T](
+    label: str,
+    call: Callable[[], Awaitable[T]],
+    *,
+    stopping: Callable[[], bool] = lambda: False,
+) -> T:
+    """`await call()`, again after a backoff as long as it fails for want of the database
+    (and the caller is not stopping); any other error is raised at once. `call` must close
+    its broken connections itself (`healing`)."""
+    backoff = Backoff(label)
+    while True:
+        try:
+            result = await call()
+        except Exception as error:
+            if not is_database_outage(error) or stopping():
+                raise
+            await asyncio.sleep(backoff.failed(error))
+        else:
+            backoff.succeeded()
+            return result

@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "inbox",
     "mesh",
     "gloveapp.agents",
+    "gloveapp.approvals",
     "gloveapp.demo",
     "gloveapp.api",
     "gloveapp.turns",
@@ -145,10 +146,14 @@ if (
     and DB_POOL_SIZE > 0
     and not DATABASES["default"].get("CONN_MAX_AGE")
 ):
+    from gloveapp.db import pool_check
+
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DB_POOL_SIZE,
         "timeout": 10,
+        # A connection the server closed (a restart) is replaced, not handed to a request.
+        "check": pool_check,
     }
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
 # instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
@@ -164,6 +169,28 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env("REDIS_URL")
 
 
+def caches_for(redis_url: str) -> dict:
+    """The cache every process shares (rate limits, rendered docs; gloveapp/live/cache.py):
+    Redis when a URL is given, else the database's `glove_cache` table (migration live.0002)."""
+    if redis_url:
+        return {
+            "default": {
+                "BACKEND": "gloveapp.live.cache.ResilientRedisCache",
+                "LOCATION": redis_url,
+                "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 2.0},
+            }
+        }
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "glove_cache",
+        }
+    }
+
+
+CACHES = caches_for(REDIS_URL)
+
+
 def channel_layers_for(redis_url: str) -> dict:
     """The in-memory layer, or channels_redis when a Redis URL is given."""
     if not redis_url:
@@ -172,15 +199,21 @@ def channel_layers_for(redis_url: str) -> dict:
     # blocking 5 s BZPOPMIN and kills every idle websocket (django/channels_redis#422):
     # allow reads longer than that pop, still short enough to notice a dead connection.
     host = {"address": redis_url, "socket_timeout": 15}
+    # channels_redis, riding out Redis being away (gloveapp/live/layers.py).
     return {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [host]}}
+        "default": {
+            "BACKEND": "gloveapp.live.layers.ResilientRedisChannelLayer",
+            "CONFIG": {"hosts": [host]},
+        }
     }
 
 
 CHANNEL_LAYERS = channel_layers_for(REDIS_URL)
 
 
-def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> dict:
+def mesh_for(
+    transport: str, redis_url: str, signing_keys: dict[str, str], max_age: int = 300
+) -> dict:
     """The mesh transport (see mesh/layers.py): in-process unless MESH_TRANSPORT says otherwise."""
     backends = {
         "inprocess": ("mesh.transports.inprocess.InProcessMeshTransport", {}),
@@ -195,6 +228,7 @@ def mesh_for(transport: str, redis_url: str, signing_keys: dict[str, str]) -> di
     backend, config = backends[transport]
     if signing_keys:
         config["signing_keys"] = signing_keys
+    config["max_age"] = max_age
     return {"default": {"BACKEND": backend, "CONFIG": config}}
 
 
@@ -204,6 +238,7 @@ MESH = mesh_for(
     env("MESH_TRANSPORT"),
     env("MESH_REDIS_URL", default=REDIS_URL),
     env("MESH_SIGNING_KEYS"),
+    env("MESH_MAX_AGE_SECONDS"),
 )
 # Chat agents join the mesh for their turns (as `chat-<session id>`, their inbox being the
 # chat): they can ask peers such as the demo's roastery. Needs MESH_TRANSPORT=database (the
@@ -308,6 +343,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "gloveapp.core.types.TASK_STATUSES",
         "InboxStatusEnum": "gloveapp.core.types.INBOX_STATUSES",
+        "ApprovalDecisionEnum": "gloveapp.core.approvals.DECISIONS",
         "PermissionStatusEnum": "gloveapp.core.types.PERMISSION_STATUSES",
     },
 }
@@ -330,6 +366,41 @@ GLOVE_WEBHOOK_MAX_SKEW_SECONDS = env("GLOVE_WEBHOOK_MAX_SKEW_SECONDS")
 # Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`
 # then answers them with an "Expired" response so no agent waits forever.
 GLOVE_INBOX_TTL_SECONDS = env("GLOVE_INBOX_TTL_SECONDS")
+# Approvals (docs/howto/approvals.md): default deadlines, per-tool deadlines, routing, sweep.
+GLOVE_APPROVAL_REMIND_SECONDS = env("GLOVE_APPROVAL_REMIND_SECONDS")
+GLOVE_APPROVAL_ESCALATE_SECONDS = env("GLOVE_APPROVAL_ESCALATE_SECONDS")
+GLOVE_APPROVAL_EXPIRE_SECONDS = env("GLOVE_APPROVAL_EXPIRE_SECONDS")
+GLOVE_APPROVAL_TOOL_DEADLINES = env("GLOVE_APPROVAL_TOOL_DEADLINES")
+GLOVE_APPROVAL_ROUTER = env("GLOVE_APPROVAL_ROUTER")
+GLOVE_APPROVAL_SWEEP_SECONDS = env("GLOVE_APPROVAL_SWEEP_SECONDS")
+GLOVE_DEMO_APPROVAL_BAGS = env("GLOVE_DEMO_APPROVAL_BAGS")
+# Approval notifications: webhooks per group, their key, retries, the email link's life.
+GLOVE_APPROVAL_WEBHOOKS = env("GLOVE_APPROVAL_WEBHOOKS")
+GLOVE_APPROVAL_WEBHOOK_SECRET = env("GLOVE_APPROVAL_WEBHOOK_SECRET")
+GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS = env("GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS")
+GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS = env("GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS")
+GLOVE_APPROVAL_LINK_TTL_SECONDS = env("GLOVE_APPROVAL_LINK_TTL_SECONDS")
+# Email (approval notifications), as Django's mailers: SMTP when EMAIL_HOST is set, else
+# written to the log.
+_EMAIL_HOST = env("EMAIL_HOST")
+MAILERS = {
+    "default": (
+        {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {
+                "host": _EMAIL_HOST,
+                "port": env("EMAIL_PORT"),
+                "username": env("EMAIL_HOST_USER") or None,
+                "password": env("EMAIL_HOST_PASSWORD") or None,
+                "use_tls": env("EMAIL_USE_TLS"),
+                "timeout": 10,
+            },
+        }
+        if _EMAIL_HOST
+        else {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+    )
+}
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL")
 # Agent extensions (docs/howto/agents.md): MCP tool lists, subagent bounds.
 GLOVE_MCP_TOOLS_TTL_SECONDS = env("GLOVE_MCP_TOOLS_TTL_SECONDS")
 GLOVE_SUBAGENT_MAX_DEPTH = env("GLOVE_SUBAGENT_MAX_DEPTH")
@@ -398,6 +469,11 @@ GLOVE_LIVE_SEND_TIMEOUT_SECONDS = env("GLOVE_LIVE_SEND_TIMEOUT_SECONDS")
 GLOVE_PUBLIC_URL = env("GLOVE_PUBLIC_URL")
 GLOVE_WORKSPACE_FILE_MAX_BYTES = env("GLOVE_WORKSPACE_FILE_MAX_BYTES")
 GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES = env("GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES")
+# What the inbox page renders: nesting depth and element count checked before sanitising, and
+# the most a request waits for a render (docs/reference/settings.md).
+GLOVE_WORKSPACE_RENDER_MAX_DEPTH = env("GLOVE_WORKSPACE_RENDER_MAX_DEPTH")
+GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS = env("GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS")
+GLOVE_WORKSPACE_RENDER_SECONDS = env("GLOVE_WORKSPACE_RENDER_SECONDS")
 
 LOGGING = {
     "version": 1,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import Q, QuerySet
 
-from mesh.models import MeshAgent, MeshDelivery, MeshTraffic
+from mesh.models import MeshAgent, MeshDelivery, MeshRefusal, MeshTraffic
 
 SENDER_PREFIXES = ("mesh:from:", "mesh:broadcast:from:")
 
@@ -108,3 +108,11 @@ class MeshDeliveryAdmin(MeshRecordAdmin):
     list_display = ("message_id", "kind", "sender", "recipient", "delivered_at")
     list_filter = ("kind", "sender", "recipient")
     search_fields = ("message_id", "sender", "recipient")
+
+
+@admin.register(MeshRefusal)
+class MeshRefusalAdmin(MeshRecordAdmin):
+    """Frames the recipients refused, by reason (`mesh.core.security`); deletable to reset."""
+
+    list_display = ("reason", "count", "last_at")
+    deletable = True

@@ -50,9 +50,16 @@ def build_transport(entry: Any, alias: str = DEFAULT_ALIAS) -> Any:
             f"MESH[{alias!r}]['BACKEND'] cannot be imported: {error}"
         ) from error
     try:
-        return transport_class(**config)
+        transport = transport_class(**config)
     except (TypeError, ValueError) as error:
         raise InvalidMeshConfig(f"MESH[{alias!r}]['CONFIG'] is not accepted: {error}") from error
+    guard = getattr(transport, "guard", None)
+    if guard is not None and getattr(guard, "on_refuse", False) is None:
+        from mesh import refusals
+
+        # Refused frames are counted in the database, for `manage.py mesh_refusals`.
+        guard.on_refuse = refusals.record
+    return transport
 
 
 class MeshTransportManager:

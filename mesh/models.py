@@ -82,3 +82,18 @@ class MeshTraffic(InboxItem):
         proxy = True
         verbose_name = "mesh message"
         verbose_name_plural = "mesh traffic"
+
+
+class MeshRefusal(models.Model):
+    """How many frames the mesh's recipients refused, by reason (`mesh.core.security`), summed
+    over every process (`manage.py mesh_refusals`, the admin)."""
+
+    reason = models.CharField(primary_key=True, max_length=40)
+    count = models.BigIntegerField(default=0)
+    last_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["reason"]
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.count}"

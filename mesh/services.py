@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -23,8 +24,10 @@ from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import mesh_stream
 from inbox.models import InboxItem
 from inbox.services import inbox_item_add, inbox_item_resolve, inbox_items_deliver
+from mesh import refusals
 from mesh.core.errors import MeshUnknownAgentError, MeshUnknownMessageError
 from mesh.core.inbound import ack_response, inbound_item, late_ack_item, waiting_tag
+from mesh.core.security import frame_time
 from mesh.core.types import AgentIdentity, IncomingMeshMessage
 from mesh.models import MeshAgent, MeshDelivery, MeshSentMessage
 
@@ -233,15 +236,33 @@ def _claim_many(
         return {(message_id, recipient): pk for message_id, recipient, pk in cursor.fetchall()}
 
 
+def _max_age(max_age: float | None) -> float:
+    return float(max_age if max_age is not None else getattr(settings, "MESH_MAX_AGE_SECONDS", 300))
+
+
+def _fresh(message: IncomingMeshMessage, max_age: float) -> bool:
+    """A message is delivered only within `max_age` seconds of its `created_at` (either way):
+    the unique delivery row refuses a replayed id, and this bounds how long that row matters."""
+    stamp = frame_time(message.created_at)
+    if stamp is not None and abs(timezone.now().timestamp() - stamp) <= max_age:
+        return True
+    refusals.record("stale")
+    return False
+
+
 def mesh_messages_deliver(
-    *, sends: list[tuple[IncomingMeshMessage, dict[str, Any], list[str]]]
+    *,
+    sends: list[tuple[IncomingMeshMessage, dict[str, Any], list[str]]],
+    max_age: float | None = None,
 ) -> list[int]:
     """Deliver direct messages and broadcasts, each `(message, wire, recipients)`, in the
     caller's transaction with a fixed number of statements for the whole batch: the sender
     table, one registry read, one delivery insert (the unique (message id, recipient)
     constraint decides what is new), per recipient session one item insert with its
     `inbox.changed` events, per recipient one batch of `mesh.delivered` events. Returns, per
-    send, how many recipients got it now (the others had it already)."""
+    send, how many recipients got it now (the others had it already, or it was stale)."""
+    limit = _max_age(max_age)
+    stale = {index for index, (message, _, _) in enumerate(sends) if not _fresh(message, limit)}
     with transaction.atomic(savepoint=False):
         MeshSentMessage.objects.bulk_create(
             [
@@ -262,6 +283,8 @@ def mesh_messages_deliver(
         }
         planned = []
         for index, (message, wire, recipients) in enumerate(sends):
+            if index in stale:
+                continue
             peer_name = registry.get(message.from_, (message.from_, ""))[0]
             for recipient in recipients:
                 planned.append((index, message, wire, recipient, inbound_item(message, peer_name)))
@@ -275,7 +298,9 @@ def mesh_messages_deliver(
         for index, message, wire, recipient, item in planned:
             delivery_id = claimed.pop((message.id, recipient), None)
             if delivery_id is None:
-                continue  # delivered before (a retried send), or twice in this batch
+                # Delivered before (a retried or replayed send), or twice in this batch.
+                refusals.record("replay")
+                continue
             session = registry.get(recipient, ("", ""))[1] or mesh_session_id(recipient)
             by_session.setdefault(session, []).append(item)
             by_recipient.setdefault(recipient, []).append(
@@ -295,11 +320,15 @@ def mesh_messages_deliver(
 
 
 def mesh_message_deliver(
-    *, message: IncomingMeshMessage, wire: dict[str, Any], recipients: list[str]
+    *,
+    message: IncomingMeshMessage,
+    wire: dict[str, Any],
+    recipients: list[str],
+    max_age: float | None = None,
 ) -> int:
     """Deliver a direct message or broadcast to `recipients`; returns how many got it now
     (the others had it already)."""
-    return mesh_messages_deliver(sends=[(message, wire, recipients)])[0]
+    return mesh_messages_deliver(sends=[(message, wire, recipients)], max_age=max_age)[0]
 
 
 def mesh_broadcast_send(
@@ -307,6 +336,7 @@ def mesh_broadcast_send(
     message: IncomingMeshMessage,
     wire: dict[str, Any],
     may_receive: Callable[[str], bool],
+    max_age: float | None = None,
 ) -> int:
     with transaction.atomic():
         registered = MeshAgent.objects.values_list("agent_id", flat=True)
@@ -316,18 +346,22 @@ def mesh_broadcast_send(
             for agent_id in registered
             if agent_id != message.from_ and agent_id in reachable and may_receive(agent_id)
         ]
-        return mesh_message_deliver(message=message, wire=wire, recipients=recipients)
+        return mesh_message_deliver(
+            message=message, wire=wire, recipients=recipients, max_age=max_age
+        )
 
 
-def mesh_direct_send(*, message: IncomingMeshMessage, wire: dict[str, Any]) -> int:
-    [outcome] = mesh_direct_send_many(sends=[(message, wire)])
+def mesh_direct_send(
+    *, message: IncomingMeshMessage, wire: dict[str, Any], max_age: float | None = None
+) -> int:
+    [outcome] = mesh_direct_send_many(sends=[(message, wire)], max_age=max_age)
     if isinstance(outcome, Exception):
         raise outcome
     return outcome
 
 
 def mesh_direct_send_many(
-    *, sends: list[tuple[IncomingMeshMessage, dict[str, Any]]]
+    *, sends: list[tuple[IncomingMeshMessage, dict[str, Any]]], max_age: float | None = None
 ) -> list[int | Exception]:
     """Several direct sends in one transaction (the database adapter's group commit): per
     send, how many got it now (0 or 1), or the `MeshUnknownAgentError` it failed with (also
@@ -362,7 +396,7 @@ def mesh_direct_send_many(
             for message, wire in sends
             if (message.from_, message.to) in known
         ]
-        counts = iter(mesh_messages_deliver(sends=good) if good else [])
+        counts = iter(mesh_messages_deliver(sends=good, max_age=max_age) if good else [])
         return [
             next(counts)
             if (message.from_, message.to) in known
@@ -389,7 +423,9 @@ def _resolve_wait(agent_id: str, message_id: str, response: str) -> bool | None:
     return True
 
 
-def mesh_ack_deliver(*, ack: IncomingMeshMessage, wire: dict[str, Any]) -> None:
+def mesh_ack_deliver(
+    *, ack: IncomingMeshMessage, wire: dict[str, Any], max_age: float | None = None
+) -> None:
     """Route an ack to the sender of `ack.ack_of`: resolve its wait, or surface it as an
     ordinary item when the wait is already over (Decision 7); drop it for a message the
     sender never waited on. Raises `MeshUnknownMessageError` for an unknown message id."""
@@ -402,8 +438,11 @@ def mesh_ack_deliver(*, ack: IncomingMeshMessage, wire: dict[str, Any]) -> None:
             raise MeshUnknownMessageError(ack.ack_of or "")
         ack.to = recipient
         wire["to"] = recipient
+        if not _fresh(ack, _max_age(max_age)):
+            return
         delivery_id = _claim(ack, recipient, wire)
         if delivery_id is None:
+            refusals.record("replay")
             return
         # No waiting item (a non-blocking send): the inbox is left alone, as in glove-mesh;
         # the delivery row still routes the ack to the sender's handler.

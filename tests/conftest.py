@@ -16,6 +16,15 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
+def pytest_configure(config) -> None:
+    from django.conf import settings
+
+    # The test process counts its rate limits in its own memory (each test starts clean, with
+    # no table to empty); the servers that tests start use the shared cache production uses
+    # (Redis or the database's `glove_cache`: tests/serving/test_shared_throttles.py).
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
 def service_missing(reason: str) -> None:
     """Fail under CI, skip on a developer machine."""
     if IN_CI:
@@ -39,6 +48,19 @@ def redis_url() -> str:
     if not _port_open(host, port):
         service_missing(f"Redis is not reachable on {host}:{port}")
     return REDIS_URL
+
+
+@pytest.fixture
+def own_redis():
+    """A redis-server of this test's own (tests/servers.py), to kill, restart and freeze."""
+    import shutil
+
+    from tests.servers import RedisServer
+
+    if shutil.which("redis-server") is None:
+        service_missing("redis-server is not installed")
+    with RedisServer() as server:
+        yield server
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,9 @@ therefore asks, once, with its token or session:
 and passes that URL as `useGlove({ endpoint })`. The URL is the credential: signed with
 SECRET_KEY, bound to the user and one of their sessions, and valid for
 GLOVE_CHAT_URL_TTL_SECONDS (15 minutes by default). It stops working when it expires, when a
-character of it changes, and when the session is deleted. Because it carries no cookie, the
+character of it changes, when the session is deleted, and when the user's password changes:
+it carries a keyed digest of the user's current password hash, as Django's password-reset
+tokens do (issue 22: a URL outlived the password it was minted under). Because it carries no cookie, the
 chat route under it answers CORS preflights from any origin (a leaked URL is as good as a
 leaked token for its short life, and no more).
 """
@@ -26,6 +28,7 @@ from django.core import signing
 from django.http import Http404, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare, salted_hmac
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -39,6 +42,7 @@ from rest_framework.response import Response
 from gloveapp.api.access import ApiView, owned_session, owned_session_id
 from gloveapp.api.chat import ChatApi
 from gloveapp.api.fields import ErrorSerializer
+from gloveapp.api.idempotency import IDEMPOTENCY_KEY_PARAMETER
 from gloveapp.core.types import iso_format
 
 SALT = "gloveapp.chat-url"
@@ -51,10 +55,16 @@ class ChatUrlGrant:
     session_id: str
 
 
-def chat_url_token(*, user_id: Any, session_key: str) -> str:
+def password_binding(user: Any) -> str:
+    """A digest of the user's current password hash (readable in the token, so keyed:
+    it tells nothing about the hash)."""
+    return salted_hmac(SALT, user.password or "", algorithm="sha256").hexdigest()[:32]
+
+
+def chat_url_token(*, user: Any, session_key: str) -> str:
     # The owner's own id for the session (a signed value is readable, not secret): the
     # token shows nothing they did not choose.
-    return signing.dumps({"u": user_id, "s": session_key}, salt=SALT)
+    return signing.dumps({"u": user.pk, "s": session_key, "p": password_binding(user)}, salt=SALT)
 
 
 def chat_url_grant(token: str) -> tuple[Any, ChatUrlGrant]:
@@ -67,9 +77,14 @@ def chat_url_grant(token: str) -> tuple[Any, ChatUrlGrant]:
         raise AuthenticationFailed("This chat URL is not valid.") from None
     user = get_user_model().objects.filter(pk=payload.get("u"), is_active=True).first()
     key = payload.get("s")
+    bound = payload.get("p")
     try:
-        if user is None or not isinstance(key, str):
+        if user is None or not isinstance(key, str) or not isinstance(bound, str):
             raise Http404
+        if not constant_time_compare(bound, password_binding(user)):
+            raise AuthenticationFailed(
+                "This chat URL was made before the password changed; ask for a new one."
+            )
         session_id = owned_session_id(user, key)
     except Http404:
         raise AuthenticationFailed("This chat URL is not valid.") from None
@@ -118,7 +133,7 @@ class ChatUrlMintApi(ApiView):
     )
     def post(self, request: Request, session_id: str) -> Response:
         session = owned_session(request.user, session_id)
-        token = chat_url_token(user_id=request.user.pk, session_key=session.key)
+        token = chat_url_token(user=request.user, session_key=session.key)
         path = reverse("api-chat-signed", kwargs={"token": token})
         expires = timezone.now() + timedelta(seconds=settings.GLOVE_CHAT_URL_TTL_SECONDS)
         return Response(
@@ -133,7 +148,7 @@ class ChatUrlMintApi(ApiView):
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "POST, OPTIONS",
-    "Access-Control-Allow-Headers": "Content-Type, Accept",
+    "Access-Control-Allow-Headers": "Content-Type, Accept, Idempotency-Key",
     "Access-Control-Max-Age": "600",
 }
 
@@ -159,6 +174,7 @@ class SignedChatApi(ChatApi):
 
     @extend_schema(
         operation_id="chat_signed",
+        parameters=[IDEMPOTENCY_KEY_PARAMETER],
         request=ChatApi.InputSerializer,
         responses={
             (200, "text/event-stream"): OpenApiResponse(
@@ -166,6 +182,8 @@ class SignedChatApi(ChatApi):
             ),
             400: ErrorSerializer,
             401: ErrorSerializer,
+            409: ErrorSerializer,
+            422: ErrorSerializer,
             503: ErrorSerializer,
         },
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db import transaction
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -33,11 +34,18 @@ from gloveapp.api.fields import (
     to_core_message,
     to_core_task,
 )
+from gloveapp.api.idempotency import (
+    IDEMPOTENCY_KEY_PARAMETER,
+    REPLAYED_HEADER,
+    idempotency_errors,
+    request_key,
+)
 from gloveapp.api.rendering import json_text_response
-from gloveapp.conversations import selectors, services
+from gloveapp.conversations import idempotency, selectors, services
 from gloveapp.conversations.access import (
     owned_or_unborn_session,
     owned_or_unborn_session_id,
+    owned_session_id_creating,
     unused_key,
     usable_session_id,
 )
@@ -93,22 +101,56 @@ class MessagesApi(ApiView):
 
     @extend_schema(
         operation_id="session_messages_append",
+        parameters=[IDEMPOTENCY_KEY_PARAMETER],
         request=InputSerializer,
-        responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
+        responses={
+            200: OkSerializer,
+            400: ErrorSerializer,
+            409: ErrorSerializer,
+            422: ErrorSerializer,
+            **NOT_FOUND,
+        },
     )
     def post(self, request: Request, session_id: str) -> Response:
+        key = request_key(request)
         data = self.validated(self.InputSerializer, request.data)["messages"]
-        # The hot write: the session's id from this process's memory, the append checking
-        # that the row is still this owner's session of this key.
-        owned_by = (request.user.pk, session_id)
-        return self.write(
-            request,
-            session_id,
-            lambda found: services.messages_append(
-                session_id=found, messages=[to_core_message(m) for m in data], owned_by=owned_by
-            ),
-            remembered=True,
-        )
+        if key is None:
+            # The hot write: the session's id from this process's memory, the append
+            # checking that the row is still this owner's session of this key.
+            owned_by = (request.user.pk, session_id)
+            return self.write(
+                request,
+                session_id,
+                lambda found: services.messages_append(
+                    session_id=found,
+                    messages=[to_core_message(m) for m in data],
+                    owned_by=owned_by,
+                ),
+                remembered=True,
+            )
+        # An idempotent append: the first answer is kept with the write, in its transaction
+        # (checked before a first write creates the session; a refused append takes the new
+        # session back with it).
+        key_in_url = session_id
+        with refused_input_as_400(), idempotency_errors(), transaction.atomic():
+            session_id = owned_session_id_creating(request.user, session_id)
+            messages = [to_core_message(m) for m in data]
+
+            def append() -> dict:
+                services.messages_append(session_id=session_id, messages=messages)
+                return {"ok": True}
+
+            answer, replayed = idempotency.idempotent_write(
+                user_id=request.user.pk,
+                key=key,
+                scope=f"session_messages_append:{key_in_url}",
+                fingerprint=idempotency.request_fingerprint(request.data),
+                perform=append,
+            )
+        response = Response(answer)
+        if replayed:
+            response[REPLAYED_HEADER] = "true"
+        return response
 
 
 class TokenConsumptionSerializer(serializers.Serializer):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.urls import path
 
 from gloveapp.api import (
+    approvals,
     chat,
     chat_url,
     inbox_resolve,
@@ -20,6 +21,17 @@ from gloveapp.api import (
 from gloveapp.api.turns import TurnCancelApi
 
 urlpatterns = [
+    path("approvals/", approvals.ApprovalListApi.as_view(), name="api-approvals"),
+    path(
+        "approvals/<str:approval_id>",
+        approvals.ApprovalDetailApi.as_view(),
+        name="api-approval",
+    ),
+    path(
+        "approvals/<str:approval_id>/decide",
+        approvals.ApprovalDecideApi.as_view(),
+        name="api-approval-decide",
+    ),
     path("inbox/resolve", inbox_resolve.InboxResolveApi.as_view(), name="inbox-resolve"),
     # The workspace inbox, after `inbox/resolve` so that word is never read as an entry id.
     path(

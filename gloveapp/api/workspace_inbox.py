@@ -8,8 +8,11 @@ from __future__ import annotations
 import asyncio
 import mimetypes
 import os
+import re
+import unicodedata
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
@@ -27,6 +30,26 @@ CHUNK = 64 * 1024
 # Served inline (the page shows them in <img>); anything else is a download, so a workspace
 # file can never run as a page on this origin (an .html or .svg would).
 INLINE_IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp", "image/avif"}
+# Types a browser would render as a document (markup, scripts): sent as bytes, whatever the
+# name says, so even a browser that ignored the disposition would show nothing.
+_DOCUMENT_TYPES = re.compile(r"html|xml|svg|javascript|ecmascript", re.I)
+_ASCII_FALLBACK_UNSAFE = re.compile(r"[^A-Za-z0-9 !#$&+,.;=@^_`{}~()\[\]-]")
+
+
+def content_disposition(name: str, *, inline: bool = False) -> str:
+    """RFC 6266 for any name: an ASCII `filename=` for old clients and `filename*=UTF-8''`
+    with the exact name, percent-encoded (issue 22: Django's RFC 2047 form for a non-ASCII
+    name was ignored by Chromium, which then rendered `ﬁ.html` inline)."""
+    # NFKD turns "ﬁ" into "fi" and "é" into "e" + a combining accent (dropped below).
+    decomposed = "".join(
+        char for char in unicodedata.normalize("NFKD", name) if not unicodedata.combining(char)
+    )
+    fallback = _ASCII_FALLBACK_UNSAFE.sub("_", decomposed).strip(" ")
+    if fallback.strip(".") == "":
+        fallback = "download"
+    kind = "inline" if inline else "attachment"
+    return f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
 
 ErrorSerializer = inline_serializer(
     "WorkspaceInboxError",
@@ -220,11 +243,14 @@ class WorkspaceFileApi(ApiView):
             os.close(opened.fd)
             return _error(413, "file_too_large", sizeBytes=opened.size)
         content_type = content_type_for(rel)
+        inline = content_type in INLINE_IMAGE_TYPES
+        if _DOCUMENT_TYPES.search(content_type):
+            content_type = "application/octet-stream"
         response = StreamingHttpResponse(_stream(opened.fd, opened.size), content_type=content_type)
         response["Content-Length"] = str(opened.size)
-        name = os.path.basename(rel).replace('"', "")
-        disposition = "inline" if content_type in INLINE_IMAGE_TYPES else "attachment"
-        response["Content-Disposition"] = f'{disposition}; filename="{name}"'
+        response["Content-Disposition"] = content_disposition(
+            os.path.basename(rel) or "download", inline=inline
+        )
         response["X-Content-Type-Options"] = "nosniff"
         response["Content-Security-Policy"] = "sandbox; default-src 'none'"
         response["Cache-Control"] = "private, no-store"  # docs are live: always the disk's copy

@@ -1,9 +1,16 @@
 """`/mcp/<workspace_id>`: the workspace's MCP server (official `mcp` SDK, streamable HTTP).
 
-An edge. Each request is authenticated here, before the SDK sees it: an unknown workspace is
-a 404 and a missing or wrong bearer token a 401. The workspace found by the URL travels in
-the ASGI scope to the tools, which never take it from their arguments, so an agent cannot
-push into another workspace.
+An edge. Each request is authenticated here, before the SDK sees it: an unknown workspace
+and a missing or wrong bearer token get the same 401 (body and headers), so the answer does
+not tell which workspace ids exist. The workspace found by the URL travels in the ASGI scope
+to the tools, which never take it from their arguments, so an agent cannot push into another
+workspace.
+
+A POST's body is read here and held to the project's JSON rules before the SDK parses it
+(issue 22: the SDK answered 500 to a body nested 10,000 deep or not UTF-8): at most
+`DATA_UPLOAD_MAX_MEMORY_SIZE` bytes, UTF-8, JSON without NaN/Infinity, nested at most
+`MAX_BODY_DEPTH` levels. Anything else is a JSON-RPC parse error: HTTP 400 with code -32700,
+and no traceback.
 
 The SDK's session manager runs in stateless JSON mode: every POST is a complete exchange, so
 any of several server processes can answer any request, with nothing shared but the
@@ -22,9 +29,11 @@ from typing import Any
 
 import mcp.types as types
 from channels.db import database_sync_to_async
+from django.conf import settings
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from gloveapp.core import input_rules
 from inbox.workspaces import selectors, services, tools
 from inbox.workspaces.models import Workspace
 
@@ -32,6 +41,50 @@ logger = logging.getLogger(__name__)
 
 PATH = re.compile(r"^/mcp/(?P<workspace_id>[A-Za-z0-9_-]{1,64})/?$")
 SCOPE_KEY = "glove.workspace"
+# The JSON-RPC envelope (request, params, arguments) around a tool's input, which nests at
+# most `input_rules.MAX_JSON_DEPTH` like every JSON field.
+MAX_BODY_DEPTH = input_rules.MAX_JSON_DEPTH + 8
+UNAUTHORIZED = {"error": "a valid bearer token for this workspace is required"}
+UNAUTHORIZED_HEADERS = [(b"www-authenticate", b'Bearer realm="glove-workspace"')]
+# A stand-in hashed when the workspace is unknown, so both refusals take the same work.
+_NO_WORKSPACE = Workspace(token_hash="0" * 64)
+
+
+class BodyRefused(ValueError):
+    """The body breaks the JSON rules; the message says how (a JSON-RPC parse error)."""
+
+
+def max_body_bytes() -> int:
+    return int(getattr(settings, "DATA_UPLOAD_MAX_MEMORY_SIZE", None) or 2_621_440)
+
+
+def check_body(body: bytes) -> None:
+    """Raise `BodyRefused` unless `body` is JSON the project accepts (see the module doc)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BodyRefused("the body is not UTF-8") from None
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise BodyRefused("the body is nested too deeply") from None
+    except ValueError as exc:
+        raise BodyRefused(f"the body is not JSON ({exc})") from None
+    if input_rules.json_depth(value, cap=MAX_BODY_DEPTH) > MAX_BODY_DEPTH:
+        raise BodyRefused(f"the body is nested deeper than {MAX_BODY_DEPTH} levels")
+    # NUL and lone surrogates in strings go on to the tools, whose answer names the field.
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_error(message: str) -> dict:
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": types.PARSE_ERROR, "message": f"Parse error: {message}"},
+    }
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -150,6 +203,37 @@ def _bearer(scope: dict) -> str | None:
     return None
 
 
+class _Disconnected(Exception):
+    pass
+
+
+async def _read_body(receive: Any, limit: int) -> bytes:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyRefused(f"the body is larger than {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replaying(body: bytes, receive: Any) -> Any:
+    """A `receive` that hands the SDK the body already read, then the real channel."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> dict:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replay
+
+
 async def _respond(send: Any, status: int, body: dict, headers: list | None = None) -> None:
     payload = json.dumps(body).encode()
     await send(
@@ -225,17 +309,21 @@ class McpEndpoint:
             await _respond(send, 404, {"error": "not_found"})
             return
         workspace = await database_sync_to_async(_find_workspace)(match["workspace_id"])
-        if workspace is None:
-            await _respond(send, 404, {"error": "unknown workspace"})
+        # Unknown workspace or wrong token: one answer, after the same work.
+        matches = services.workspace_token_matches(workspace or _NO_WORKSPACE, _bearer(scope))
+        if workspace is None or not matches:
+            await _respond(send, 401, UNAUTHORIZED, UNAUTHORIZED_HEADERS)
             return
-        if not services.workspace_token_matches(workspace, _bearer(scope)):
-            await _respond(
-                send,
-                401,
-                {"error": "a valid bearer token for this workspace is required"},
-                [(b"www-authenticate", b'Bearer realm="glove-workspace"')],
-            )
-            return
+        if scope.get("method") == "POST":
+            try:
+                body = await _read_body(receive, max_body_bytes())
+                check_body(body)
+            except BodyRefused as refused:
+                await _respond(send, 400, _parse_error(str(refused)))
+                return
+            except _Disconnected:
+                return
+            receive = _replaying(body, receive)
         manager = await self._manager()
         await manager.handle_request({**scope, SCOPE_KEY: workspace}, receive, send)
 

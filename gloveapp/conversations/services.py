@@ -176,15 +176,27 @@ def session_update(*, session: Session, title: str) -> Session:
 
 
 def session_delete(*, session: Session) -> None:
-    session_id, key, owner_id = session.id, session.key, session.owner_id
+    """Delete a session and, with it, its subagents' sessions (the foreign key cascades):
+    every one of their ids is retired and announced as deleted, not only the parent's."""
     with transaction.atomic():
+        gone = [(session.id, session.key, session.owner_id)]
+        level = [session.id]
+        while level:  # subagents nest a few levels at most (GLOVE_SUBAGENT_MAX_DEPTH)
+            children = list(
+                Session.objects.filter(parent_id__in=level).values_list("id", "key", "owner_id")
+            )
+            gone += children
+            level = [child_id for child_id, _, _ in children]
         session.delete()
-        if owner_id is not None:
-            # Its owner cannot take the id again (`session_create`); nor can anyone else
-            # reach its events, which stay on the stream of its global id.
-            RetiredSessionKey.objects.get_or_create(owner_id=owner_id, key=key)
-        # The event row has no foreign key, so it outlives the session it announces.
-        record_event(stream=session_stream(session_id), type="session.deleted", payload={"id": key})
+        for session_id, key, owner_id in gone:
+            if owner_id is not None:
+                # Its owner cannot take the id again (`session_create`); nor can anyone
+                # else reach its events, which stay on the stream of its global id.
+                RetiredSessionKey.objects.get_or_create(owner_id=owner_id, key=key)
+            # The event row has no foreign key, so it outlives the session it announces.
+            record_event(
+                stream=session_stream(session_id), type="session.deleted", payload={"id": key}
+            )
 
 
 def was_used(session_id: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gloveapp.core.abort import AbortController, AbortSignal
+from gloveapp.core.approvals import ApprovalPolicy, Decision
 from gloveapp.core.builtin_tools import (
     INBOX_TOOL_NAME,
     TASK_TOOL_NAME,
@@ -75,10 +76,12 @@ __all__ = [
     "AbortController",
     "AbortError",
     "AbortSignal",
+    "ApprovalPolicy",
     "BoundDisplay",
     "CompactionConfig",
     "ContentPart",
     "ContentSource",
+    "Decision",
     "DisplayManager",
     "DuplicateInboxItem",
     "EventBus",

@@ -17,6 +17,16 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from gloveapp.core.abort import AbortSignal, race_abort
+from gloveapp.core.approvals import (
+    EDIT,
+    Decision,
+    DecisionRefused,
+    approval_prompt,
+    check_decision,
+    not_decided_message,
+    outcome_without_run,
+    validate_edit,
+)
 from gloveapp.core.display import (
     PERMISSION_RENDERER,
     BoundDisplay,
@@ -161,6 +171,13 @@ class ToolExecutor:
         if permission == "denied":
             return ToolResultData.error(permission_denied_message(call.tool_name)), False, False
 
+        if tool.approval is not None and tool.approval.applies(call.input_args):
+            approved, outcome = await self._approved(tool, call, hand_over, abort)
+            if outcome is not None:
+                return outcome, False, False
+            # From here on the call is what the person approved (or edited), nothing else.
+            call = dataclasses.replace(call, input_args=approved)
+
         validated: Any = call.input_args
         if tool.input_model is not None:
             try:
@@ -259,6 +276,40 @@ class ToolExecutor:
             tool.name, "granted" if allowed else "denied", call.input_args
         )
         return "allowed" if allowed else "denied"
+
+    async def _approved(
+        self, tool: Tool, call: ToolCall, hand_over: HandOver, abort: AbortSignal | None
+    ) -> tuple[Any, ToolResultData | None]:
+        """Hand the call over for a person's decision (`core.approvals`): the arguments to
+        run with, or a result that stands instead of running (reject, respond, refused,
+        aborted). Nothing but a checked decision on this call's fingerprint runs the tool."""
+        policy = tool.approval
+        assert policy is not None
+        try:
+            prompt = approval_prompt(tool, call.input_args, policy)
+        except (TypeError, ValueError) as error:
+            why = f"its arguments are not JSON: {error}"
+            return None, ToolResultData.error(not_decided_message(tool.name, why))
+        try:
+            answer = await race_abort(hand_over(prompt, tool.name, call.id), abort)
+        except AbortError:
+            return None, _aborted()
+        except Exception as error:
+            if not isinstance(error, SlotRejectedError):
+                logger.warning("approval request for %s failed: %r", tool.name, error)
+            why = "the request was withdrawn without a decision"
+            return None, ToolResultData.error(not_decided_message(tool.name, why))
+        try:
+            decision = answer if isinstance(answer, Decision) else Decision.from_dict(answer)
+            check_decision(decision, allowed=policy.decisions, current=prompt["fingerprint"])
+            if decision.kind == EDIT:
+                validate_edit(tool, decision.args)
+        except DecisionRefused as error:
+            return None, ToolResultData.error(not_decided_message(tool.name, str(error)))
+        instead = outcome_without_run(tool.name, decision)
+        if instead is not None:
+            return None, instead
+        return (decision.args if decision.kind == EDIT else call.input_args), None
 
     async def _run_with_retries(
         self, tool: Tool, validated: Any, context: ToolContext, abort: AbortSignal | None

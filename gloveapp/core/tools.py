@@ -26,6 +26,7 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, create_model
 
 from gloveapp.core.abort import AbortSignal
+from gloveapp.core.approvals import ApprovalPolicy
 from gloveapp.core.providers.base import ToolSpec
 from gloveapp.core.types import ToolResultData
 
@@ -65,6 +66,8 @@ class Tool:
     # the call an error result instead of running it again.
     retry_safe: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    # A person decides before each run (approve, edit, reject, respond): `core.approvals`.
+    approval: ApprovalPolicy | None = None
 
     def __post_init__(self) -> None:
         if self.display_strategy not in DISPLAY_STRATEGIES:
@@ -124,6 +127,7 @@ def tool(
     slot_template: str | None = None,
     result_template: str | None = None,
     retry_safe: bool = True,
+    approval: ApprovalPolicy | None = None,
 ) -> Any:
     """Turn an async function into a `Tool` (usable bare or with options)."""
 
@@ -161,6 +165,7 @@ def tool(
             slot_template=slot_template,
             result_template=result_template,
             retry_safe=retry_safe,
+            approval=approval,
         )
 
     if func is not None:

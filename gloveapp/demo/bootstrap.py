@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.db import transaction
 
 from gloveapp.agents.config import get_agent_spec
@@ -22,6 +23,12 @@ STAFF_USERNAME = "staff"
 # Development defaults, printed by the command; set DEMO_PASSWORD / STAFF_PASSWORD elsewhere.
 DEFAULT_DEMO_PASSWORD = "demo-coffee"
 DEFAULT_STAFF_PASSWORD = "staff-coffee"
+# The shop's approvers (docs/howto/approvals.md): a barista decides large orders, a manager
+# once they are escalated. Staff, not superusers: they see /approvals/, not everything.
+BARISTA_USERNAME, BARISTAS = "barista", "baristas"
+MANAGER_USERNAME, MANAGERS = "manager", "managers"
+DEFAULT_BARISTA_PASSWORD = "barista-coffee"
+DEFAULT_MANAGER_PASSWORD = "manager-coffee"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,19 +42,31 @@ class DemoAccount:
 class DemoSetup:
     demo: DemoAccount
     staff: DemoAccount
+    barista: DemoAccount
+    manager: DemoAccount
     session_id: str  # as the demo user's pages name it (their key)
     session_created: bool
 
 
-def _account(username: str, password: str | None, default: str, *, staff: bool) -> DemoAccount:
+def _account(
+    username: str,
+    password: str | None,
+    default: str,
+    *,
+    staff: bool,
+    superuser: bool = True,
+    group: str | None = None,
+) -> DemoAccount:
     User = get_user_model()
     user, created = User.objects.get_or_create(username=username)
     if created or password:
         user.set_password(password or default)
     if staff:
         user.is_staff = True
-        user.is_superuser = True
+        user.is_superuser = superuser
     user.save()
+    if group is not None:
+        user.groups.add(Group.objects.get_or_create(name=group)[0])
     if created or password:
         shown: str | None = password or default
     else:
@@ -70,6 +89,8 @@ def demo_logins() -> list[DemoLogin]:
     for username, password, staff in (
         (DEMO_USERNAME, DEFAULT_DEMO_PASSWORD, False),
         (STAFF_USERNAME, DEFAULT_STAFF_PASSWORD, True),
+        (BARISTA_USERNAME, DEFAULT_BARISTA_PASSWORD, True),
+        (MANAGER_USERNAME, DEFAULT_MANAGER_PASSWORD, True),
     ):
         user = User.objects.filter(username=username, is_active=True).first()
         if user is not None and user.check_password(password):
@@ -77,12 +98,34 @@ def demo_logins() -> list[DemoLogin]:
     return found
 
 
-def demo_setup(*, demo_password: str | None = None, staff_password: str | None = None) -> DemoSetup:
+def demo_setup(
+    *,
+    demo_password: str | None = None,
+    staff_password: str | None = None,
+    barista_password: str | None = None,
+    manager_password: str | None = None,
+) -> DemoSetup:
     agent_name = settings.GLOVE_DEFAULT_AGENT
     spec = get_agent_spec(agent_name)  # fails early, and clearly, on a misconfigured agent
     with transaction.atomic():
         demo = _account(DEMO_USERNAME, demo_password, DEFAULT_DEMO_PASSWORD, staff=False)
         staff = _account(STAFF_USERNAME, staff_password, DEFAULT_STAFF_PASSWORD, staff=True)
+        barista = _account(
+            BARISTA_USERNAME,
+            barista_password,
+            DEFAULT_BARISTA_PASSWORD,
+            staff=True,
+            superuser=False,
+            group=BARISTAS,
+        )
+        manager = _account(
+            MANAGER_USERNAME,
+            manager_password,
+            DEFAULT_MANAGER_PASSWORD,
+            staff=True,
+            superuser=False,
+            group=MANAGERS,
+        )
         catalogue_ensure()
         session = (
             Session.objects.filter(owner__username=DEMO_USERNAME).order_by("created_at").first()
@@ -95,5 +138,10 @@ def demo_setup(*, demo_password: str | None = None, staff_password: str | None =
                 title=spec.title,
             )
     return DemoSetup(
-        demo=demo, staff=staff, session_id=session.key, session_created=session_created
+        demo=demo,
+        staff=staff,
+        barista=barista,
+        manager=manager,
+        session_id=session.key,
+        session_created=session_created,
     )

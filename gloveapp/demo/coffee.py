@@ -16,8 +16,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from pydantic import BaseModel
 
 from gloveapp.agents.config import AgentSpec
+from gloveapp.core.approvals import ApprovalPolicy
 from gloveapp.core.tools import ToolContext, tool
 from gloveapp.core.types import ToolResultData
 from gloveapp.demo import shop
@@ -34,6 +37,8 @@ browse the coffees, check stock, fill their cart and check out.
 - add_to_cart and view_cart manage the customer's cart. Never add a coffee that is out of stock.
 - checkout shows the customer the order to confirm; it places the order only if they confirm.
   Paying with the saved card asks the customer's permission first; "pickup" pays in the shop.
+  Pass `lines` (every coffee and quantity in the cart): orders of many bags wait for a
+  barista's approval, who may change the quantities; tell the customer what was approved.
 
 ## Async Notifications
 - Some requests can't be fulfilled immediately (out of stock, pending approval, etc.)
@@ -122,22 +127,80 @@ def is_confirmation(answer: Any) -> bool:
     return isinstance(answer, str) and answer.strip().lower() in CONFIRM_ANSWERS
 
 
+class CheckoutLine(BaseModel):
+    coffee: str
+    quantity: int
+
+
+def approval_bags() -> int:
+    return int(getattr(settings, "GLOVE_DEMO_APPROVAL_BAGS", 0) or 0)
+
+
+def _bags(tool_input: Any) -> int:
+    lines = tool_input.get("lines") if isinstance(tool_input, dict) else None
+    if not isinstance(lines, list):
+        return 0
+    quantities = [line.get("quantity") for line in lines if isinstance(line, dict)]
+    return sum(q for q in quantities if isinstance(q, int) and not isinstance(q, bool))
+
+
+def _over_threshold(tool_input: Any) -> bool:
+    threshold = approval_bags()
+    return bool(threshold) and _bags(tool_input) > threshold
+
+
+# A large order waits for the shop: a barista checks the quantities (and may change them),
+# a manager takes over after two minutes; nobody deciding within 15 minutes cancels it.
+LARGE_ORDER = ApprovalPolicy(
+    decisions=("approve", "edit", "reject"),
+    assignee_group="baristas",
+    escalate_to_group="managers",
+    escalate_after=120,
+    expire_after=900,
+    on_expire="reject",
+    when=_over_threshold,
+)
+
+
 @tool(
     requires_permission=_pays_with_saved_card,
+    approval=LARGE_ORDER,
     display_strategy="hide-on-complete",
     slot_template=f"{TEMPLATES}/checkout_slot.html",
     result_template=f"{TEMPLATES}/checkout_result.html",
 )
 async def checkout(
-    ctx: ToolContext, payment: Literal["saved_card", "pickup"] = "saved_card"
+    ctx: ToolContext,
+    payment: Literal["saved_card", "pickup"] = "saved_card",
+    lines: list[CheckoutLine] | None = None,
 ) -> ToolResultData:
     """Check out the customer's cart. Shows them the order with Confirm / Cancel buttons and
     places it only when they confirm. `payment`: "saved_card" (charges the card on file,
-    asks the customer's permission) or "pickup" (pay in the shop)."""
+    asks the customer's permission) or "pickup" (pay in the shop). `lines`: the cart's
+    coffees and quantities as the customer confirmed them; required for an order of more
+    bags than the shop's threshold, which a barista approves (and may change) first."""
     session_id = _session_id(ctx)
+    if lines:
+        try:
+            await sync_to_async(shop.cart_set_quantities)(
+                session_id=session_id, lines=[line.model_dump() for line in lines]
+            )
+        except shop.ShopError as error:
+            return _refusal(error)
     cart = await sync_to_async(shop.cart_summary)(session_id=session_id)
     if not cart["lines"]:
         return _refusal(shop.EmptyCart())
+    threshold = approval_bags()
+    if (
+        threshold
+        and cart["count"] > threshold
+        and _bags({"lines": _as_lines(lines)}) != cart["count"]
+    ):
+        # Only a call naming every bag went past the approval gate: ask for one that does.
+        return ToolResultData.error(
+            f"Orders of more than {threshold} bags need a staff approval: call checkout again "
+            "with `lines` naming every coffee and quantity in the cart."
+        )
     answer = await ctx.display.push_and_wait(input={**cart, "payment": payment})
     if not is_confirmation(answer):
         data = {"status": "cancelled", "total_cents": cart["total_cents"], "total": cart["total"]}
@@ -148,6 +211,10 @@ async def checkout(
         return _refusal(error)
     data = shop.order_data(order)
     return ToolResultData.success(data, render_data=data)
+
+
+def _as_lines(lines: list[CheckoutLine] | None) -> list[dict[str, Any]]:
+    return [line.model_dump() for line in lines or []]
 
 
 def build_agent() -> AgentSpec:

@@ -117,6 +117,12 @@ class DemoModel(ScriptedModel):
         if isinstance(intent, str):
             return _say(intent)
         tool_name, tool_input, preface = intent
+        if tool_name == "checkout":
+            lines = _cart_lines(context)
+            threshold = _approval_bags()
+            if threshold and sum(line["quantity"] for line in lines) > threshold:
+                # A large order names its lines, for a barista to approve (or change).
+                tool_input = {**tool_input, "lines": lines}
         if tool_name not in tools:
             return _say(f"I would use the {tool_name} tool for that, but this agent has none.")
         call = ToolCall(tool_name=tool_name, input_args=tool_input, id=_call_id())
@@ -323,6 +329,37 @@ def _resolved_lines(message: Message) -> list[dict[str, str]]:
         if match:
             found.append(match.groupdict())
     return found
+
+
+def _approval_bags() -> int:
+    """GLOVE_DEMO_APPROVAL_BAGS, read only when a checkout is asked for: this model also runs
+    without Django (the runtime's tests), where no order needs an approval."""
+    try:
+        from gloveapp.demo.coffee import approval_bags
+
+        return approval_bags()
+    except Exception:  # Django is not installed or configured here
+        return 0
+
+
+def _cart_lines(messages: list[Message]) -> list[dict[str, Any]]:
+    """The cart as the conversation last showed it (an add or a view), unless an order was
+    placed since: [{"coffee": name, "quantity": bags}]."""
+    for message in reversed(messages):
+        for result in reversed(message.tool_results or []):
+            data = result.result.data if isinstance(result.result.data, dict) else {}
+            if result.tool_name == "checkout" and data.get("status") == "placed":
+                return []
+            if result.tool_name in ("add_to_cart", "view_cart"):
+                cart = data.get("cart", data)
+                lines = cart.get("lines") if isinstance(cart, dict) else None
+                if isinstance(lines, list):
+                    return [
+                        {"coffee": line["name"], "quantity": line["quantity"]}
+                        for line in lines
+                        if isinstance(line, dict) and "name" in line and "quantity" in line
+                    ]
+    return []
 
 
 def _quantity(text: str) -> int:

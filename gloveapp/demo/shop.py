@@ -136,6 +136,26 @@ def cart_add(*, session_id: str, coffee_name: str, quantity: int = 1) -> dict[st
 
 
 # -- orders ----------------------------------------------------------------------------------
+def cart_set_quantities(*, session_id: str, lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Set the quantity of coffees already in the cart (what an approved, perhaps edited,
+    checkout names); 0 takes a coffee out. Coffees not in the cart are left out: a checkout
+    never fills an emptied cart again."""
+    with transaction.atomic():
+        for line in lines:
+            coffee = coffee_find(str(line.get("coffee") or ""))
+            quantity = int(line.get("quantity") or 0)
+            if quantity < 0:
+                raise ShopError("A quantity cannot be negative.")
+            if quantity > coffee.stock:
+                raise OutOfStock(coffee, quantity)
+            held = CartLine.objects.filter(session_id=session_id, coffee=coffee)
+            if quantity == 0:
+                held.delete()
+            else:
+                held.update(quantity=quantity)
+    return cart_summary(session_id=session_id)
+
+
 def order_place(*, session_id: str, payment: str) -> Order:
     """Turn the cart into an order: take the bags off the shelf, empty the cart."""
     if payment not in Order.Payment.values:

@@ -12,10 +12,17 @@ Close codes in the 44xx range are final (a client should not reconnect):
 not allowed to watch, 4404 no such stream. A socket is
 authorised only when it connects, so when its stream ends (a `final_events` frame) it is
 then closed with 4404: nothing recorded later on that stream reaches it.
+
+4503 means "not now": the server could not set the socket up (its database did not answer);
+the close reason reads `retry_after=<seconds>` and the client reconnects after that long.
+Redis being away is not such a case: the handshake succeeds, stored events keep coming from
+the event log (gloveapp/live/layers.py says what degrades).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -29,6 +36,10 @@ from gloveapp.live.signout import user_group
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_UNAVAILABLE = 4503
+RETRY_AFTER_SECONDS = 5
+
+logger = logging.getLogger(__name__)
 
 
 class StreamConsumer(AsyncJsonWebsocketConsumer):
@@ -63,7 +74,12 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         # (or both, deduplicated below), never neither. Accepting only now means a client
         # without a cursor gets everything that commits after its socket opened. Stored
         # events the relay hands over meanwhile are held until the replay has gone out.
-        self._relay = await ensure_relay_started()
+        try:
+            self._relay = await ensure_relay_started()
+        except Exception as error:  # the database is away: not now, rather than a 500
+            logger.warning("live: refused a socket for now (%s: %s)", type(error).__name__, error)
+            await self._refuse(CLOSE_UNAVAILABLE, reason=f"retry_after={RETRY_AFTER_SECONDS}")
+            return
         self._stream = stream
         self._held: list[StoredFrame] | None = []
         # The user's group too: their logout or password change closes this socket.
@@ -73,9 +89,24 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         self._relay.watch(stream, self)
         try:
             await self._accept_and_replay(stream)
+        except Exception as error:
+            # The replay's read failed (not now, rather than a 500), or the client left
+            # while it was sent (then closing fails too, quietly).
+            self._unwatch()
+            logger.info("live: could not set a socket up (%s: %s)", type(error).__name__, error)
+            with contextlib.suppress(Exception):
+                await self._end(CLOSE_UNAVAILABLE, reason=f"retry_after={RETRY_AFTER_SECONDS}")
         except BaseException:
             self._unwatch()  # a consumer that failed here gets no disconnect
             raise
+
+    async def __call__(self, scope, receive, send) -> None:
+        # However the consumer ends (a disconnect, an error, its server shutting down), the
+        # relay must stop handing it events.
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._unwatch()
 
     async def _accept_and_replay(self, stream: str) -> None:
         await self.accept()
@@ -120,27 +151,42 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         if self._relay is not None:
             self._relay.unwatch(self._stream, self)
 
-    async def _end(self, code: int = CLOSE_NOT_FOUND) -> None:
+    async def _end(self, code: int = CLOSE_NOT_FOUND, reason: str | None = None) -> None:
         """The stream is gone (or the user's login ended): stop relaying and close for good."""
         self._ended = True
         self._unwatch()
         for group in self.groups:
             await self.channel_layer.group_discard(group, self.channel_name)
-        await self.close(code=code)
+        if not self._accepted:
+            await self.accept()
+        await self.close(code=code, reason=reason)
 
     async def user_signed_out(self, message: dict) -> None:
         """The user logged out or changed their password (gloveapp.live.signout)."""
         if not self._ended:
             await self._end(CLOSE_UNAUTHENTICATED)
 
-    async def _refuse(self, code: int) -> None:
+    async def _refuse(self, code: int, reason: str | None = None) -> None:
         # Accept before closing: a browser reads the close code only of an accepted socket,
         # while a refused handshake looks like a network error that it would keep retrying.
         await self.accept()
-        await self.close(code=code)
+        await self.close(code=code, reason=reason)
+
+    _accepted = False
+
+    async def accept(self, subprotocol=None, headers=None) -> None:
+        await super().accept(subprotocol, headers)
+        self._accepted = True
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
         """Clients only listen; what they send is ignored (not even parsed)."""
+
+    async def websocket_disconnect(self, message: dict) -> None:
+        # Off the relay first: leaving the groups may wait on a Redis that is away, and
+        # meanwhile the relay must not send to a socket that is closing.
+        self._ended = True
+        self._unwatch()
+        await super().websocket_disconnect(message)
 
     async def disconnect(self, code) -> None:
         self._unwatch()

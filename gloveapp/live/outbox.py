@@ -75,6 +75,7 @@ class _WakePublisher:
         self._target: tuple[str, str] | None = None
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._failing = False
 
     def request(self, url: str, channel: str) -> None:
         self._target = (url, channel)
@@ -115,8 +116,18 @@ class _WakePublisher:
         url, channel = target
         try:
             _redis_client(url).publish(channel, b"1")
-        except Exception:
-            logger.warning("live: could not wake the relays; they will poll", exc_info=True)
+        except Exception as error:
+            if not self._failing:  # once per outage, not once per commit
+                self._failing = True
+                logger.warning(
+                    "live: could not wake the relays through Redis (%s: %s); they poll",
+                    type(error).__name__,
+                    error,
+                )
+            return
+        if self._failing:
+            self._failing = False
+            logger.warning("live: waking the relays through Redis again")
 
 
 _publisher = _WakePublisher()

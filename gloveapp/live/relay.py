@@ -17,8 +17,10 @@ larger one (two transactions on different streams). The relay remembers the ids 
 over ("holes") for GLOVE_LIVE_GAP_SECONDS and keeps asking for them, so a late commit is
 still relayed.
 
-A socket that fails to take an event is logged and left behind (its page recovers on
-reload), so one broken socket or odd payload cannot stop every later event in the process.
+A socket that fails to take an event is logged in one line and left behind (its page
+recovers on reload), so one broken socket or odd payload cannot stop every later event in
+the process; a socket that does not take an event within DELIVERY_TIMEOUT_SECONDS is
+dropped (it would hold up every other socket of the process).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from django.conf import settings
 from django.db import connections
 from django.db.models import Max, Q
 
+from gloveapp.db import Backoff, close_broken_connections
 from gloveapp.live import outbox
 from gloveapp.live.eventlog import LIVE_EVENTS_CHANNEL
 from gloveapp.live.models import LiveEvent
@@ -51,6 +54,7 @@ MAX_NEW_HOLES = 1000
 STARTUP_LOOKBEHIND = 200
 MAX_BACKOFF_SECONDS = 5.0
 READY_TIMEOUT_SECONDS = 10.0
+DELIVERY_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,7 @@ class Relay:
     # -- the loop ------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        failures = 0
+        backoff = Backoff("live relay", log=logger)
         while True:
             self._wake.clear()
             try:
@@ -152,15 +156,13 @@ class Relay:
                     await self._start_from_newest()
                     self._ready.set()
                 await self._pump()
-                failures = 0
+                backoff.succeeded()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                failures += 1
-                logger.exception("live relay: failed to relay events (attempt %d)", failures)
+            except Exception as error:
                 with contextlib.suppress(Exception):
-                    await self._db(connections.close_all)  # reconnect next time
-                await asyncio.sleep(min(MAX_BACKOFF_SECONDS, 0.2 * 2**failures))
+                    await self._db(close_broken_connections)  # a new connection next time
+                await asyncio.sleep(backoff.failed(error))
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), settings.GLOVE_LIVE_POLL_SECONDS)
@@ -198,15 +200,33 @@ class Relay:
         # A snapshot: consumers come and go while deliveries await.
         for consumer in list(self.watchers.get(row.stream, ())):
             try:
-                await consumer.deliver_stored(frame)
+                # Bounded: a socket that cannot take a frame (a closing handshake the server
+                # waits out, a client that stopped reading) must not hold up every other
+                # socket of the process.
+                async with asyncio.timeout(DELIVERY_TIMEOUT_SECONDS):
+                    await consumer.deliver_stored(frame)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                logger.exception(
-                    "live relay: could not deliver event %d (%s on %s) to a socket",
+            except TimeoutError:
+                # Stuck (a closing handshake, a client that stopped reading): dropped, so it
+                # holds up no later event; its page reconnects and replays.
+                self.unwatch(row.stream, consumer)
+                logger.warning(
+                    "live relay: could not deliver event %d to a socket of %s in %s s; dropped it",
+                    row.id,
+                    row.stream,
+                    DELIVERY_TIMEOUT_SECONDS,
+                )
+            except Exception as error:
+                # One line, no traceback: sockets that closed meanwhile are unwatched by
+                # their consumer, and a burst of these must not flood the log.
+                logger.warning(
+                    "live relay: could not deliver event %d (%s on %s) to a socket: %s: %s",
                     row.id,
                     row.type,
                     row.stream,
+                    type(error).__name__,
+                    error,
                 )
 
     def _mark_relayed(self, event_id: int) -> None:
@@ -254,9 +274,15 @@ class Relay:
                             self.wake()
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as error:
                 failures += 1
-                logger.warning("live relay: Redis wake-up channel lost; polling", exc_info=True)
+                if failures == 1:  # once per outage: the relay polls meanwhile
+                    logger.warning(
+                        "live relay: Redis wake-up channel lost (%s: %s); polling every %s s",
+                        type(error).__name__,
+                        error,
+                        settings.GLOVE_LIVE_POLL_SECONDS,
+                    )
             finally:
                 with contextlib.suppress(Exception):
                     await client.aclose()
@@ -286,25 +312,26 @@ async def listen_postgres(
     catch up on what was notified meanwhile; `on_notify(payload)` for each notification."""
     import psycopg
 
-    failures = 0
+    backoff = Backoff(f"{label} (LISTEN)", log=logger)
     while True:
         try:
             conn = await psycopg.AsyncConnection.connect(**params, autocommit=True)
             async with conn:
                 await conn.execute(f"LISTEN {channel}")
-                failures = 0
+                backoff.succeeded()
                 on_connect()
                 async for notify in conn.notifies():
                     on_notify(notify.payload)
+            error: BaseException = psycopg.OperationalError("the LISTEN connection ended")
         except asyncio.CancelledError:
             raise
-        except Exception:
-            failures += 1
-            logger.warning("%s: LISTEN connection lost; polling", label, exc_info=True)
+        except Exception as lost:
+            error = lost
         finally:
             if on_lost is not None:
                 on_lost()
-        await asyncio.sleep(min(MAX_BACKOFF_SECONDS, 0.2 * 2**failures))
+        # Meanwhile the caller polls.
+        await asyncio.sleep(backoff.failed(error))
 
 
 # -- database helpers (run on the relay's thread) ---------------------------------------

@@ -3,6 +3,7 @@
 - `session:<session id>`  a conversation (its chat page, its owner's sockets)
 - `workspace:<workspace id>`  a workspace inbox
 - `mesh:<agent id>`  one agent of the mesh
+- `approvals`  approval requests, for staff
 
 The live app only stores and relays streams; which user may watch one is the feature's
 business (a `StreamConsumer` subclass's `authorise`).
@@ -21,3 +22,8 @@ def workspace_stream(workspace_id: str) -> str:
 
 def mesh_stream(agent_id: str) -> str:
     return f"mesh:{agent_id}"
+
+
+def approvals_stream() -> str:
+    """Every approval request's changes, for staff (the `/approvals/` page)."""
+    return "approvals"

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from django.urls import path
 
+from gloveapp.pages.approvals_consumer import ApprovalsConsumer
 from gloveapp.pages.consumers import SessionConsumer
 from gloveapp.pages.workspace_consumer import WorkspaceConsumer
 
 websocket_urlpatterns = [
     path("ws/sessions/<str:session_id>/", SessionConsumer.as_asgi()),
     path("ws/workspaces/<str:workspace_id>/", WorkspaceConsumer.as_asgi()),
+    path("ws/approvals/", ApprovalsConsumer.as_asgi()),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from gloveapp.pages import views, workspace_inbox
+from gloveapp.pages import account, approvals, views, workspace_inbox
 
 urlpatterns = [
     path("", views.session_list, name="session-list"),
@@ -34,5 +34,15 @@ urlpatterns = [
         workspace_inbox.entry_reply,
         name="workspace-inbox-reply",
     ),
+    path("approvals/", approvals.approvals_page, name="approvals"),
+    path("approvals/link/<str:token>", approvals.approval_link, name="approval-link"),
+    path("approvals/<str:approval_id>", approvals.approval_detail, name="approval-detail"),
+    path(
+        "approvals/<str:approval_id>/decide",
+        approvals.approval_decide_page,
+        name="approval-decide",
+    ),
     path("notifications/", workspace_inbox.notifications_page, name="notifications"),
+    path("accounts/tokens/", account.api_tokens, name="api-tokens"),
+    path("accounts/tokens/revoke", account.api_token_revoke, name="api-token-revoke"),
 ]

@@ -16,6 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from gloveapp.live.replay import current_cursor
@@ -70,10 +71,19 @@ def _detail_context(user: Any, entry: Any) -> dict:
         "row": _row(entry, True),
         "workspace": workspace,
         "docs": docs,
-        "comments_html": doc_render.markdown_html(entry.comments) if entry.comments else "",
+        "comments_html": _comments_html(entry.comments or ""),
         "replies": selectors.entry_replies(entry),
         "download_max_bytes": doc_render.download_max_bytes(),
     }
+
+
+def _comments_html(comments: str) -> str:
+    if not comments:
+        return ""
+    try:
+        return doc_render.bounded_markdown_html(comments)
+    except doc_render.TooComplex:
+        return format_html('<pre class="doc__text">{}</pre>', comments)
 
 
 @login_required

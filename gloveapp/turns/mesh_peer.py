@@ -22,6 +22,7 @@ from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
 from gloveapp.conversations.services import DuplicateSession, session_create
 from gloveapp.core.compaction import CompactionConfig
 from gloveapp.core.glove import Glove
+from gloveapp.db import Backoff, healing, retry_while_unreachable
 from gloveapp.turns import selectors
 from gloveapp.turns.models import MeshPeer
 from gloveapp.turns.public import wake_mesh_peer_sync
@@ -107,8 +108,12 @@ async def run_mesh_peer(
         description=description or spec.title,
         capabilities=list(capabilities) or None,
     )
-    await sync_to_async(_register_peer)(
-        session_id=session_id, spec=spec, identity=identity, transport_alias=transport_alias
+    register = sync_to_async(healing(_register_peer))
+    await retry_while_unreachable(
+        f"run_agent {mesh_id}",
+        lambda: register(
+            session_id=session_id, spec=spec, identity=identity, transport_alias=transport_alias
+        ),
     )
     # This process only receives: the Glove is the mount's holder (inbox store, identity);
     # its turns run on a worker.
@@ -141,11 +146,13 @@ async def _wake_on_arrivals(
 ) -> int:
     loop = asyncio.get_running_loop()
     queued = 0
+    wake = sync_to_async(healing(wake_mesh_peer_sync))
+    backoff = Backoff(f"{session_id}: wake-up", log=logger)
     while max_turns is None or queued < max_turns:
         if not await wait_for_arrival(mount, stop):
             break
         try:
-            woke = await sync_to_async(wake_mesh_peer_sync)(session_id=session_id, text=WAKE_PROMPT)
+            woke = await wake(session_id=session_id, text=WAKE_PROMPT)
         except (TurnLimitReached, QueueFull) as refused:
             # Nothing is lost: the message is in the inbox already, and the next turn of
             # this peer reads it. Try again later, even if nothing else arrives.
@@ -154,10 +161,12 @@ async def _wake_on_arrivals(
             )
             loop.call_later(retry_delay, mount.arrivals.set)
             continue
-        except Exception:
-            logger.exception("%s: could not queue a wake-up turn", session_id)
-            loop.call_later(retry_delay, mount.arrivals.set)
+        except Exception as error:
+            # The database away (one line, a new connection after a backoff), or a bug
+            # (logged whole): the mail waits in the inbox; try again.
+            loop.call_later(backoff.failed(error), mount.arrivals.set)
             continue
+        backoff.succeeded()
         if woke:
             queued += 1
     return queued
@@ -166,7 +175,8 @@ async def _wake_on_arrivals(
 async def _wait_idle_or_stop(session_id: str, stop: asyncio.Event | None) -> None:
     # Stays subscribed while its last turn runs: on Redis, acks and replies to that turn
     # reach the peer only through this process.
-    while await sync_to_async(selectors.is_busy)(session_id):
+    is_busy = sync_to_async(healing(selectors.is_busy))
+    while await retry_while_unreachable(f"{session_id}: idle check", lambda: is_busy(session_id)):
         if stop is not None and stop.is_set():
             return
         await asyncio.sleep(0.05)

@@ -16,10 +16,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from gloveapp import db
+from gloveapp.approvals import services as approvals
 from gloveapp.conversations.models import Message, Session
 from gloveapp.conversations.services import messages_append
 from gloveapp.core import input_rules
 from gloveapp.core.agent import TOOL_RESULTS_TEXT
+from gloveapp.core.approvals import APPROVAL_RENDERER
 from gloveapp.core.display import PERMISSION_RENDERER
 from gloveapp.core.executor import ABORTED_MESSAGE, PERMISSION_DENY_ONCE, PERMISSION_ONCE
 from gloveapp.core.types import Message as CoreMessage
@@ -54,9 +57,10 @@ REMEMBERED_PERMISSION_LABELS = {"granted": "Always allowed", "denied": "Always d
 LIVE_STATUSES = (Turn.Status.QUEUED, Turn.Status.RUNNING)
 # `Turn.source` of a mesh peer's wake-up.
 MESH_SOURCE = "mesh"
-# PostgreSQL NOTIFY channel: "<turn id>" when a prompt of that turn is answered or a stop is
-# asked for; the worker running it LISTENs (`TurnEngine`), and polls only as a safety net.
-TURNS_CHANNEL = "glove_turns"
+# PostgreSQL NOTIFY channel (`gloveapp.db`): "<turn id>" when a prompt of that turn is
+# answered, an approval decided or a stop asked for; the worker running it LISTENs
+# (`TurnEngine`), and polls only as a safety net.
+TURNS_CHANNEL = db.TURNS_CHANNEL
 # ... and this payload when a task was enqueued on the database queue: idle workers take it
 # at once instead of polling the task table every few milliseconds.
 TASK_ENQUEUED = "task"
@@ -81,6 +85,11 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
     `TurnLimitReached` past the user's turns per minute: every turn is a paid model call.
     """
     with transaction.atomic():
+        # The bound is a count read before the insert: without a lock, concurrent posts
+        # all read the same count and all insert (20 of 20 did, with a bound of 5). The
+        # session's row lock makes count-then-insert one decision per session on
+        # PostgreSQL; SQLite's transactions begin IMMEDIATE, so its writers are serial.
+        list(Session.objects.select_for_update().filter(pk=session_id).values_list("pk"))
         since = timezone.now() - timedelta(minutes=1)
         if user_id is not None:
             recent = Turn.objects.filter(user_id=user_id, created_at__gte=since).count()
@@ -215,6 +224,40 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
             {"turn": turn.pk, "text": turn.text, "attempt": turn.attempts},
         )
     return turn
+
+
+def turn_release(*, turn: Turn, worker_id: str) -> bool:
+    """Put a running turn back on the queue: its worker lost the database in the middle of
+    it. What the turn stored stays (its retry resumes from there); its prompts expire (the
+    retry asks again). False when this worker no longer holds it."""
+    with transaction.atomic():
+        # Conditional: another worker's sweep may have taken it back already.
+        released = Turn.objects.filter(
+            pk=turn.pk, status=Turn.Status.RUNNING, worker_id=worker_id
+        ).update(status=Turn.Status.QUEUED, worker_id="", lease_until=None)
+        if released:
+            _expire_slots(turn)
+    return bool(released)
+
+
+def turn_stored_reply(turn: Turn) -> str | None:
+    """The reply an earlier attempt of the turn already stored (it ended before it could
+    say the turn was done), or None: a retry must not answer twice."""
+    last = (
+        Message.objects.filter(
+            session_id=turn.session_id,
+            seq__gt=turn.base_seq or 0,
+            is_compaction=False,
+            framework_context__isnull=True,
+        )
+        .order_by("-seq")
+        .values_list("sender", "text", "tool_calls")
+        .first()
+    )
+    if last is None:
+        return None
+    sender, text, tool_calls = last
+    return text if sender == "agent" and not tool_calls else None
 
 
 def turn_request_stored(turn: Turn) -> bool:
@@ -410,12 +453,24 @@ def slot_public_id(turn_id: int, slot_id: str) -> str:
 
 def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot:
     with transaction.atomic():
+        shown = slot.input
+        if slot.renderer == APPROVAL_RENDERER and isinstance(slot.input, dict):
+            # The request staff decide on is its own row; the chat keeps what a customer
+            # may see of it. Only `approval_decide` answers it, never the chat.
+            approvals.approval_open(
+                session_id=turn.session_id,
+                prompt=slot.input,
+                turn_id=turn.pk,
+                slot_id=slot.id,
+                call_id=slot.call_id,
+            )
+            shown = approvals.customer_prompt(slot.input)
         row = TurnSlot.objects.create(
             turn=turn,
             session_id=turn.session_id,
             slot_id=slot.id,
             renderer=slot.renderer,
-            input=slot.input,
+            input=shown,
             tool_name=slot.tool_name,
             call_id=slot.call_id,
             display_strategy=slot.display_strategy,
@@ -441,6 +496,7 @@ def slot_close(*, turn: Turn, slot_id: str, status: str) -> None:
         ).update(status=closed_as)
         if closed:
             _event(turn, "slot.resolved", {"slot_id": slot_public_id(turn.pk, slot_id)})
+        approvals.approval_delivered(turn_id=turn.pk, slot_id=slot_id)
 
 
 # A slot's public id: "t<turn pk>-<slot id>" (ASCII digits only: "²".isdigit() is true).
@@ -470,7 +526,8 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
             .only("pk", "renderer")
             .first()
         )
-        if row is None:
+        if row is None or row.renderer == APPROVAL_RENDERER:
+            # An approval is decided through `approvals.services.approval_decide` only.
             return False
         if row.renderer == PERMISSION_RENDERER:
             answer = value.get("value") if isinstance(value, dict) else value
@@ -499,12 +556,7 @@ def task_enqueued_notify() -> None:
 
 
 def _wake_worker(turn_id: int) -> None:
-    """Tell the worker running the turn to look now (PostgreSQL: NOTIFY, delivered when this
-    transaction commits and dropped if it rolls back). Elsewhere the worker polls."""
-    connection = transaction.get_connection()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [TURNS_CHANNEL, str(turn_id)])
+    db.notify_turn_worker(turn_id)
 
 
 def _expire_slots(turn: Turn) -> None:
@@ -517,3 +569,5 @@ def _expire_slots(turn: Turn) -> None:
     ).update(status=TurnSlot.Status.EXPIRED)
     if expired:
         _event(turn, "slot.resolved", {"turn": turn.pk, "expired": expired})
+    # Nothing waits for its approvals any more: they can no longer be decided.
+    approvals.approvals_withdraw(turn_id=turn.pk)

@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
 from gloveapp.conversations.models import Session
 from gloveapp.core.abort import AbortSignal
+from gloveapp.core.approvals import APPROVAL_RENDERER
 from gloveapp.core.compaction import CompactionConfig
 from gloveapp.core.display import PERMISSION_RENDERER, DisplayManager, Slot
 from gloveapp.core.glove import Glove
@@ -40,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 GENERIC_SLOT_TEMPLATE = "tools/generic_slot.html"
 PERMISSION_SLOT_TEMPLATE = "tools/permission_request.html"
+APPROVAL_SLOT_TEMPLATE = "tools/approval_request.html"
 FORWARDED_EVENTS = frozenset({"text_delta", "tool_use", "tool_use_result"})
 
 
@@ -86,6 +88,10 @@ async def answer_turn(
 
     glove.add_subscriber(forward).build()
     resume = turn.retried and await sync_to_async(services.turn_request_stored)(turn)
+    if resume:
+        stored = await sync_to_async(services.turn_stored_reply)(turn)
+        if stored is not None:
+            return stored  # answered before its worker could finish it: not twice
     if turn.source == services.MESH_SOURCE and not resume:
         if not await glove.store.get_resolved_inbox_items():
             # A wake-up whose mail an earlier turn already read: no model call for nothing.
@@ -117,6 +123,8 @@ async def answer_turn(
 def slot_template(tools: dict[str, Tool], slot: Slot) -> str:
     if slot.renderer == PERMISSION_RENDERER:
         return PERMISSION_SLOT_TEMPLATE
+    if slot.renderer == APPROVAL_RENDERER:
+        return APPROVAL_SLOT_TEMPLATE
     tool = tools.get(slot.tool_name or "")
     own = tool is not None and tool.slot_template and slot.renderer == tool.name
     return (tool.slot_template if own and tool else None) or GENERIC_SLOT_TEMPLATE

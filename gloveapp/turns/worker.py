@@ -31,11 +31,20 @@ from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import connections
 
+from gloveapp.approvals.services import decisions_for_turns
+from gloveapp.approvals.tasks import approval_deadlines
 from gloveapp.core.abort import AbortController
 from gloveapp.core.display import DisplayManager, Slot
 from gloveapp.core.types import AbortError
+from gloveapp.db import (
+    Backoff,
+    close_broken_connections,
+    healing,
+    is_database_outage,
+    retry_while_unreachable,
+)
 from gloveapp.live.relay import listen_params, listen_postgres
 from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnSlot
@@ -101,6 +110,9 @@ class TurnEngine:
             ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"glove-turns-db{index}")
             for index in range(settings.GLOVE_TURN_DB_THREADS)
         ]
+        self._scheduler_thread = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="glove-turns-schedule"
+        )
 
     # -- handing sessions to the loop --------------------------------------------------------
     def dispatch(self, session_id: str) -> None:
@@ -134,8 +146,11 @@ class TurnEngine:
             async with self._slots, ThreadSensitiveContext(executor=executor):
                 while not self._stopping:
                     self._again.discard(session_id)
-                    turn = await sync_to_async(services.turn_claim_next)(
-                        session_id=session_id, worker_id=self.worker_id
+                    # While the database is away the claim is retried here (the turn stays
+                    # queued meanwhile): the task that brought the session is done, and
+                    # nothing else would bring it back before the sweep.
+                    turn = await self._db(
+                        services.turn_claim_next, session_id=session_id, worker_id=self.worker_id
                     )
                     if turn is None:
                         if session_id in self._again:
@@ -147,11 +162,22 @@ class TurnEngine:
         finally:
             self._draining.discard(session_id)
 
+    async def _db(self, func: Callable[..., Any], /, **kwargs: Any) -> Any:
+        """`func(**kwargs)` on this task's database thread, retried with backoff while the
+        database is away (its broken connection closed first), until the engine stops."""
+        call = sync_to_async(healing(func))
+        return await retry_while_unreachable(
+            f"turn worker ({func.__name__})",
+            lambda: call(**kwargs),
+            stopping=lambda: self._stopping,
+        )
+
     async def _run(self, turn: Turn) -> None:
         state = RunningTurn(turn=turn)
         self.running[turn.pk] = state
         status, error, reply = Turn.Status.DONE, "", ""
         announcer: _Announcer | None = None
+        interrupted = False
         try:
             spec = await sync_to_async(turn_agent)(turn)
             tools = agent_tools(spec)
@@ -163,15 +189,28 @@ class TurnEngine:
         except AbortError:
             status, error = Turn.Status.CANCELLED, "stopped"
         except Exception as exc:
-            logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
-            status, error = Turn.Status.FAILED, readable_error(exc)
+            if is_database_outage(exc):
+                interrupted = True
+            else:
+                logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
+                status, error = Turn.Status.FAILED, readable_error(exc)
         finally:
             self.running.pop(turn.pk, None)
         # The announcer records a prompt's answer on a task of the display's: let it land
         # before the turn ends (ending expires the prompts still open).
-        await state.display.notified()
+        with contextlib.suppress(Exception):
+            await state.display.notified()
+        if interrupted:
+            # The database went away mid-turn: not the turn's failure. What it stored is
+            # kept; it goes back on the queue once the database is back, and the drain
+            # claims it again at once (a retry resumes, and never answers twice).
+            logger.warning("turn %s lost the database; it will run again", turn.pk)
+            await sync_to_async(close_broken_connections)()
+            await self._db(services.turn_release, turn=turn, worker_id=self.worker_id)
+            return
         # False when another worker took the turn back meanwhile: it is theirs now.
-        await sync_to_async(services.turn_finish)(
+        await self._db(
+            services.turn_finish,
             turn_id=turn.pk,
             worker_id=self.worker_id,
             status=status,
@@ -185,10 +224,14 @@ class TurnEngine:
         lease = settings.GLOVE_TURN_LEASE_SECONDS
         next_heartbeat = next_sweep = next_cancel_check = next_answer_check = 0.0
         nudge = self._nudge_event()
+        backoff = Backoff("turn watcher")
+        pause = 0.0
         while not self._stopping:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(nudge.wait(), settings.GLOVE_TURN_POLL_SECONDS)
             nudge.clear()
+            if pause:
+                await asyncio.sleep(pause)
             try:
                 now = time.monotonic()
                 notified, self._notified = self._notified, set()
@@ -214,10 +257,31 @@ class TurnEngine:
                 if now >= next_sweep:
                     next_sweep = now + min(lease / 2, 2.0)
                     await self._sweep()
-            except Exception:
-                # A database hiccup must not stop the watcher: the next round retries.
-                logger.exception("turn watcher round failed")
-                await sync_to_async(close_old_connections)()
+            except Exception as error:
+                # The database away must not stop the watcher: the next round retries,
+                # after a backoff, on a new connection.
+                await sync_to_async(close_broken_connections)()
+                pause = backoff.failed(error)
+            else:
+                pause = 0.0
+                backoff.succeeded()
+
+    async def schedule(self) -> None:
+        """The scheduler: the approvals' periodic task (deadlines, then notifications) every
+        GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own so a slow SMTP server or
+        webhook never holds up the watcher's heartbeats. No cron line is needed."""
+        loop = asyncio.get_running_loop()
+        # The database away: one line, not a traceback per round; any other failure is
+        # logged whole. It runs again either way.
+        backoff = Backoff("the approvals' periodic task")
+        while not self._stopping:
+            try:
+                await loop.run_in_executor(self._scheduler_thread, _run_scheduled)
+            except Exception as error:
+                backoff.failed(error)
+            else:
+                backoff.succeeded()
+            await asyncio.sleep(settings.GLOVE_APPROVAL_SWEEP_SECONDS)
 
     def _task_event(self) -> asyncio.Event:
         if self._task_enqueued is None:
@@ -326,7 +390,10 @@ class TurnEngine:
         self._slots = asyncio.Semaphore(self.concurrency)
         _current = self
         try:
-            jobs = [self._spawn(self.watch(), name="glove-turns:watch")]
+            jobs = [
+                self._spawn(self.watch(), name="glove-turns:watch"),
+                self._spawn(self.schedule(), name="glove-turns:schedule"),
+            ]
             if connections["default"].vendor == "postgresql":
                 jobs.append(self._spawn(self.listen(), name="glove-turns:listen"))
             if fetch is not None:
@@ -349,7 +416,7 @@ class TurnEngine:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.sleep(0)
-        for executor in self._db_threads:
+        for executor in [*self._db_threads, self._scheduler_thread]:
             # Their connections belong to those threads: close them there.
             await asyncio.wrap_future(executor.submit(connections.close_all))
             executor.shutdown(wait=False)
@@ -371,6 +438,13 @@ class TurnEngine:
         return self._stopping
 
 
+def _run_scheduled() -> None:
+    try:
+        approval_deadlines.call()
+    finally:
+        close_broken_connections()
+
+
 def _waits(state: RunningTurn) -> bool:
     return any(slot.waits_for_answer for slot in state.display.stack)
 
@@ -386,6 +460,11 @@ def _answers_and_cancels(
                 turn_id__in=waiting, status=TurnSlot.Status.ANSWERED
             ).values_list("turn_id", "slot_id", "answer")
         )
+        # Approvals: only a recorded decision is handed over (as the slot's answer).
+        answers += [
+            (turn_id, slot_id, {"value": decision})
+            for turn_id, slot_id, decision in decisions_for_turns(waiting)
+        ]
     if running:
         cancels = list(
             Turn.objects.filter(pk__in=running, cancel_requested=True).values_list("pk", flat=True)

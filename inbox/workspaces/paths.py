@@ -33,6 +33,9 @@ class OpenedFile:
     fd: int
     size: int
     real_path: str
+    # The file's version, for caching what was made of it.
+    mtime_ns: int = 0
+    inode: int = 0
 
 
 def check_relative(rel: object) -> str:
@@ -100,7 +103,9 @@ def open_inside(root: str, rel: object) -> OpenedFile:
             opened = os.path.realpath(os.readlink(proc))
             if not _inside(os.path.realpath(root), opened):
                 raise PathRefused(f"refused to escape workspace: {rel}")
-        return OpenedFile(fd=fd, size=info.st_size, real_path=real)
+        return OpenedFile(
+            fd=fd, size=info.st_size, real_path=real, mtime_ns=info.st_mtime_ns, inode=info.st_ino
+        )
     except BaseException:
         os.close(fd)
         raise

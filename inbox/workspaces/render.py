@@ -3,16 +3,30 @@
 Every read goes through `paths.open_inside` (inside the root after resolving symlinks,
 capped in size); Markdown and HTML are sanitised with nh3; code is highlighted server-side
 with Pygments, so the page needs no script from anywhere.
+
+Rendering is bounded (issue 22: a 750 KB file of nested `<div>`s cost the sanitiser 112 s).
+Before anything is parsed, a linear scan estimates the cost: HTML nested deeper than
+`GLOVE_WORKSPACE_RENDER_MAX_DEPTH` or with more than `GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS`
+tags (Markdown: twice as many markup characters) is not rendered ("too complex to render
+here", with its download link). What passes renders in a worker thread that the request
+waits for at most `GLOVE_WORKSPACE_RENDER_SECONDS`. The outcome, render or refusal, is kept
+in Django's cache under the file's (path, size, modification time, inode), so reopening an
+entry costs a `stat`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from urllib.parse import quote
 
 import nh3
 from django.conf import settings
+from django.core.cache import cache
 from markdown_it import MarkdownIt
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -70,6 +84,99 @@ def markdown_html(text: str) -> str:
     return sanitise(_MARKDOWN.render(text))
 
 
+# -- the cost bound ------------------------------------------------------------------------
+# A tag, found without backtracking: `[^<>]*` stops at the next `<`, so a text full of `<`
+# and no `>` is still one pass.
+_TAG_RE = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^<>]*>")
+_VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+# Elements whose end tag may be left out (the parser closes them): they never nest deeply.
+_SELF_CLOSING_BY_PARSER = frozenset(
+    "p li dt dd tr td th option optgroup thead tbody tfoot colgroup rb rt rp rtc".split()
+)
+_MARKDOWN_MARKUP = "*_[]`<!~"
+
+
+@dataclass(frozen=True)
+class RenderLimits:
+    max_depth: int
+    max_elements: int
+    seconds: float
+
+
+def render_limits() -> RenderLimits:
+    return RenderLimits(
+        max_depth=int(getattr(settings, "GLOVE_WORKSPACE_RENDER_MAX_DEPTH", 256)),
+        max_elements=int(getattr(settings, "GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS", 20000)),
+        seconds=float(getattr(settings, "GLOVE_WORKSPACE_RENDER_SECONDS", 3.0)),
+    )
+
+
+def html_cost_problem(html: str, limits: RenderLimits) -> str | None:
+    """Why `html` is too costly to sanitise, or None: one linear scan of its tags."""
+    depth = elements = 0
+    for match in _TAG_RE.finditer(html):
+        closing, name = match.group(1), match.group(2).lower()
+        if closing:
+            depth = max(0, depth - 1) if name not in _SELF_CLOSING_BY_PARSER else depth
+            continue
+        elements += 1
+        if elements > limits.max_elements:
+            return f"more than {limits.max_elements:,} elements"
+        if name in _VOID or name in _SELF_CLOSING_BY_PARSER or match.group(0).endswith("/>"):
+            continue
+        depth += 1
+        if depth > limits.max_depth:
+            return f"elements nested more than {limits.max_depth} deep"
+    return None
+
+
+def markdown_cost_problem(text: str, limits: RenderLimits) -> str | None:
+    markup = sum(text.count(char) for char in _MARKDOWN_MARKUP)
+    if markup > 2 * limits.max_elements:
+        return f"more than {2 * limits.max_elements:,} markup characters"
+    return html_cost_problem(text, limits)  # HTML inside Markdown is HTML
+
+
+class TooComplex(Exception):
+    """The doc would cost too much to render here; the message says why."""
+
+
+def bounded_markdown_html(text: str, limits: RenderLimits | None = None) -> str:
+    """`markdown_html` within the cost bound; raises `TooComplex`."""
+    limits = limits or render_limits()
+    problem = markdown_cost_problem(text, limits)
+    if problem is None:
+        rendered = _MARKDOWN.render(text)
+        problem = html_cost_problem(rendered, limits)
+        if problem is None:
+            return sanitise(rendered)
+    raise TooComplex(problem)
+
+
+def bounded_html(text: str, limits: RenderLimits | None = None) -> str:
+    """`sanitise` within the cost bound; raises `TooComplex`."""
+    limits = limits or render_limits()
+    problem = html_cost_problem(text, limits)
+    if problem is not None:
+        raise TooComplex(problem)
+    return sanitise(text)
+
+
+# Renders run here so that a request can stop waiting (a thread cannot be stopped; what it
+# costs is bounded by the checks above).
+_RENDERERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="doc-render")
+
+
+def within_budget(function, *args, seconds: float):
+    """`function(*args)` in a render thread; raises `TooComplex` past `seconds`."""
+    future = _RENDERERS.submit(function, *args)
+    try:
+        return future.result(timeout=seconds)
+    except FutureTimeout:
+        future.cancel()
+        raise TooComplex(f"it takes longer than {seconds:g} s to render") from None
+
+
 def code_html(text: str, filename: str) -> str | None:
     try:
         lexer = get_lexer_for_filename(filename, stripnl=False)
@@ -87,6 +194,7 @@ class RenderedDoc:
     message: str = ""
     size: int = 0
     url: str = ""
+    cached: bool = False  # this render came from the cache
 
     @property
     def downloadable(self) -> bool:
@@ -143,6 +251,13 @@ def render_doc(*, files_url: str, root: str, rel: str, max_bytes: int) -> Render
                     "Open the workspace folder to view it."
                 )
             return doc
+        limits = render_limits()
+        key = _cache_key(opened, rel, limits)
+        remembered = cache.get(key)
+        if remembered is not None:
+            doc.kind, doc.html, doc.text, doc.message = remembered
+            doc.cached = True
+            return doc
         data = _read_all(opened.fd, opened.size)
     finally:
         os.close(opened.fd)
@@ -154,15 +269,39 @@ def render_doc(*, files_url: str, root: str, rel: str, max_bytes: int) -> Render
     except UnicodeDecodeError:
         doc.kind = "binary"
         return doc
-    if extension in MARKDOWN_EXTENSIONS:
-        doc.kind, doc.html = "markdown", markdown_html(text)
-    elif extension in HTML_EXTENSIONS:
-        doc.kind, doc.html = "html", sanitise(text)
-    elif extension not in TEXT_EXTENSIONS and (highlighted := code_html(text, rel)) is not None:
-        doc.kind, doc.html = "code", highlighted
-    else:
-        doc.kind, doc.text = "text", text
+    try:
+        if extension in MARKDOWN_EXTENSIONS:
+            doc.kind = "markdown"
+            doc.html = within_budget(bounded_markdown_html, text, limits, seconds=limits.seconds)
+        elif extension in HTML_EXTENSIONS:
+            doc.kind = "html"
+            doc.html = within_budget(bounded_html, text, limits, seconds=limits.seconds)
+        elif extension not in TEXT_EXTENSIONS and (
+            highlighted := within_budget(code_html, text, rel, seconds=limits.seconds)
+        ):
+            doc.kind, doc.html = "code", highlighted
+        else:
+            doc.kind, doc.text = "text", text
+    except TooComplex as why:
+        doc.kind, doc.html, doc.text = "too_complex", "", ""
+        doc.message = (
+            f"This document is too complex to render here ({why}); download it to read it."
+        )
+    if doc.kind != "text":  # plain text costs nothing to show again
+        cache.set(key, (doc.kind, doc.html, doc.text, doc.message), RENDER_CACHE_SECONDS)
     return doc
+
+
+RENDER_CACHE_SECONDS = 7 * 24 * 3600
+RENDER_VERSION = 1  # bump when the rendering changes
+
+
+def _cache_key(opened: paths.OpenedFile, rel: str, limits: RenderLimits) -> str:
+    version = (
+        f"{RENDER_VERSION}|{opened.real_path}|{rel}|{opened.size}|{opened.mtime_ns}|"
+        f"{opened.inode}|{limits.max_depth}|{limits.max_elements}"
+    )
+    return "glove:doc:" + hashlib.sha256(version.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _read_all(fd: int, size: int) -> bytes:

@@ -101,7 +101,8 @@ class MeshNetwork:
             await self._fan_out_wire(agent_id, self.guard.sign(message.to_dict()))
             return
         if self.guard.restricted and not self.guard.admit(
-            {"from": message.from_, "id": message.id}, agent_id
+            {"from": message.from_, "id": message.id, "kind": message.kind, "to": message.to},
+            agent_id,
         ):
             return
         # Unsigned, the message object itself goes (made for this delivery by the sender's

@@ -23,17 +23,20 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from gloveapp.db import Backoff, healing
 from mesh import services
 from mesh.core.adapter import MeshHandler, Unsubscribe
 from mesh.core.errors import MeshAccessDeniedError, MeshUnknownAgentError, MeshUnknownMessageError
-from mesh.core.security import MeshGuard
+from mesh.core.security import DEFAULT_MAX_AGE, MeshGuard
 from mesh.core.types import AgentIdentity, IncomingMeshMessage, MeshMessage, build_ack
 
 logger = logging.getLogger("mesh")
 
 
 def _run(function: Any) -> Any:
-    return sync_to_async(function, thread_sensitive=True)
+    # A call that fails because the database went away closes its thread's broken
+    # connection: the next one opens a new connection (gloveapp.db).
+    return sync_to_async(healing(function), thread_sensitive=True)
 
 
 def mesh_store(agent_id: str, **options: Any) -> Any:
@@ -55,8 +58,9 @@ class GroupCommit:
     bad send fails alone.
     """
 
-    def __init__(self, *, max_batch: int = 200) -> None:
+    def __init__(self, *, max_batch: int = 200, max_age: float = DEFAULT_MAX_AGE) -> None:
         self.max_batch = max_batch
+        self.max_age = max_age
         # Per event loop: a transport is shared by a process, which may run several loops.
         self._queues: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
         self._flushes: set[asyncio.Task[None]] = set()
@@ -97,7 +101,7 @@ class GroupCommit:
     async def _write(self, batch: list[Any]) -> None:
         sends = [(message, wire) for message, wire, _ in batch]
         try:
-            outcomes = await _run(services.mesh_direct_send_many)(sends=sends)
+            outcomes = await _run(services.mesh_direct_send_many)(sends=sends, max_age=self.max_age)
         except Exception as error:
             if len(batch) == 1:
                 outcomes = [error]
@@ -179,6 +183,7 @@ class DatabaseMeshAdapter:
             message=incoming,
             wire=incoming.to_dict(),
             may_receive=lambda recipient: self.guard.may_message(self.agent_id, recipient),
+            max_age=self.guard.max_age,
         )
 
     async def acknowledge(self, message_id: str, note: str | None = None) -> None:
@@ -188,7 +193,9 @@ class DatabaseMeshAdapter:
         if not self.guard.may_message(self.agent_id, sender):
             raise MeshAccessDeniedError(self.agent_id, sender)
         ack = build_ack(original_sender=sender, ack_of=message_id, sender=self.agent_id, note=note)
-        await _run(services.mesh_ack_deliver)(ack=ack, wire=ack.to_dict())
+        await _run(services.mesh_ack_deliver)(
+            ack=ack, wire=ack.to_dict(), max_age=self.guard.max_age
+        )
 
     # -- inbound -------------------------------------------------------------------------------
     async def subscribe(self, handler: MeshHandler) -> Unsubscribe:
@@ -204,14 +211,18 @@ class DatabaseMeshAdapter:
         return unsubscribe
 
     async def _poll(self, cursor: int, handler: MeshHandler) -> None:
+        backoff = Backoff(f"[mesh-db] {self.agent_id}'s deliveries", log=logger)
         while True:
             try:
                 deliveries = await _run(services.mesh_deliveries_after)(
                     recipient=self.agent_id, after=cursor
                 )
-            except Exception:
-                logger.exception("[mesh-db] %s could not read its deliveries:", self.agent_id)
-                deliveries = []
+            except Exception as error:
+                # The database away: a new connection after a backoff; what was delivered
+                # meanwhile is read then (the cursor did not move).
+                await asyncio.sleep(backoff.failed(error))
+                continue
+            backoff.succeeded()
             for delivery in deliveries:
                 cursor = delivery.pk
                 try:
@@ -229,6 +240,7 @@ class DatabaseMeshTransport:
         poll_interval: float = 0.05,
         access: Mapping[str, Iterable[str]] | None = None,
         signing_keys: Mapping[str, str] | None = None,
+        max_age: float = DEFAULT_MAX_AGE,
     ) -> None:
         if signing_keys:
             raise ValueError(
@@ -238,8 +250,8 @@ class DatabaseMeshTransport:
         if not isinstance(poll_interval, int | float) or poll_interval <= 0:
             raise ValueError("poll_interval must be a positive number of seconds")
         self.poll_interval = float(poll_interval)
-        self.guard = MeshGuard(access=access)
-        self.group_commit = GroupCommit()
+        self.guard = MeshGuard(access=access, max_age=max_age)
+        self.group_commit = GroupCommit(max_age=self.guard.max_age)
 
     def adapter(self, agent_id: str, *, inbox_session: str | None = None) -> DatabaseMeshAdapter:
         """`inbox_session`: the DjangoStore session that is this agent's inbox (default

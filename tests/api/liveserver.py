@@ -249,6 +249,14 @@ def _pg_execute(admin_url: str, sql: str) -> None:
 _templates: dict[str, str] = {}
 
 
+def _drop_quietly(admin_url: str, name: str) -> None:
+    """At exit: the server may be gone already (a test's own PostgreSQL, tests/servers.py)."""
+    try:
+        _pg_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    except Exception:
+        pass
+
+
 def _template(kind: str, migrate_into) -> str:
     if kind in _templates:
         return _templates[kind]
@@ -262,7 +270,7 @@ def _template(kind: str, migrate_into) -> str:
         name = f"glove_live_template_{os.getpid()}"
         _pg_execute(kind, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         _pg_execute(kind, f'CREATE DATABASE "{name}"')
-        atexit.register(_pg_execute, kind, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        atexit.register(_drop_quietly, kind, name)
         base, _, _ = kind.rpartition("/")
         migrate_into(f"{base}/{name}")
         _templates[kind] = name

@@ -114,3 +114,24 @@ def test_it_refuses_to_recreate_a_deleted_sessions_id_with_409(
     theirs = other_client.post("/api/sessions", {"sessionId": session_id}, format="json")
     assert theirs.status_code == 201
     assert other_client.get(f"/api/sessions/{session_id}/messages").json() == []
+
+
+def test_it_retires_the_ids_of_a_deleted_sessions_subagents(owner_client, session_id):
+    from gloveapp.conversations.models import Session
+    from gloveapp.conversations.services import session_child
+    from gloveapp.live.models import LiveEvent
+
+    parent = Session.objects.get(key=session_id)
+    child, _ = session_child(parent_id=parent.pk, call_id="call_1", agent_name="researcher")
+    grandchild, _ = session_child(parent_id=child.pk, call_id="call_2", agent_name="reader")
+
+    assert owner_client.delete(f"/api/sessions/{session_id}").status_code == 204
+
+    assert not Session.objects.filter(pk__in=[child.pk, grandchild.pk]).exists()
+    for gone in (child, grandchild):
+        # Its owner never gets the id back, and anyone watching its stream is told.
+        again = owner_client.post("/api/sessions", {"sessionId": gone.key}, format="json")
+        assert again.status_code == 409
+        assert LiveEvent.objects.filter(
+            stream=f"session:{gone.pk}", type="session.deleted"
+        ).exists()

@@ -30,6 +30,7 @@ CHROMIUM_ARGS = [
 ]
 DEMO_PASSWORD = "demo-browser-pw-1"
 STAFF_PASSWORD = "staff-browser-pw-1"
+BARISTA_PASSWORD = "barista-browser-pw-1"
 # Set GLOVE_SCREENSHOTS=1 to refresh the screenshots the README and docs/ show, from the browser test.
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "gloveapp" / "static" / "screenshots"
 
@@ -56,6 +57,7 @@ def server() -> Iterator[LiveServer]:
             "REDIS_URL": "",
             "DEMO_PASSWORD": DEMO_PASSWORD,
             "STAFF_PASSWORD": STAFF_PASSWORD,
+            "BARISTA_PASSWORD": BARISTA_PASSWORD,
         }
     )
     with live:

@@ -9,17 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import socket
-import subprocess
-import time
-from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
 
 from mesh.transports.redis_pubsub import RedisMeshTransport
-from tests.conftest import service_missing
 from tests.core.support import calls
 from tests.mesh.support import A, B, call_tool, eventually, items, make_agent
 
@@ -147,68 +141,20 @@ async def test_a_malformed_body_on_the_channel_is_ignored(raw, transport):
     await mount_mesh(a, adapter=transport.adapter("a"), identity=A)
     await raw.publish("mesh:agent:a", "not json")
     await raw.publish("mesh:agent:a", json.dumps({"kind": "direct"}))
-    await raw.publish("mesh:agent:a", json.dumps({"id": "m1", "from": "x", "content": "fine"}))
+    # A direct frame is admitted only by the agent its `to` names (issue 22).
+    await raw.publish("mesh:agent:a", json.dumps({"id": "m0", "from": "x", "content": "no to"}))
+    await raw.publish(
+        "mesh:agent:a", json.dumps({"id": "m1", "from": "x", "to": "a", "content": "fine"})
+    )
     [item] = await eventually(lambda: items(store_a))
     assert item.response == "fine"
     await unmount_mesh(a)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _start_redis(port: int, workdir: Path) -> subprocess.Popen:
-    process = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _ in range(200):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                return process
-        except OSError:
-            time.sleep(0.02)
-    process.kill()
-    raise RuntimeError("redis-server did not start")
-
-
-@pytest.fixture
-def own_redis(tmp_path):
-    """A private redis-server on a free port that the test may stop and start again."""
-    if shutil.which("redis-server") is None:
-        service_missing("redis-server is not installed")
-    port = _free_port()
-    state = {"process": _start_redis(port, tmp_path)}
-
-    def restart() -> None:
-        state["process"].terminate()
-        state["process"].wait(10)
-        state["process"] = _start_redis(port, tmp_path)
-
-    yield f"redis://127.0.0.1:{port}/0", restart
-    state["process"].terminate()
-    state["process"].wait(10)
-
-
 async def test_agents_reconnect_resubscribe_and_reregister_after_redis_restarts(own_redis):
     from mesh.core import mount_mesh, unmount_mesh
 
-    url, restart = own_redis
+    url = own_redis.url()
     transport = RedisMeshTransport(url=url)
     send = calls(
         ("glove_mesh_send_message", {"to": "b", "content": "after restart", "blocking": True})
@@ -218,7 +164,7 @@ async def test_agents_reconnect_resubscribe_and_reregister_after_redis_restarts(
     await mount_mesh(a, adapter=transport.adapter("a"), identity=A)
     await mount_mesh(b, adapter=transport.adapter("b"), identity=B)
 
-    restart()  # an empty Redis: no registry, no subscriptions
+    own_redis.restart()  # an empty Redis: no registry, no subscriptions
 
     raw = aioredis.Redis.from_url(url, decode_responses=True)
     await eventually(lambda: raw.hlen("mesh:agents"), timeout=15)

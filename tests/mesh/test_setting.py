@@ -102,7 +102,11 @@ def test_the_environment_chooses_the_transport_and_signing_keys():
 
     mesh = mesh_for("redis", "redis://h:1/2", {"a": "s"})
     assert mesh["default"]["BACKEND"] == "mesh.transports.redis_pubsub.RedisMeshTransport"
-    assert mesh["default"]["CONFIG"] == {"url": "redis://h:1/2", "signing_keys": {"a": "s"}}
+    assert mesh["default"]["CONFIG"] == {
+        "url": "redis://h:1/2",
+        "signing_keys": {"a": "s"},
+        "max_age": 300,
+    }
     database = mesh_for("database", "", {})["default"]
     assert database["BACKEND"] == "mesh.transports.database.DatabaseMeshTransport"
     with pytest.raises(ValueError, match="MESH_TRANSPORT"):

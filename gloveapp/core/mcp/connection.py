@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import httpx
+
 from gloveapp.core.mcp.config import McpServerConfig
 
 logger = logging.getLogger("gloveapp.core.mcp")
@@ -138,13 +140,13 @@ class McpConnection:
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         config = self.config
         if config.transport == "http":
-            import httpx
             from mcp.client.streamable_http import streamable_http_client
 
             client = await stack.enter_async_context(
                 httpx.AsyncClient(
                     headers=config.resolved_headers(),
                     timeout=httpx.Timeout(config.connect_timeout, read=None),
+                    transport=_WatchedTransport(httpx.AsyncHTTPTransport(), self._on_message),
                 )
             )
             async with streamable_http_client(config.url or "", http_client=client) as streams:
@@ -247,6 +249,55 @@ class McpConnection:
                 await task
         except BaseException:
             pass  # already recorded in self.failure
+
+
+class _WatchedTransport(httpx.AsyncBaseTransport):
+    """An httpx transport that reports every network failure to the connection.
+
+    The SDK swallows an SSE stream that breaks mid-answer (it tries to resume, then gives
+    up silently), leaving the call waiting until its timeout. A server that went away is
+    a lost connection here: the call fails now and the next one connects again.
+    """
+
+    def __init__(self, inner: Any, on_failure: Any) -> None:
+        self._inner = inner
+        self._on_failure = on_failure
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = await self._inner.handle_async_request(request)
+        except httpx.TransportError as error:
+            await self._on_failure(error)
+            raise
+        response.stream = _WatchedStream(response.stream, self._on_failure)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedTransport:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._inner.__aexit__(*exc_info)
+
+
+class _WatchedStream(httpx.AsyncByteStream):
+    def __init__(self, inner: Any, on_failure: Any) -> None:
+        self._inner = inner
+        self._on_failure = on_failure
+
+    async def __aiter__(self) -> Any:
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        except httpx.TransportError as error:
+            await self._on_failure(error)
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 def describe(error: BaseException) -> str:

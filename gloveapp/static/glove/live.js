@@ -188,7 +188,10 @@
         liveState.textContent = "reconnecting";
       }
       // Back off (with jitter, so a restarted server is not hit by every page at once).
-      const wait = retryDelay + Math.random() * retryDelay * 0.3;
+      // 4503 "not now" names its delay in the close reason: `retry_after=<seconds>`.
+      const asked = event.code === 4503 ? /retry_after=(\d+)/.exec(event.reason || "") : null;
+      const base = asked ? Number(asked[1]) * 1000 : retryDelay;
+      const wait = base + Math.random() * base * 0.3;
       retryDelay = Math.min(retryDelay * 2, 15000);
       window.setTimeout(connect, wait);
     });

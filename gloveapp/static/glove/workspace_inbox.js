@@ -342,7 +342,10 @@
       if (wasOpen) { wasOpen = false; open = Math.max(0, open - 1); }
       setLive();
       if (event.code >= 4400 && event.code < 4500) return;
-      const wait = delay + Math.random() * delay * 0.3;
+      // 4503 "not now" names its delay in the close reason: `retry_after=<seconds>`.
+      const asked = event.code === 4503 ? /retry_after=(\d+)/.exec(event.reason || "") : null;
+      const base = asked ? Number(asked[1]) * 1000 : delay;
+      const wait = base + Math.random() * base * 0.3;
       window.setTimeout(function () { connect(workspaceId, Math.min(delay * 2, 15000)); }, wait);
     });
   }

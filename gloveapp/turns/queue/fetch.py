@@ -19,6 +19,8 @@ from django.db import close_old_connections
 from django.db.utils import OperationalError
 from django.tasks import task_backends
 
+from gloveapp.db import Backoff, close_broken_connections
+
 logger = logging.getLogger(__name__)
 # How often `turn_worker` refreshes its RQ worker record and checks `rq suspend`.
 HEARTBEAT_SECONDS = 1.0
@@ -71,13 +73,19 @@ def _db_fetcher(alias: str) -> Any:
             excluded_queue_names=[],
         )
         took = False
+        backoff = Backoff("database queue fetcher", log=logger)
         while not engine.stopping:
             try:
                 took = await sync_to_async(take_one)(worker, not took)
-            except Exception:
-                logger.exception("could not take a task from the database queue")
-                await sync_to_async(close_old_connections)()
+            except Exception as error:
+                # The database away: a new connection after a backoff. A task claimed but
+                # not run stays claimed; its turn stays queued, and the sweep
+                # (`sessions_waiting`) hands its session to the queue again.
+                await sync_to_async(close_broken_connections)()
+                await asyncio.sleep(backoff.failed(error))
                 took = False
+                continue
+            backoff.succeeded()
             if not took:
                 await engine.wait_for_task()
 

@@ -161,8 +161,11 @@ async def test_it_gives_the_model_a_timeout_error(everything):
     assert (await result_of(store, 1))["data"] == "Echo: after"  # the session is still usable
 
 
-async def test_it_gives_a_tool_error_when_the_server_is_killed_mid_call(everything):
-    toolbox = McpToolbox([everything.entry(timeout=60)])
+# Killed at once, or once its answer's event stream is open (the SDK then tries to resume
+# the stream and gives up silently; the call must still fail now, not at its timeout).
+@pytest.mark.parametrize("after", [0, 0.5])
+async def test_it_gives_a_tool_error_when_the_server_is_killed_mid_call(everything, after):
+    toolbox = McpToolbox([everything.entry(timeout=30)])
     script = [
         calls(("everything__trigger-long-running-operation", {"duration": 60, "steps": 60})),
         "The server went away.",
@@ -174,6 +177,7 @@ async def test_it_gives_a_tool_error_when_the_server_is_killed_mid_call(everythi
     async def kill_once_the_call_arrives() -> None:
         while everything.log().count("Received MCP POST request") <= calls_before:  # noqa: ASYNC110 (the server's log, another process)
             await asyncio.sleep(0.02)
+        await asyncio.sleep(after)
         everything.kill()
 
     killer = asyncio.ensure_future(kill_once_the_call_arrives())

@@ -138,7 +138,9 @@ async def test_the_file_route_serves_images_inline_and_binaries_as_attachments(l
     assert image.headers["content-type"] == "image/png"
     assert image.headers["content-disposition"].startswith("inline")
     assert binary.headers["content-type"] == "application/octet-stream"
-    assert binary.headers["content-disposition"] == 'attachment; filename="data.bin"'
+    assert binary.headers["content-disposition"] == (
+        "attachment; filename=\"data.bin\"; filename*=UTF-8''data.bin"
+    )
     assert binary.content == b"\x00\x01\x02"
     assert pdf.headers["content-type"] == "application/pdf"
 
@@ -210,3 +212,26 @@ async def test_odd_bytes_in_ids_are_a_4xx_never_a_5xx(live):
             await http.get("/api/workspaces/ws%00x/file", params={"path": "a"})
         ).status_code == 404
         assert (await http.delete("/api/inbox/%00")).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("name", "fallback", "encoded"),
+    [
+        ("\ufb01.html", "fi.html", "%EF%AC%81.html"),  # issue 22's ﬁ.html
+        ("r\u00e9sum\u00e9.svg", "resume.svg", "r%C3%A9sum%C3%A9.svg"),
+        ("feed.xml", "feed.xml", "feed.xml"),
+        ("page.xhtml", "page.xhtml", "page.xhtml"),
+        ('a "quoted" name.htm', "a _quoted_ name.htm", "a%20%22quoted%22%20name.htm"),
+    ],
+)
+async def test_markup_is_always_a_download_under_any_name(live, name, fallback, encoded):
+    root = live["ann"].root
+    (root / name).write_text("<html><script>alert(document.domain)</script></html>")
+    async with client(live, "ann") as http:
+        response = await http.get(f"/api/workspaces/{live['ann'].id}/file", params={"path": name})
+    assert response.status_code == 200
+    assert response.headers["content-disposition"] == (
+        f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}"
+    )
+    assert response.headers["content-type"] == "application/octet-stream"
+    assert response.headers["x-content-type-options"] == "nosniff"

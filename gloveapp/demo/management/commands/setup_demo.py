@@ -17,6 +17,8 @@ class Command(BaseCommand):
         result = demo_setup(
             demo_password=os.environ.get("DEMO_PASSWORD") or None,
             staff_password=os.environ.get("STAFF_PASSWORD") or None,
+            barista_password=os.environ.get("BARISTA_PASSWORD") or None,
+            manager_password=os.environ.get("MANAGER_PASSWORD") or None,
         )
         base = f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
         write = self.stdout.write
@@ -26,6 +28,8 @@ class Command(BaseCommand):
         write(f"  Model:  {model_label()}")
         write(f"  Customer login: {self._login(result.demo)}")
         write(f"  Staff login:    {self._login(result.staff)}  (admin)")
+        write(f"  Approvers:      {self._login(result.barista)} (baristas), ")
+        write(f"                  {self._login(result.manager)} (managers): {base}/approvals/")
         write(f"  First chat: {base}/sessions/{result.session_id}/")
         write("  Try: 'show me the menu', 'do you have Yirgacheffe?', 'yes', 'add 2 Kenya AA',")
         write("       'checkout'. Then, as staff, open Admin -> Coffees, select Ethiopia")
@@ -33,6 +37,10 @@ class Command(BaseCommand):
         write("       watch resolves, the chat's sidebar updates live, and the customer's next")
         write("       message hears the news. (Resolving the item under Inbox items relays a")
         write("       reply too, but leaves the shelf empty.)")
+        write("  Approvals: 'add 6 Colombia', 'checkout, pay at pickup' waits for a barista on")
+        write(
+            "       /approvals/, who may change the quantity; the chat goes on when they approve."
+        )
         write("  Mesh (make run starts the roastery agent): 'ask the roastery about Kenya AA',")
         write("       then any message: Brew relays the roastery's answer. Admin -> Mesh traffic.")
         write(f"  Workspace inbox: {base}/inbox/  (an agent working in a folder pushes to you)")

@@ -1,0 +1,252 @@
+"""`/api/approvals/`: staff list, read and decide approval requests.
+
+    GET  /api/approvals/?view=mine|groups|unassigned|overdue|all&status=open&limit=50&offset=0
+    GET  /api/approvals/<id>
+    POST /api/approvals/<id>/decide   {decision, fingerprint, args?, reason?, text?}
+
+Staff only (a DRF token or the staff session). Anyone else gets 404 for any id, existing or
+not, and 403 for the list. A decision goes through `approval_decide`: 400 for a decision the
+request does not allow or a bad edit, 403 when it is assigned to someone else, 409 when it
+was decided already (the body's `winner` names that decision) or the fingerprint is stale
+(`fingerprint` is the current one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gloveapp.api.access import ApiView
+from gloveapp.api.auth import SameOriginJsonSessionAuthentication
+from gloveapp.api.fields import ErrorSerializer
+from gloveapp.api.token_auth import CachedTokenAuthentication
+from gloveapp.approvals.access import is_approver
+from gloveapp.approvals.selectors import (
+    MAX_PAGE,
+    STATUSES,
+    VIEWS,
+    approval_data,
+    approval_for_system,
+    approval_visible,
+    approvals_queue,
+    decision_of,
+    group_ids,
+    page_of,
+)
+from gloveapp.approvals.services import (
+    ApprovalConflict,
+    ApprovalNotFound,
+    DecisionInvalid,
+    NotYoursToDecide,
+    StaleDecision,
+    approval_decide,
+)
+from gloveapp.core.approvals import DECISIONS, Decision
+from inbox.webhooks import WebhookSignatureAuthentication
+
+NOT_FOUND = "No such approval request."
+
+
+class ApprovalPartySerializer(serializers.Serializer):
+    user = serializers.CharField(allow_null=True)
+    group = serializers.CharField(allow_null=True)
+
+
+class ApprovalDecisionSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=DECISIONS)
+    by = serializers.CharField(allow_null=True)
+    channel = serializers.CharField()
+    decidedAt = serializers.DateTimeField()
+    fingerprint = serializers.CharField()
+    args = serializers.JSONField(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+    text = serializers.CharField(allow_null=True)
+
+
+class ApprovalRequestSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    sessionId = serializers.CharField()
+    tool = serializers.CharField()
+    callId = serializers.CharField(allow_null=True)
+    args = serializers.JSONField()
+    fingerprint = serializers.CharField()
+    decisions = serializers.ListField(child=serializers.ChoiceField(choices=DECISIONS))
+    inputSchema = serializers.JSONField(allow_null=True)
+    status = serializers.ChoiceField(choices=["open", "decided", "withdrawn"])
+    assignee = ApprovalPartySerializer()
+    escalateTo = ApprovalPartySerializer()
+    createdAt = serializers.DateTimeField()
+    remindAt = serializers.DateTimeField(allow_null=True)
+    escalateAt = serializers.DateTimeField(allow_null=True)
+    escalatedAt = serializers.DateTimeField(allow_null=True)
+    expiresAt = serializers.DateTimeField(allow_null=True)
+    onExpire = serializers.CharField()
+    secondsLeft = serializers.IntegerField(allow_null=True)
+    mayDecide = serializers.BooleanField()
+    decision = ApprovalDecisionSerializer(allow_null=True)
+
+
+class ApprovalListSerializer(serializers.Serializer):
+    results = ApprovalRequestSerializer(many=True)
+    count = serializers.IntegerField()
+    next = serializers.IntegerField(allow_null=True)
+
+
+class ApprovalConflictSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    winner = ApprovalDecisionSerializer(allow_null=True)
+    fingerprint = serializers.CharField(required=False)
+
+
+class ApprovalDecideInputSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=DECISIONS)
+    fingerprint = serializers.CharField(max_length=64)
+    args = serializers.DictField(required=False, allow_null=True)
+    reason = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, max_length=10_000
+    )
+    text = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, max_length=10_000
+    )
+
+
+class ApprovalListQuerySerializer(serializers.Serializer):
+    view = serializers.ChoiceField(choices=VIEWS, default="all")
+    status = serializers.ChoiceField(choices=STATUSES, default="open")
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, default=50)
+    offset = serializers.IntegerField(min_value=0, max_value=10**9, default=0)
+
+
+def _not_found() -> Response:
+    return Response({"error": NOT_FOUND}, status=404)
+
+
+class ApprovalListApi(ApiView):
+    @extend_schema(
+        operation_id="approvals_list",
+        parameters=[ApprovalListQuerySerializer],
+        responses={
+            200: ApprovalListSerializer,
+            400: ErrorSerializer,
+            403: ErrorSerializer,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        if not is_approver(request.user):
+            return Response({"error": "Approvals are for staff."}, status=403)
+        query = ApprovalListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        options = query.validated_data
+        rows = approvals_queue(user=request.user, view=options["view"], status=options["status"])
+        offset, limit = options["offset"], options["limit"]
+        page = page_of(rows, offset=offset, limit=limit)
+        more = len(page) > limit
+        page = page[:limit]
+        decisions = _decisions(page)
+        groups = group_ids(request.user)
+        return Response(
+            {
+                "results": [
+                    approval_data(
+                        row, user=request.user, decision=decisions.get(row.pk), group_ids=groups
+                    )
+                    for row in page
+                ],
+                "count": rows.count(),
+                "next": offset + limit if more else None,
+            }
+        )
+
+
+def _decisions(rows: list[Any]) -> dict[Any, Any]:
+    from gloveapp.approvals.models import ApprovalDecision
+
+    decided = [row.pk for row in rows if row.status == "decided"]
+    if not decided:
+        return {}
+    return {d.request_id: d for d in ApprovalDecision.objects.filter(request_id__in=decided)}
+
+
+class ApprovalDetailApi(ApiView):
+    @extend_schema(
+        operation_id="approvals_read",
+        parameters=[OpenApiParameter("approval_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
+        responses={200: ApprovalRequestSerializer, 404: ErrorSerializer},
+    )
+    def get(self, request: Request, approval_id: str) -> Response:
+        row = approval_visible(user=request.user, request_id=approval_id)
+        if row is None:
+            return _not_found()
+        return Response(approval_data(row, user=request.user, decision=decision_of(row)))
+
+
+class ApprovalDecideApi(ApiView):
+    # A signed webhook (a chat tool's button, another system) decides too, as the inbox
+    # webhooks resolve: recorded with the channel "webhook" and no user.
+    authentication_classes = [
+        CachedTokenAuthentication,
+        WebhookSignatureAuthentication,
+        SameOriginJsonSessionAuthentication,
+    ]
+
+    @extend_schema(
+        operation_id="approvals_decide",
+        parameters=[OpenApiParameter("approval_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
+        request=ApprovalDecideInputSerializer,
+        responses={
+            200: ApprovalRequestSerializer,
+            400: ErrorSerializer,
+            403: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ApprovalConflictSerializer,
+        },
+    )
+    def post(self, request: Request, approval_id: str) -> Response:
+        signed = request.auth == "webhook"
+        row = (
+            approval_for_system(request_id=approval_id)
+            if signed
+            else approval_visible(user=request.user, request_id=approval_id)
+        )
+        if row is None:
+            return _not_found()
+        data = ApprovalDecideInputSerializer(
+            data=request.data if isinstance(request.data, dict) else {}
+        )
+        data.is_valid(raise_exception=True)
+        given = data.validated_data
+        decision = Decision(
+            kind=given["decision"],
+            fingerprint=given["fingerprint"],
+            args=given.get("args"),
+            reason=given.get("reason") or None,
+            text=given.get("text") or None,
+        )
+        if signed:
+            return decide_response(row, decision=decision, user=None, channel="webhook")
+        return decide_response(row, decision=decision, user=request.user, channel="rest")
+
+
+def decide_response(row: Any, *, decision: Decision, user: Any, channel: str) -> Response:
+    """`approval_decide` with its refusals as REST answers (shared with the page's JSON)."""
+    try:
+        made = approval_decide(request_id=row.pk, decision=decision, user=user, channel=channel)
+    except ApprovalNotFound:
+        return _not_found()
+    except NotYoursToDecide as error:
+        return Response({"error": str(error)}, status=403)
+    except DecisionInvalid as error:
+        return Response({"error": str(error)}, status=400)
+    except StaleDecision as error:
+        return Response(
+            {"error": str(error), "winner": None, "fingerprint": row.fingerprint}, status=409
+        )
+    except ApprovalConflict as error:
+        return Response({"error": str(error), "winner": error.winner}, status=409)
+    row.refresh_from_db()
+    return Response(approval_data(row, user=user, decision=made))

@@ -1,0 +1,157 @@
+"""Reading approvals: the queues of the page and the REST list, one request, its view.
+
+Queues ("views"): `mine` (assigned to me, or escalated to me), `groups` (to one of my
+groups, or escalated to one), `unassigned` (the shared queue), `overdue` (past its reminder
+or escalation time), `all`. Each is one indexed query, newest requests last, paginated.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from gloveapp.approvals.access import is_approver, is_request_id, may_decide
+from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
+
+VIEWS = ("mine", "groups", "unassigned", "overdue", "all")
+STATUSES = (*ApprovalRequest.Status.values, "any")
+MAX_PAGE = 200
+
+
+def group_ids(user: Any) -> set[int]:
+    return set(user.groups.values_list("pk", flat=True))
+
+
+def approvals_queue(
+    *, user: Any, view: str = "all", status: str = "open", now: datetime | None = None
+) -> QuerySet[ApprovalRequest]:
+    """The requests of one queue as `user` (an approver) sees it; ValueError for an
+    unknown view or status."""
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}")
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {', '.join(STATUSES)}")
+    rows = ApprovalRequest.objects.all()
+    if status != "any":
+        rows = rows.filter(status=status)
+    escalated = Q(escalated_at__isnull=False)
+    if view == "mine":
+        rows = rows.filter(Q(assignee_user=user) | (escalated & Q(escalate_to_user=user)))
+    elif view == "groups":
+        groups = group_ids(user)
+        rows = rows.filter(
+            Q(assignee_group__in=groups) | (escalated & Q(escalate_to_group__in=groups))
+        )
+    elif view == "unassigned":
+        rows = rows.filter(assignee_user__isnull=True, assignee_group__isnull=True)
+    elif view == "overdue":
+        now = now or timezone.now()
+        rows = rows.filter(Q(remind_at__lte=now) | Q(escalate_at__lte=now) | escalated)
+    return rows.order_by("created_at", "id")
+
+
+def page_of(rows: QuerySet[ApprovalRequest], *, offset: int, limit: int) -> list[ApprovalRequest]:
+    """`limit + 1` rows of a queue from `offset` (one more: is there a next page?). The ids
+    first, in one narrow ordered index scan, then those rows with their people: the joins
+    never run over the whole queue."""
+    ids = list(rows.values_list("pk", flat=True)[offset : offset + limit + 1])
+    found = rows.model.objects.select_related(*_PEOPLE).in_bulk(ids)
+    return [found[pk] for pk in ids if pk in found]
+
+
+_PEOPLE = ("assignee_user", "assignee_group", "escalate_to_user", "escalate_to_group")
+
+
+def approval_visible(*, user: Any, request_id: Any) -> ApprovalRequest | None:
+    """The request if `user` may see it (any approver), else None, exists or not."""
+    if not is_approver(user):
+        return None
+    if not is_request_id(request_id):
+        return None
+    return (
+        ApprovalRequest.objects.select_related(
+            "assignee_user", "assignee_group", "escalate_to_user", "escalate_to_group", "session"
+        )
+        .filter(pk=request_id)
+        .first()
+    )
+
+
+def approval_for_system(*, request_id: Any) -> ApprovalRequest | None:
+    """The request by id for a caller that is no person (a signed webhook)."""
+    if not is_request_id(request_id):
+        return None
+    return ApprovalRequest.objects.filter(pk=request_id).first()
+
+
+def decision_of(row: ApprovalRequest) -> ApprovalDecision | None:
+    if row.status != ApprovalRequest.Status.DECIDED:
+        return None
+    return ApprovalDecision.objects.filter(request_id=row.pk).first()
+
+
+def seconds_left(row: ApprovalRequest, now: datetime | None = None) -> int | None:
+    if row.expires_at is None or row.status != ApprovalRequest.Status.OPEN:
+        return None
+    now = now or timezone.now()
+    return max(0, int((row.expires_at - now).total_seconds()))
+
+
+def approval_data(
+    row: ApprovalRequest,
+    *,
+    user: Any,
+    decision: ApprovalDecision | None = None,
+    group_ids: set[int] | None = None,
+) -> dict[str, Any]:
+    """A request as staff read it (the REST body, the page's context)."""
+    return {
+        "id": str(row.pk),
+        "sessionId": row.session_id,
+        "tool": row.tool_name,
+        "callId": row.call_id or None,
+        "args": row.args,
+        "fingerprint": row.fingerprint,
+        "decisions": list(row.decisions),
+        "inputSchema": row.input_schema,
+        "status": row.status,
+        "assignee": {
+            "user": row.assignee_user.get_username() if row.assignee_user else None,
+            "group": row.assignee_group.name if row.assignee_group else None,
+        },
+        "escalateTo": {
+            "user": row.escalate_to_user.get_username() if row.escalate_to_user else None,
+            "group": row.escalate_to_group.name if row.escalate_to_group else None,
+        },
+        "createdAt": row.created_at.isoformat(),
+        "remindAt": _iso(row.remind_at),
+        "escalateAt": _iso(row.escalate_at),
+        "escalatedAt": _iso(row.escalated_at),
+        "expiresAt": _iso(row.expires_at),
+        "onExpire": row.on_expire,
+        "secondsLeft": seconds_left(row),
+        "mayDecide": row.status == ApprovalRequest.Status.OPEN
+        and may_decide(user, row, group_ids=group_ids),
+        "decision": describe(decision) if decision is not None else None,
+    }
+
+
+def describe(decision: ApprovalDecision) -> dict[str, Any]:
+    """A decision as the API, the page and a 409 name it."""
+    return {
+        "decision": decision.kind,
+        "by": decision.username or None,
+        "channel": decision.channel,
+        "decidedAt": decision.decided_at.isoformat(),
+        "fingerprint": decision.fingerprint_seen,
+        "args": decision.args,
+        "reason": decision.reason or None,
+        "text": decision.text or None,
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None

@@ -1,0 +1,317 @@
+"""Approvals: a person decides on exactly what a tool will run (an addition to Glove).
+
+A tool declares an `ApprovalPolicy`: which decisions a person may take, who decides, and
+its deadlines. Before such a tool runs, the executor hands the call over as an approval
+prompt (renderer `approval_request`) carrying the `fingerprint` of the tool name and its
+canonical arguments, and waits for a `Decision`:
+
+- approve: the tool runs with exactly the arguments that were fingerprinted;
+- edit: the tool runs with the person's arguments, validated against its input schema;
+- reject: the tool does not run; the agent reads the reason;
+- respond: the tool does not run; the agent reads the person's text (Glove's resolution).
+
+A decision names the fingerprint it saw; one for other arguments is refused, and the tool
+never runs without a decision. Everything here is plain Python: the Django side stores the
+requests and decisions (`gloveapp.approvals`), the executor only checks and obeys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from gloveapp.core.types import ToolResultData
+
+APPROVE, EDIT, REJECT, RESPOND = "approve", "edit", "reject", "respond"
+DECISIONS: tuple[str, ...] = (APPROVE, EDIT, REJECT, RESPOND)
+DecisionKind = Literal["approve", "edit", "reject", "respond"]
+# What a decision on expiry may be (`on_expire`): an edit needs a person.
+EXPIRY_DECISIONS: tuple[str, ...] = (APPROVE, REJECT, RESPOND)
+APPROVAL_RENDERER = "approval_request"
+MAX_REASON = 10_000
+
+
+class DecisionRefused(ValueError):
+    """The decision cannot be taken: not allowed for this request, or malformed."""
+
+
+class StaleFingerprint(DecisionRefused):
+    """The decision names a fingerprint other than the request's (it saw other arguments)."""
+
+
+def canonical_json(value: Any) -> str:
+    """The one text of a JSON value: sorted keys, no spaces, no NaN, Unicode kept."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def fingerprint(tool_name: str, args: Any) -> str:
+    """sha256 of the tool name and its canonical arguments, hex: what a decision binds to."""
+    body = canonical_json({"tool": tool_name, "args": args})
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def _seconds(value: timedelta | float | int | None, name: str) -> float | None:
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+    ):
+        raise ValueError(f"{name} must be a number of seconds or a timedelta")
+    if seconds <= 0:
+        raise ValueError(f"{name} must be positive")
+    return float(seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPolicy:
+    """What a tool declares: the decisions a person may take, who decides, the deadlines.
+
+    `assignee_user` is a username, `assignee_group` a group name (a request may have both:
+    the user or anyone in the group decides); neither puts it in the shared queue. Deadlines
+    count from the request; `escalate_to_*` take over at `escalate_after`; at `expire_after`
+    the request is decided `on_expire` (reject, approve, or respond with `on_expire_text`).
+    Unset deadlines fall back to the settings' defaults for the tool (Django side).
+    """
+
+    decisions: tuple[str, ...] = (APPROVE, EDIT, REJECT)
+    assignee_user: str | None = None
+    assignee_group: str | None = None
+    remind_after: float | None = None
+    escalate_after: float | None = None
+    escalate_to_user: str | None = None
+    escalate_to_group: str | None = None
+    expire_after: float | None = None
+    on_expire: str = REJECT
+    on_expire_text: str | None = None
+    # Argument names shown to staff only (a customer's page shows the rest).
+    staff_only: tuple[str, ...] = field(default=())
+    # When only some calls need a person (an order over a threshold): `when(raw_input)`
+    # true asks, false runs at once. Not stored with the request: the executor's rule.
+    when: Callable[[Any], bool] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        decisions = tuple(self.decisions)
+        if not decisions or any(kind not in DECISIONS for kind in decisions):
+            raise ValueError(f"decisions must be some of {', '.join(DECISIONS)}")
+        object.__setattr__(self, "decisions", tuple(dict.fromkeys(decisions)))
+        if self.on_expire not in EXPIRY_DECISIONS:
+            raise ValueError(f"on_expire must be one of {', '.join(EXPIRY_DECISIONS)}")
+        for name in ("remind_after", "escalate_after", "expire_after"):
+            object.__setattr__(self, name, _seconds(getattr(self, name), name))
+        object.__setattr__(self, "staff_only", tuple(self.staff_only))
+
+    def applies(self, raw_input: Any) -> bool:
+        """Does this call need a decision? (Checked with the raw input, as permission is.)"""
+        return self.when is None or bool(self.when(raw_input))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "decisions": list(self.decisions),
+            "assigneeUser": self.assignee_user,
+            "assigneeGroup": self.assignee_group,
+            "remindAfter": self.remind_after,
+            "escalateAfter": self.escalate_after,
+            "escalateToUser": self.escalate_to_user,
+            "escalateToGroup": self.escalate_to_group,
+            "expireAfter": self.expire_after,
+            "onExpire": self.on_expire,
+            "onExpireText": self.on_expire_text,
+            "staffOnly": list(self.staff_only),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ApprovalPolicy:
+        return cls(
+            decisions=tuple(data.get("decisions") or (APPROVE, EDIT, REJECT)),
+            assignee_user=data.get("assigneeUser"),
+            assignee_group=data.get("assigneeGroup"),
+            remind_after=data.get("remindAfter"),
+            escalate_after=data.get("escalateAfter"),
+            escalate_to_user=data.get("escalateToUser"),
+            escalate_to_group=data.get("escalateToGroup"),
+            expire_after=data.get("expireAfter"),
+            on_expire=data.get("onExpire") or REJECT,
+            on_expire_text=data.get("onExpireText"),
+            staff_only=tuple(data.get("staffOnly") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A person's decision on one request, naming the fingerprint it saw."""
+
+    kind: str
+    fingerprint: str
+    args: dict[str, Any] | None = None  # edit: the arguments the tool runs with
+    reason: str | None = None  # reject: what the agent reads
+    text: str | None = None  # respond: the answer instead of the tool's result
+    decided_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "decision": self.kind,
+            "fingerprint": self.fingerprint,
+            "args": self.args,
+            "reason": self.reason,
+            "text": self.text,
+            "decidedBy": self.decided_by,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Decision:
+        if not isinstance(data, dict):
+            raise DecisionRefused("a decision is an object")
+        kind, seen = data.get("decision"), data.get("fingerprint")
+        if kind not in DECISIONS:
+            raise DecisionRefused(f"decision must be one of {', '.join(DECISIONS)}")
+        if not isinstance(seen, str) or not seen:
+            raise DecisionRefused("a decision names the fingerprint it saw")
+        args, reason, text = data.get("args"), data.get("reason"), data.get("text")
+        if args is not None and not isinstance(args, dict):
+            raise DecisionRefused("args must be an object")
+        for name, value in (("reason", reason), ("text", text)):
+            if value is not None and not isinstance(value, str):
+                raise DecisionRefused(f"{name} must be text")
+        by = data.get("decidedBy")
+        return cls(
+            kind=kind,
+            fingerprint=seen,
+            args=args,
+            reason=reason,
+            text=text,
+            decided_by=by if isinstance(by, str) else None,
+        )
+
+
+def check_decision(decision: Decision, *, allowed: tuple[str, ...], current: str) -> None:
+    """Refuse a decision the request does not allow, a malformed one, or a stale one.
+
+    Raises `StaleFingerprint` when `decision.fingerprint` is not `current`, and
+    `DecisionRefused` for the rest (edit without args, respond without text, ...).
+    """
+    if decision.fingerprint != current:
+        raise StaleFingerprint(
+            f"the decision was taken on fingerprint {decision.fingerprint[:12]}..., "
+            f"the request's is {current[:12]}...: reload it and decide again"
+        )
+    if decision.kind not in allowed:
+        raise DecisionRefused(
+            f"{decision.kind!r} is not allowed here; allowed: {', '.join(allowed)}"
+        )
+    if decision.kind == EDIT and decision.args is None:
+        raise DecisionRefused("an edit gives the arguments to run with (args)")
+    if decision.kind != EDIT and decision.args is not None:
+        raise DecisionRefused("only an edit gives arguments")
+    if decision.kind == RESPOND and not (decision.text or "").strip():
+        raise DecisionRefused("a response needs text")
+    for value in (decision.reason, decision.text):
+        if value is not None and len(value) > MAX_REASON:
+            raise DecisionRefused(f"reason and text are at most {MAX_REASON} characters")
+
+
+def validate_edit(tool: Any, args: Any) -> dict[str, Any]:
+    """The edited arguments, checked against `tool`'s (a `tools.Tool`) input schema;
+    DecisionRefused names what is wrong. Returns them as given (the tool validates again as
+    it runs)."""
+    if not isinstance(args, dict):
+        raise DecisionRefused("args must be an object")
+    try:
+        canonical_json(args)
+    except (TypeError, ValueError) as error:
+        raise DecisionRefused(f"args must be JSON: {error}") from None
+    if tool.input_model is not None:
+        try:
+            _validated(tool.input_model, args)
+        except ValidationError as error:
+            raise DecisionRefused(f"args do not fit {tool.name}'s input: {_first(error)}") from None
+    elif tool.json_schema is not None:
+        import jsonschema
+
+        try:
+            jsonschema.validate(args, tool.json_schema)
+        except jsonschema.ValidationError as error:
+            raise DecisionRefused(f"args do not fit {tool.name}'s input: {error.message}") from None
+        except jsonschema.SchemaError:
+            pass  # the tool's own schema is broken: its run reports it
+    return args
+
+
+def _validated(model: type[BaseModel], args: dict[str, Any]) -> BaseModel:
+    return model.model_validate(args)
+
+
+def _first(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "input"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+def approval_prompt(tool: Any, tool_input: Any, policy: ApprovalPolicy) -> dict[str, Any]:
+    """What the executor hands over before an approval-gated tool runs."""
+    return {
+        "renderer": APPROVAL_RENDERER,
+        "toolName": tool.name,
+        "toolInput": tool_input,
+        "fingerprint": fingerprint(tool.name, tool_input),
+        "policy": policy.to_dict(),
+        "inputSchema": tool.input_schema(),
+    }
+
+
+def rejected_message(tool_name: str, reason: str | None) -> str:
+    message = f'The request to run "{tool_name}" was rejected by a person; it did not run.'
+    if reason and reason.strip():
+        message += f" Reason: {reason.strip()}"
+    return message
+
+
+def responded_message(tool_name: str, text: str) -> str:
+    return f'"{tool_name}" did not run; a person answered instead: {text.strip()}'
+
+
+def not_decided_message(tool_name: str, why: str) -> str:
+    return f'"{tool_name}" needs a person\'s approval and did not run: {why}'
+
+
+def outcome_without_run(tool_name: str, decision: Decision) -> ToolResultData | None:
+    """The result of a decision that does not run the tool (reject, respond), else None."""
+    if decision.kind == REJECT:
+        return ToolResultData(
+            status="error",
+            message=rejected_message(tool_name, decision.reason),
+            data={"decision": REJECT, "reason": decision.reason},
+        )
+    if decision.kind == RESPOND:
+        return ToolResultData(
+            status="error",
+            message=responded_message(tool_name, decision.text or ""),
+            data={"decision": RESPOND, "text": decision.text},
+        )
+    return None
+
+
+def customer_view(prompt: dict[str, Any]) -> dict[str, Any]:
+    """An approval prompt as the customer's side may see it: the tool, its arguments less
+    the staff-only ones, and the decisions; no assignee, deadlines or schema."""
+    policy = prompt.get("policy") or {}
+    hidden = set(policy.get("staffOnly") or ())
+    args = prompt.get("toolInput")
+    if isinstance(args, dict):
+        args = {key: value for key, value in args.items() if key not in hidden}
+    return {
+        "renderer": APPROVAL_RENDERER,
+        "toolName": prompt.get("toolName"),
+        "toolInput": args,
+    }

@@ -1,0 +1,312 @@
+"""The staff approvals page at `/approvals/`: the queues, one request, deciding it.
+
+An edge: each view checks who asks (staff; anyone else gets the same 404 whether or not a
+request exists), reads through `approvals.selectors`, decides through `approval_decide` and
+renders. It works without JavaScript (rows are links, the decision is a form);
+`static/glove/approvals.js` adds j/k/Enter and a/x keys and live updates from the
+`approvals` stream (`/ws/approvals/`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from gloveapp.approvals.access import is_approver
+from gloveapp.approvals.notifications import link_request_id
+from gloveapp.approvals.selectors import (
+    VIEWS,
+    approval_data,
+    approval_visible,
+    approvals_queue,
+    decision_of,
+    group_ids,
+    page_of,
+)
+from gloveapp.approvals.services import (
+    ApprovalConflict,
+    ApprovalNotFound,
+    DecisionInvalid,
+    NotYoursToDecide,
+    StaleDecision,
+    approval_decide,
+)
+from gloveapp.core.approvals import APPROVE, EDIT, REJECT, RESPOND, Decision
+from gloveapp.live.replay import current_cursor
+
+PAGE_SIZE = 50
+VIEW_LABELS = {
+    "mine": "Assigned to me",
+    "groups": "My groups",
+    "unassigned": "Unassigned",
+    "overdue": "Overdue",
+    "all": "All open",
+}
+
+
+def _staff_only(request: HttpRequest) -> None:
+    if not is_approver(request.user):
+        raise Http404("No such page.")
+
+
+def _view(request: HttpRequest) -> str:
+    view = request.GET.get("view") or "all"
+    return view if view in VIEWS else "all"
+
+
+def _rows(user: Any, view: str, offset: int = 0) -> tuple[list[dict], bool, int]:
+    rows = approvals_queue(user=user, view=view)
+    page = page_of(rows, offset=offset, limit=PAGE_SIZE)
+    groups = group_ids(user)
+    data = [approval_data(row, user=user, group_ids=groups) for row in page[:PAGE_SIZE]]
+    return data, len(page) > PAGE_SIZE, offset + PAGE_SIZE
+
+
+def _widget(kind: Any, value: Any) -> str:
+    if kind in ("integer", "number") or (
+        isinstance(value, int | float) and not isinstance(value, bool)
+    ):
+        return "number"
+    if kind == "boolean" or isinstance(value, bool):
+        return "checkbox"
+    if kind == "string" or isinstance(value, str):
+        return "text"
+    return "json"
+
+
+def _rows_of(value: Any) -> bool:
+    """A list of flat objects (an order's lines): shown as one field per cell."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(
+            isinstance(row, dict)
+            and all(not isinstance(cell, dict | list) for cell in row.values())
+            for row in value
+        )
+    )
+
+
+def fields_of(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The arguments as form fields, typed by the tool's input schema (else by value); a
+    list of flat objects becomes a field per cell, named `name.index.key`."""
+    schema = data.get("inputSchema") or {}
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    properties = properties if isinstance(properties, dict) else {}
+    args = data["args"] if isinstance(data["args"], dict) else {}
+    fields = []
+    for name in [
+        *[key for key in properties if key in args],
+        *[k for k in args if k not in properties],
+    ]:
+        spec = properties.get(name) if isinstance(properties.get(name), dict) else {}
+        value = args.get(name)
+        if _rows_of(value):
+            for index, row in enumerate(value):
+                title = next((cell for cell in row.values() if isinstance(cell, str)), "")
+                for key, cell in row.items():
+                    fields.append(
+                        _field(f"{name}.{index}.{key}", f"{title or name} · {key}", None, cell)
+                    )
+            continue
+        fields.append(
+            _field(name, spec.get("description") or name.replace("_", " "), spec.get("type"), value)
+        )
+    return fields
+
+
+def _field(name: str, label: str, kind: Any, value: Any) -> dict[str, Any]:
+    widget = _widget(kind, value)
+    integer = kind == "integer" or (isinstance(value, int) and not isinstance(value, bool))
+    return {
+        "name": name,
+        "label": label,
+        "widget": widget,
+        "value": json.dumps(value, ensure_ascii=False) if widget == "json" else value,
+        "step": "1" if integer else "any",
+    }
+
+
+def _detail(user: Any, row: Any, error: str = "", via: str = "") -> dict[str, Any]:
+    data = approval_data(row, user=user, decision=decision_of(row))
+    return {
+        "via": via if via and link_request_id(via) == str(row.pk) else "",
+        "request": data,
+        "fields": fields_of(data),
+        "editable": data["mayDecide"] and EDIT in data["decisions"],
+        "conversation_url": reverse("admin:conversations_session_change", args=[row.session_id]),
+        "error": error,
+    }
+
+
+@login_required
+@require_GET
+def approvals_page(request: HttpRequest) -> HttpResponse:
+    _staff_only(request)
+    view = _view(request)
+    try:
+        offset = max(0, int(request.GET.get("offset") or 0))
+    except ValueError:
+        offset = 0
+    if request.GET.get("part") == "rows":
+        rows, has_more, next_offset = _rows(request.user, view, offset)
+        response = render(request, "approvals/_rows.html", {"rows": rows})
+        response["X-Has-More"] = "1" if has_more else "0"
+        response["X-Next-Offset"] = str(next_offset)
+        return response
+    last_event_id = current_cursor()
+    rows, has_more, next_offset = _rows(request.user, view)
+    selected = None
+    wanted = request.GET.get("request")
+    if wanted:
+        row = approval_visible(user=request.user, request_id=wanted)
+        if row is not None:
+            selected = _detail(request.user, row, via=request.GET.get("via") or "")
+    return render(
+        request,
+        "approvals/approvals.html",
+        {
+            "rows": rows,
+            "has_more": has_more,
+            "next_offset": next_offset,
+            "view": view,
+            "views": [(key, VIEW_LABELS[key]) for key in VIEWS],
+            "selected": selected,
+            "last_event_id": last_event_id,
+        },
+    )
+
+
+@login_required
+@require_GET
+def approval_detail(request: HttpRequest, approval_id: str) -> HttpResponse:
+    _staff_only(request)
+    row = approval_visible(user=request.user, request_id=approval_id)
+    if row is None:
+        raise Http404("No such approval request.")
+    if request.GET.get("part") == "row":
+        data = approval_data(row, user=request.user)
+        return render(request, "approvals/_rows.html", {"rows": [data]})
+    return render(request, "approvals/_detail.html", _detail(request.user, row))
+
+
+def decision_from_form(row: Any, form: Any) -> Decision:
+    """The form's decision: Approve with changed arguments is an edit (where allowed)."""
+    kind = form.get("decision") or ""
+    seen = form.get("fingerprint") or ""
+    if kind == APPROVE and EDIT in row.decisions and isinstance(row.args, dict):
+        edited = _edited_args(row, form)
+        if edited != row.args:
+            return Decision(EDIT, seen, args=edited)
+    if kind == REJECT:
+        return Decision(REJECT, seen, reason=form.get("reason") or None)
+    if kind == RESPOND:
+        return Decision(RESPOND, seen, text=form.get("text") or None)
+    if kind in (APPROVE, EDIT):
+        args = _edited_args(row, form) if kind == EDIT else None
+        return Decision(kind, seen, args=args)
+    raise DecisionInvalid("choose approve, reject or respond")
+
+
+def _edited_args(row: Any, form: Any) -> dict[str, Any]:
+    data = {"args": row.args, "inputSchema": row.input_schema}
+    edited = copy.deepcopy(row.args)
+    for field in fields_of(data):
+        key = f"arg__{field['name']}"
+        if field["widget"] == "checkbox":
+            value: Any = key in form
+        elif key not in form:
+            continue
+        elif field["widget"] == "number":
+            value = _number(form.get(key), field)
+        elif field["widget"] == "json":
+            try:
+                value = json.loads(form.get(key))
+            except ValueError:
+                raise DecisionInvalid(f"{field['name']} is not JSON") from None
+        else:
+            value = form.get(key)
+        _put(edited, field["name"], value)
+    return edited
+
+
+def _put(args: dict[str, Any], name: str, value: Any) -> None:
+    """Set `name` (`key`, or `key.index.cell` for a row's cell) in `args`."""
+    path = name.split(".")
+    rows = args.get(path[0]) if len(path) == 3 and path[1].isdigit() else None
+    if isinstance(rows, list) and int(path[1]) < len(rows) and isinstance(rows[int(path[1])], dict):
+        rows[int(path[1])][path[2]] = value
+    else:
+        args[name] = value
+
+
+def _number(raw: str, field: dict[str, Any]) -> Any:
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        raise DecisionInvalid(f"{field['name']} must be a number") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise DecisionInvalid(f"{field['name']} must be a number")
+    return int(number) if field["step"] == "1" and number.is_integer() else number
+
+
+@login_required
+@require_GET
+def approval_link(request: HttpRequest, token: str) -> HttpResponse:
+    """The signed one-click link of an approval email: the request's decision page (after
+    the login page, for someone not signed in). A forged or expired link is a 404."""
+    _staff_only(request)
+    request_id = link_request_id(token)
+    if request_id is None or approval_visible(user=request.user, request_id=request_id) is None:
+        raise Http404("No such approval request.")
+    return redirect(f"{reverse('approvals')}?request={request_id}&via={token}")
+
+
+def _channel(row: Any, form: Any) -> str:
+    """ "email" when the decision is taken on the page a signed email link opened."""
+    via = form.get("via") or ""
+    return "email" if via and link_request_id(via) == str(row.pk) else "page"
+
+
+@login_required
+@require_POST
+def approval_decide_page(request: HttpRequest, approval_id: str) -> HttpResponse:
+    _staff_only(request)
+    row = approval_visible(user=request.user, request_id=approval_id)
+    if row is None:
+        raise Http404("No such approval request.")
+    error, status = "", 200
+    try:
+        decision = decision_from_form(row, request.POST)
+        approval_decide(
+            request_id=row.pk,
+            decision=decision,
+            user=request.user,
+            channel=_channel(row, request.POST),
+        )
+    except ApprovalNotFound:
+        raise Http404("No such approval request.") from None
+    except NotYoursToDecide as refused:
+        error, status = str(refused), 403
+    except (DecisionInvalid, ValueError) as refused:
+        error, status = str(refused), 400
+    except StaleDecision:
+        error, status = "The arguments changed since you opened this request; reload it.", 409
+    except ApprovalConflict as lost:
+        error, status = str(lost), 409
+    if not request.htmx:
+        if error:
+            return render(
+                request, "approvals/_detail.html", _detail(request.user, row, error), status=status
+            )
+        return redirect(f"{reverse('approvals')}?request={row.pk}")
+    row.refresh_from_db()
+    # HTMX swaps the detail in place, whatever the outcome (an error shows in it).
+    return render(request, "approvals/_detail.html", _detail(request.user, row, error))

@@ -1,0 +1,70 @@
+"""The stack the healing tests break: a server and two turn workers on a PostgreSQL of the
+tests' own (and, for RQ, a Redis of their own; tests/servers.py), on each task backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.api.liveserver import LiveServer
+from tests.conftest import service_missing
+from tests.healing.stack import PASSWORD, query
+from tests.servers import PostgresServer, RedisServer, pg_bindir
+
+
+def add_user(database_url: str, username: str, password: str) -> None:
+    """A user row written straight into the server's database (a `manage.py shell` costs
+    seconds on a busy machine)."""
+    from django.contrib.auth.hashers import make_password
+
+    query(
+        database_url,
+        "INSERT INTO auth_user (username, password, first_name, last_name, email, "
+        "is_superuser, is_staff, is_active, date_joined) "
+        "VALUES (%s, %s, '', '', '', false, false, true, now()) RETURNING id",
+        username,
+        make_password(password),
+    )
+
+
+# Short, so a turn whose worker died is taken back soon; the promise is this plus 10 s.
+LEASE_SECONDS = 4
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    if pg_bindir() is None:
+        service_missing("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    try:
+        server = RedisServer()
+    except RuntimeError as error:
+        service_missing(str(error))
+    with server:
+        yield server
+
+
+@pytest.fixture(scope="session", params=["db", "rq"])
+def stack(request, postgres) -> Iterator[LiveServer]:
+    """One per backend for the whole run (a test that kills a worker starts another)."""
+    env = {
+        "GLOVE_TASKS_BACKEND": request.param,
+        "GLOVE_TURN_LEASE_SECONDS": str(LEASE_SECONDS),
+        "GLOVE_TURN_DB_THREADS": "2",
+        "GLOVE_TURNS_PER_USER_PER_MINUTE": "1000",
+        "GLOVE_MAX_QUEUED_MESSAGES": "50",
+        "REDIS_URL": "",
+    }
+    if request.param == "rq":
+        env["REDIS_URL"] = request.getfixturevalue("redis_server").url()
+    with LiveServer(database_url=postgres.url(), extra_env=env) as server:
+        add_user(server.database_url, "ann", PASSWORD)
+        server.start_worker()
+        server.start_worker()
+        yield server

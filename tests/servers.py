@@ -1,0 +1,317 @@
+"""Database and Redis servers of a test's (or a chaos run's) own, to restart and kill at will.
+
+    with PostgresServer() as pg:            # initdb + start on a free port (trust auth)
+        url = pg.url("glove")               # postgres://postgres@127.0.0.1:<port>/glove
+        pg.restart()                        # `pg_ctl restart -m fast`: every connection dies
+        pg.stop(); pg.start()               # a longer outage
+    with RedisServer() as redis: redis.url, redis.kill(), redis.start(), redis.freeze()
+
+The PostgreSQL binaries are found with `pg_config --bindir` (or PG_BINDIR). PostgreSQL
+refuses to run as root: as root, the cluster is made and run as the `postgres` OS user
+(PG_OS_USER). `initdb` runs once per process: later servers copy that fresh cluster. Used
+by tests/healing and bench/chaos.py; nothing here imports Django.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+PG_OS_USER = os.environ.get("PG_OS_USER", "postgres")
+STARTUP_TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def pg_bindir() -> Path | None:
+    """Where initdb and pg_ctl are, or None when PostgreSQL's server is not installed."""
+    configured = os.environ.get("PG_BINDIR")
+    if configured:
+        return Path(configured)
+    pg_config = shutil.which("pg_config")
+    if pg_config is not None:
+        found = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True)
+        folder = Path(found.stdout.strip())
+        if found.returncode == 0 and (folder / "initdb").exists():
+            return folder
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+def _os_user() -> str | None:
+    """Whom the cluster runs as: the `postgres` user when we are root, else ourselves."""
+    return PG_OS_USER if os.geteuid() == 0 else None
+
+
+def _give_to(path: Path, user: str | None) -> None:
+    if user is None:
+        return
+    entry = pwd.getpwnam(user)
+    for folder, _, files in os.walk(path):
+        os.chown(folder, entry.pw_uid, entry.pw_gid)
+        for name in files:
+            os.chown(os.path.join(folder, name), entry.pw_uid, entry.pw_gid)
+
+
+_fresh_cluster: Path | None = None
+
+
+def _initdb(bindir: Path, user: str | None) -> Path:
+    """A fresh cluster made once per process (initdb is seconds on a busy machine); each
+    server copies it."""
+    global _fresh_cluster
+    if _fresh_cluster is None:
+        parent = Path(tempfile.mkdtemp(prefix="glove-pg-fresh-"))
+        atexit.register(shutil.rmtree, parent, ignore_errors=True)
+        data = parent / "data"
+        _give_to(parent, user)
+        subprocess.run(
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            user=user,
+        )
+        _fresh_cluster = data
+    return _fresh_cluster
+
+
+class PostgresServer:
+    """A PostgreSQL cluster of its own on a free port, in a temporary folder."""
+
+    def __init__(self, *, port: int | None = None, max_connections: int = 200) -> None:
+        bindir = pg_bindir()
+        if bindir is None:
+            raise RuntimeError("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
+        self.bindir = bindir
+        self.user = _os_user()
+        self.port = port or free_port()
+        self.folder = Path(tempfile.mkdtemp(prefix="glove-pg-"))
+        self.data = self.folder / "data"
+        self.log = self.folder / "server.log"
+        self.max_connections = max_connections
+        self._made = False
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> PostgresServer:
+        if not self._made:
+            shutil.copytree(_initdb(self.bindir, self.user), self.data, symlinks=True)
+            self.data.chmod(0o700)
+            _give_to(self.folder, self.user)
+            self._made = True
+            atexit.register(self.destroy)  # a test that fails before its teardown
+        self._pg_ctl("start", "-w", "-t", str(int(STARTUP_TIMEOUT)), "-o", self._options())
+        self._wait_accepting()
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (`fast`: roll back and disconnect every client; `immediate`: as
+        a crash)."""
+        self._pg_ctl("stop", "-w", "-m", mode, check=False)
+
+    def restart(self, mode: str = "fast") -> float:
+        """`pg_ctl restart -m fast`: every client loses its connection; returns when the
+        server accepts connections again, with how long it was away (seconds)."""
+        started = time.monotonic()
+        self._pg_ctl("restart", "-w", "-m", mode, "-o", self._options())
+        self._wait_accepting()
+        return time.monotonic() - started
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster (a crashed server; its children follow)."""
+        pid = self.pid()
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+
+    def pid(self) -> int | None:
+        pidfile = self.data / "postmaster.pid"
+        try:
+            return int(pidfile.read_text().splitlines()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def destroy(self) -> None:
+        if self._made and (self.data / "postmaster.pid").exists():
+            self._pg_ctl("stop", "-w", "-m", "immediate", check=False)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self._made = False
+
+    def __enter__(self) -> PostgresServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.destroy()
+
+    # -- helpers ------------------------------------------------------------------------------
+    def execute(self, sql: str, database: str = "postgres") -> None:
+        import psycopg
+
+        with psycopg.connect(self.url(database), autocommit=True) as conn:
+            conn.execute(sql)
+
+    def log_tail(self, size: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-size:] if self.log.exists() else ""
+
+    def _options(self) -> str:
+        # Durability off: a test's cluster is thrown away, and fsyncs slow a shared machine.
+        return (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 "
+            f"-c unix_socket_directories='{self.folder}' "
+            f"-c max_connections={self.max_connections} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        )
+
+    def _pg_ctl(self, *args: str, check: bool = True) -> None:
+        result = subprocess.run(
+            [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), *args],
+            capture_output=True,
+            text=True,
+            user=self.user,
+            timeout=STARTUP_TIMEOUT + 30,
+        )
+        if check and result.returncode != 0:
+            raise RuntimeError(
+                f"pg_ctl {args[0]} failed: {result.stderr}{result.stdout}\n{self.log_tail()}"
+            )
+
+    def _wait_accepting(self) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            try:
+                with psycopg.connect(self.url(), connect_timeout=2):
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
+class RedisServer:
+    """A redis-server of its own on a free port (no persistence). `start()` after `kill()`
+    comes back on the same port, empty, as a restarted Redis without persistence does."""
+
+    def __init__(self, *, port: int | None = None) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed")
+        self.binary = binary
+        self.port = port or free_port()
+        self.folder = Path(tempfile.mkdtemp(prefix="glove-redis-"))
+        self.process: subprocess.Popen | None = None
+        self.frozen = False
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> RedisServer:
+        if self.running():
+            return self
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.frozen = False
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not self._answers():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start on port {self.port}")
+            time.sleep(0.02)
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: every connection is reset, the data is gone."""
+        if self.running():
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+        self.frozen = False
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def freeze(self) -> None:
+        """SIGSTOP: connections stay open (new ones even connect) but nothing answers."""
+        if self.running():
+            os.kill(self.process.pid, signal.SIGSTOP)
+            self.frozen = True
+
+    def thaw(self) -> None:
+        if self.running():
+            os.kill(self.process.pid, signal.SIGCONT)
+            self.frozen = False
+
+    def stop(self) -> None:
+        if self.running():
+            self.thaw()
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
