@@ -190,6 +190,8 @@ def _plain_messages(data: Any) -> list[Message] | None:
 
 
 def messages_post(request: HttpRequest, user: Any, session_id: str) -> HttpResponse | None:
+    if "idempotency-key" in request.headers:
+        return None  # an idempotent append: DRF's view keeps the key with the write
     messages = _plain_messages(_json_body(request))
     if messages is None:
         return None

@@ -36,7 +36,13 @@ from gloveapp.api.fields import (
     to_core_message,
     to_core_task,
 )
-from gloveapp.conversations import selectors, services
+from gloveapp.api.idempotency import (
+    IDEMPOTENCY_KEY_PARAMETER,
+    REPLAYED_HEADER,
+    idempotency_errors,
+    request_key,
+)
+from gloveapp.conversations import idempotency, selectors, services
 from gloveapp.conversations.access import (
     owned_or_unborn_session_id,
     owned_session_id_creating,
@@ -94,19 +100,46 @@ class MessagesApi(ApiView):
 
     @extend_schema(
         operation_id="session_messages_append",
+        parameters=[IDEMPOTENCY_KEY_PARAMETER],
         request=InputSerializer,
-        responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
+        responses={
+            200: OkSerializer,
+            400: ErrorSerializer,
+            409: ErrorSerializer,
+            422: ErrorSerializer,
+            **NOT_FOUND,
+        },
     )
     def post(self, request: Request, session_id: str) -> Response:
+        key = request_key(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        key_in_url = session_id
+        replayed = False
         # Checked before a first write creates the session; the append refused after that
         # takes the new session back with it.
-        with refused_input_as_400(), transaction.atomic():
+        with refused_input_as_400(), idempotency_errors(), transaction.atomic():
             session_id = owned_session_id_creating(request.user, session_id)
             messages = [to_core_message(m) for m in serializer.validated_data["messages"]]
-            services.messages_append(session_id=session_id, messages=messages)
-        return Response({"ok": True})
+
+            def append() -> dict:
+                services.messages_append(session_id=session_id, messages=messages)
+                return {"ok": True}
+
+            if key is None:
+                answer = append()
+            else:
+                answer, replayed = idempotency.idempotent_write(
+                    user_id=request.user.pk,
+                    key=key,
+                    scope=f"session_messages_append:{key_in_url}",
+                    fingerprint=idempotency.request_fingerprint(request.data),
+                    perform=append,
+                )
+        response = Response(answer)
+        if replayed:
+            response[REPLAYED_HEADER] = "true"
+        return response
 
 
 class TokenConsumptionSerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ reloaded later shows a past result exactly as it first appeared.
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -316,6 +317,9 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
         # The id the page's URLs name the session by: its owner's own, staff's the global one.
         "session_ref": address_of(user, session),
         "can_speak": may_speak(user, session),
+        # The composer's key for its next message: a resent form (a retry, a double submit,
+        # the browser's resubmit) stores the message once (composer.js renews it per send).
+        "composer_key": uuid.uuid4().hex,
         "last_event_id": last_event_id,
         "entries": timeline(session, messages, turn_selectors.ended_turn_notes(session.pk)),
         # What waits behind the running turn, from the database: a reload shows the same.
