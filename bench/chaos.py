@@ -66,6 +66,7 @@ LEASE_SECONDS = 15.0
 QUEUE_BOUND = 5
 BURST = 20
 MESH_PEER = "roastery"
+OUT = ROOT / "bench" / "out"  # git-ignored: the odd cases' chats, message by message
 ROUND_WAIT = 3.0  # seconds a chat waits for its answer before posting the next anyway
 STARTED = time.monotonic()
 
@@ -292,6 +293,7 @@ class Rig:
 # -- load -------------------------------------------------------------------------------------
 @dataclass
 class Tally:
+    label: str = "load"
     acknowledged: dict[str, list[str]] = field(default_factory=dict)  # session -> texts
     unacknowledged: list[str] = field(default_factory=list)  # sent, no answer (timeout...)
     statuses: Counter = field(default_factory=Counter)
@@ -328,7 +330,7 @@ class Load:
         self.rig, self.label = rig, label
         self.browser = Browser(rig.url, "chaos")
         self.sessions = [self.browser.new_session() for _ in range(chats)]
-        self.tally = Tally()
+        self.tally = Tally(label)
         self.handshakes: Counter = Counter()
         self._stop = threading.Event()
         self._threads = [
@@ -438,6 +440,7 @@ def account(rig: Rig, tally: Tally) -> dict:
                 replies[current] += 1
     lost = duplicated = stuck = 0
     why: Counter = Counter()  # what the stuck and duplicated ones looked like
+    odd: dict[str, list[str]] = {}
     for text in texts:
         statuses = turns.get(text, [])
         if not statuses and not stored[text]:
@@ -452,7 +455,20 @@ def account(rig: Rig, tally: Tally) -> dict:
         if any(not status.startswith("done") for status in statuses) or not replies[text]:
             stuck += 1
             why[shape] += 1
+        if why and shape in why:
+            odd.setdefault(shape, []).append(text)
     late = sum(1 for text in tally.unacknowledged if text in turns or stored[text])
+    if odd:  # the chats of a few odd ones, message by message, for whoever looks into it
+        OUT.mkdir(exist_ok=True)
+        examples = {}
+        for shape, some in odd.items():
+            for text in some[:2]:
+                session = next(s for s, texts in tally.acknowledged.items() if text in texts)
+                examples.setdefault(shape, []).append(
+                    {"text": text, "session": session, "messages": by_session.get(session, [])}
+                )
+        dump = OUT / f"chaos-{tally.label}.json"
+        dump.write_text(json.dumps(examples, indent=1, default=str))
     return {
         "lost": lost,
         "duplicated": duplicated,
@@ -699,7 +715,7 @@ class QueueBurst(Fault):
     def run(self, rig: Rig) -> dict:
         say(f"{self.name}: {rig.timing.bursts} bursts of {BURST} concurrent posts")
         browser = Browser(rig.url, "burst")
-        tally = Tally()
+        tally = Tally(self.name)
         over = most = 0
         started = time.monotonic()
         with ThreadPoolExecutor(BURST) as pool:
@@ -747,7 +763,7 @@ class RetriedPosts(Fault):
     def run(self, rig: Rig) -> dict:
         say(f"{self.name}: {self.what}")
         browser = Browser(rig.url, "chaos")
-        tally = Tally()
+        tally = Tally(self.name)
         started = time.monotonic()
         for number in range(rig.timing.retries):
             session = browser.new_session()
