@@ -122,3 +122,13 @@ def _stored_answer(row: IdempotentRequest, scope: str, fingerprint: str) -> Any:
             f"The first request with this {KEY_HEADER} is still being answered; retry shortly."
         )
     return row.answer
+
+
+def idempotency_keys_prune(*, older_than: timedelta) -> int:
+    """Forget keys older than `older_than`; returns how many (`prune_idempotency_keys`)."""
+    if older_than <= timedelta(0):
+        raise ValueError("older_than must be positive")
+    deleted, _ = IdempotentRequest.objects.filter(
+        created_at__lt=timezone.now() - older_than
+    ).delete()
+    return deleted

@@ -160,3 +160,22 @@ def test_the_chat_page_stores_a_resent_message_once(django_user_model):
         "A cortado"
     ]
     assert Session.objects.filter(pk=session.pk).exists()
+
+
+@pytest.mark.django_db
+def test_pruned_keys_are_forgotten(owner_client, session_id):
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from gloveapp.conversations.models import IdempotentRequest
+
+    _append(owner_client)
+    IdempotentRequest.objects.update(created_at=timezone.now() - timedelta(days=3))
+
+    call_command("prune_idempotency_keys", "--days", "2")
+    again = _append(owner_client)
+
+    assert "Idempotent-Replayed" not in again.headers
+    assert _stored() == ["A flat white, please"] * 2
