@@ -152,7 +152,8 @@ def approvals_page(request: HttpRequest) -> HttpResponse:
     _staff_only(request)
     view = _view(request)
     try:
-        offset = max(0, int(request.GET.get("offset") or 0))
+        # Bounded: an OFFSET past the database's integers would be a 500.
+        offset = min(max(0, int(request.GET.get("offset") or 0)), 10**9)
     except ValueError:
         offset = 0
     if request.GET.get("part") == "rows":

@@ -186,3 +186,25 @@ def test_the_admin_approves_or_rejects_selected_requests(session_id, admin_user)
     made = {d.request_id: d for d in ApprovalDecision.objects.all()}
     assert (made[approving.pk].kind, made[approving.pk].channel) == ("approve", "admin")
     assert (made[rejecting.pk].kind, made[rejecting.pk].username) == ("reject", "admin")
+
+
+def test_no_query_or_form_makes_the_page_fail(session_id, barista):
+    row = open_request(session_id)
+    as_barista = client_for(barista)
+    for query in (
+        "offset=99999999999999999999999",
+        "offset=-3",
+        "offset=x",
+        "view=nope",
+        "request=\x00",
+    ):
+        assert as_barista.get(f"/approvals/?{query}").status_code == 200
+    for form in (
+        {"decision": "approve", "fingerprint": row.fingerprint, "arg__quantity": "1e999"},
+        {"decision": "approve", "fingerprint": row.fingerprint, "arg__product": "a\x00b"},
+        {"decision": "nope", "fingerprint": "\x00"},
+        {},
+    ):
+        response = as_barista.post(f"/approvals/{row.pk}/decide", form)
+        assert response.status_code in (400, 409), (form, response.status_code)
+    assert as_barista.get("/approvals/link/not-a-token").status_code == 404
