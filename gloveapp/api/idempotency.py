@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from gloveapp.conversations import idempotency
 
 REPLAYED_HEADER = "Idempotent-Replayed"
+_KEY_META = "HTTP_" + idempotency.KEY_HEADER.upper().replace("-", "_")
 
 IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
     idempotency.KEY_HEADER,
@@ -45,7 +46,8 @@ class IdempotentRequestInProgressError(APIException):
 
 def request_key(request: Request) -> str | None:
     """The request's key, or None without the header; a malformed key is a 400."""
-    key = request.headers.get(idempotency.KEY_HEADER)
+    # From META: `request.headers` would build a map of every header for this one.
+    key = request.META.get(_KEY_META)
     if key is None:
         return None
     try:

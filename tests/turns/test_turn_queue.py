@@ -135,6 +135,22 @@ def test_it_puts_a_turn_that_lost_the_database_back_on_the_queue(session_id, cus
     assert again is not None and again.pk == turn.pk and again.attempts == 2
 
 
+def test_a_plain_workers_task_fails_when_its_turns_could_not_run(session_id, customer, monkeypatch):
+    from gloveapp.turns.queue.tasks import run_session_blocking
+
+    turn = services.turn_submit(session_id=session_id, text="hello", user_id=customer.pk)
+
+    def broken_claim(**kwargs):
+        raise ValueError("a bug in the claim")
+
+    monkeypatch.setattr(services, "turn_claim_next", broken_claim)
+    # `db_worker` / `rqworker` run the task so: the backend must record a failure, not
+    # a success for work not done.
+    with pytest.raises(RuntimeError, match="could not run"):
+        run_session_blocking(session_id)
+    assert Turn.objects.get(pk=turn.pk).status == Turn.Status.QUEUED
+
+
 async def test_it_fails_a_turn_after_its_last_attempt(session_id, customer, settings, turn_worker):
     settings.GLOVE_TURN_LEASE_SECONDS = 0.5
     settings.GLOVE_TURN_MAX_ATTEMPTS = 1
