@@ -32,7 +32,7 @@ urlpatterns = [
     path(
         "inbox/entries/<str:entry_id>/read",
         workspace_inbox.entry_read,
-        name="workspace-inbox-read",
+        name="workspace-inbox-mark-read",
     ),
     path(
         "inbox/entries/<str:entry_id>/reply",

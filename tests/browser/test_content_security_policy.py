@@ -9,8 +9,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import DEMO_PASSWORD
 from tests.browser.test_coffee_shop import log_in, say
+from tests.browser.test_what_people_trip_over import NEW_USER
 from tests.browser.test_workspace_inbox import push
 from tests.inbox.workspaces.conftest import make_workspace
 
@@ -31,11 +31,16 @@ DOC = """# Quarterly notes
 """
 
 
+USERNAME, PASSWORD = "csp-checker", "csp-browser-pw-1"
+
+
 @pytest.fixture(scope="module")
 def doc_workspace(server, tmp_path_factory):
+    # A user of its own: the demo user's inbox is another test's to count.
+    server.manage("shell", "-c", NEW_USER.format(username=USERNAME, password=PASSWORD))
     root = tmp_path_factory.mktemp("csp-workspace")
     (root / "notes.md").write_text(DOC)
-    return make_workspace(server, root, "demo", owner_token="")
+    return make_workspace(server, root, USERNAME, owner_token="")
 
 
 def _watch(page: Page) -> list[str]:
@@ -62,7 +67,7 @@ def test_the_chat_page_and_the_inbox_work_under_the_policy(server, browser, doc_
     page.on("request", lambda request: requests.append(request.url))
     console = _watch(page)
 
-    log_in(page, server.url, "demo", DEMO_PASSWORD)
+    log_in(page, server.url, USERNAME, PASSWORD)
     page.get_by_role("button", name="New chat").click()
     expect(page).to_have_url(re.compile(r"/sessions/[^/]+/$"))
     policy = page.evaluate(
