@@ -17,7 +17,8 @@ acknowledged message to be answered and counts, from the database:
 - duplicated: a message, turn or reply stored more than once (or a burst past the bound);
 - stuck: acknowledged, but not answered when the wait ended (the lease plus 60 s);
 - 5xx: HTTP posts and websocket handshakes answered with a 5xx;
-- heal: seconds from the end of the fault until a fresh message is acknowledged and answered;
+- heal: seconds from the end of the fault until a new message (of a chat of its own) is
+  acknowledged and answered;
 - settled: seconds from the end of the fault until every acknowledged message is answered.
 
 Faults are small classes (`FAULTS`); `--faults a,b` picks some. `CHAOS_QUICK=1` (or
@@ -65,6 +66,9 @@ LEASE_SECONDS = 15.0
 QUEUE_BOUND = 5
 BURST = 20
 MESH_PEER = "roastery"
+OUT = ROOT / "bench" / "out"  # git-ignored: the odd cases' chats, message by message
+ROUND_WAIT = 3.0  # seconds a chat waits for its answer before posting the next anyway
+STARTED = time.monotonic()
 
 
 @dataclass
@@ -96,7 +100,7 @@ class Timing:
 
 
 def say(text: str) -> None:
-    print(f"chaos: {text}", file=sys.stderr, flush=True)
+    print(f"chaos: [{time.monotonic() - STARTED:6.1f} s] {text}", file=sys.stderr, flush=True)
 
 
 # -- a logged-in user ---------------------------------------------------------------------------
@@ -245,7 +249,9 @@ class Rig:
                             self.stack = replacement
                 if self.peer is not None and self.peer.poll() is not None:
                     self.restarts["run_agent"] += 1
-                    say(f"run_agent exited {self.peer.returncode}; restarting it")
+                    tail = (self.stack.folder / "peer.log").read_text(errors="replace")
+                    last = " | ".join(tail.strip().splitlines()[-3:])
+                    say(f"run_agent exited {self.peer.returncode} ({last}); restarting it")
                     time.sleep(2)
                     self._start_peer()
 
@@ -287,6 +293,7 @@ class Rig:
 # -- load -------------------------------------------------------------------------------------
 @dataclass
 class Tally:
+    label: str = "load"
     acknowledged: dict[str, list[str]] = field(default_factory=dict)  # session -> texts
     unacknowledged: list[str] = field(default_factory=list)  # sent, no answer (timeout...)
     statuses: Counter = field(default_factory=Counter)
@@ -323,7 +330,7 @@ class Load:
         self.rig, self.label = rig, label
         self.browser = Browser(rig.url, "chaos")
         self.sessions = [self.browser.new_session() for _ in range(chats)]
-        self.tally = Tally()
+        self.tally = Tally(label)
         self.handshakes: Counter = Counter()
         self._stop = threading.Event()
         self._threads = [
@@ -346,14 +353,32 @@ class Load:
             thread.join(timeout=30)
 
     def _post(self, browser: Browser, sessions: list[str]) -> None:
+        """A message to each chat, then the next round once they are answered (or after
+        ROUND_WAIT s, so a fault meets posts all along): steady load that does not pile up
+        a backlog, so the heal time is the fault's, not a queue's."""
         number = 0
         try:
             while not self._stop.is_set():
+                sent = []
                 for session in sessions:
                     number += 1
                     text = f"show me the menu [{self.label} {session[-6:]} {number}]"
-                    self.tally.record(session, text, post_message(browser, session, text))
-                self._stop.wait(0.2)
+                    outcome = post_message(browser, session, text)
+                    self.tally.record(session, text, outcome)
+                    if outcome == 303:
+                        sent.append(text)
+                deadline = time.monotonic() + ROUND_WAIT
+                while sent and time.monotonic() < deadline and not self._stop.is_set():
+                    with contextlib.suppress(psycopg.Error):
+                        done = self.rig.query(
+                            "SELECT count(*) FROM turns_turn WHERE text = ANY(%s) "
+                            "AND status = 'done'",
+                            sent,
+                        )
+                        if done[0][0] == len(sent):
+                            break
+                    time.sleep(0.1)
+                self._stop.wait(0.1)
         finally:
             browser.close()
 
@@ -415,6 +440,7 @@ def account(rig: Rig, tally: Tally) -> dict:
                 replies[current] += 1
     lost = duplicated = stuck = 0
     why: Counter = Counter()  # what the stuck and duplicated ones looked like
+    odd: dict[str, list[str]] = {}
     for text in texts:
         statuses = turns.get(text, [])
         if not statuses and not stored[text]:
@@ -429,7 +455,20 @@ def account(rig: Rig, tally: Tally) -> dict:
         if any(not status.startswith("done") for status in statuses) or not replies[text]:
             stuck += 1
             why[shape] += 1
+        if why and shape in why:
+            odd.setdefault(shape, []).append(text)
     late = sum(1 for text in tally.unacknowledged if text in turns or stored[text])
+    if odd:  # the chats of a few odd ones, message by message, for whoever looks into it
+        OUT.mkdir(exist_ok=True)
+        examples = {}
+        for shape, some in odd.items():
+            for text in some[:2]:
+                session = next(s for s, texts in tally.acknowledged.items() if text in texts)
+                examples.setdefault(shape, []).append(
+                    {"text": text, "session": session, "messages": by_session.get(session, [])}
+                )
+        dump = OUT / f"chaos-{tally.label}.json"
+        dump.write_text(json.dumps(examples, indent=1, default=str))
     return {
         "lost": lost,
         "duplicated": duplicated,
@@ -463,32 +502,40 @@ def settle(rig: Rig, tally: Tally, since: float) -> float | None:
     return None
 
 
-def probe(rig: Rig, since: float, timeout: float = 120.0) -> float | None:
-    """Seconds from `since` until a fresh message is acknowledged and answered."""
-    deadline = time.monotonic() + timeout
-    browser = None
-    while time.monotonic() < deadline:
-        try:
-            browser = browser or Browser(rig.url, "probe")
-            session = browser.new_session()
+class Probe:
+    """A chat of its own, logged in before the fault: after it, a message at a time until
+    one is acknowledged and answered."""
+
+    def __init__(self, rig: Rig) -> None:
+        self.rig = rig
+        self.browser = Browser(rig.url, "probe")
+        self.session = self.browser.new_session()
+
+    def heal(self, since: float, timeout: float = 180.0) -> tuple[float | None, float | None]:
+        """Seconds from `since` until a message was acknowledged, and until one was
+        answered (None: not within `timeout`)."""
+        deadline = time.monotonic() + timeout
+        acknowledged = None
+        while time.monotonic() < deadline:
             text = f"show me the menu [probe {uuid.uuid4().hex[:8]}]"
-            if post_message(browser, session, text) != 303:
-                time.sleep(0.2)
+            if post_message(self.browser, self.session, text, timeout=5) != 303:
+                time.sleep(0.1)
                 continue
-            answered = time.monotonic() + 10
+            acknowledged = acknowledged or round(time.monotonic() - since, 2)
+            answered = time.monotonic() + 30
             while time.monotonic() < answered:
-                with contextlib.suppress(psycopg.OperationalError):
-                    done = rig.query(
+                with contextlib.suppress(psycopg.Error):
+                    done = self.rig.query(
                         "SELECT count(*) FROM turns_turn WHERE text = %s AND status = 'done'",
                         text,
                     )
                     if done[0][0]:
-                        return round(time.monotonic() - since, 2)
+                        return acknowledged, round(time.monotonic() - since, 2)
                 time.sleep(0.05)
-        except (httpx.HTTPError, AssertionError, RuntimeError):
-            browser = None
-            time.sleep(0.2)
-    return None
+        return acknowledged, None
+
+    def close(self) -> None:
+        self.browser.close()
 
 
 # -- faults -----------------------------------------------------------------------------------
@@ -503,17 +550,20 @@ class Fault:
         raise NotImplementedError
 
     def run(self, rig: Rig) -> dict:
-        load = Load(rig, self.name, rig.timing.chats).start()
+        load = Load(rig, self.name, rig.timing.chats)
+        probe = Probe(rig)
+        load.start()
         time.sleep(rig.timing.before)
         say(f"{self.name}: {self.what}")
         self.inject(rig)
         ended = time.monotonic()
-        heal = probe(rig, ended)
+        acknowledged, heal = probe.heal(ended)
+        probe.close()
         time.sleep(max(0.0, rig.timing.after - (time.monotonic() - ended)))
         load.stop()
         settled = settle(rig, load.tally, ended)
         row = self.row(rig, load.tally, heal, settled)
-        row["notes"] = self.notes(load)
+        row["notes"] = f"a post acknowledged again after {acknowledged} s; " + self.notes(load)
         load.browser.close()
         return row
 
@@ -545,9 +595,23 @@ class PostgresRestart(Fault):
 class KillTurnWorker(Fault):
     name = "kill_turn_worker"
     what = "SIGKILL of a turn worker (make serve-prod stops whole; the supervisor restarts it)"
+    stopped: float | None = None
 
     def inject(self, rig: Rig) -> None:
-        os.kill(rig.stack.turn_workers()[0], signal.SIGKILL)
+        """The kill, then until make serve-prod has stopped everything (the fault's
+        consequence): the heal is the restart from there."""
+        stack = rig.stack
+        make = stack.process  # the supervisor forgets it once it has seen it exit
+        os.kill(stack.turn_workers()[0], signal.SIGKILL)
+        killed = time.monotonic()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            make.wait(timeout=120)
+        self.stopped = round(time.monotonic() - killed, 1)
+
+    def run(self, rig: Rig) -> dict:
+        row = super().run(rig)
+        row["notes"] = f"make serve-prod stopped {self.stopped} s after the kill; " + row["notes"]
+        return row
 
 
 class KillHttpWorker(Fault):
@@ -651,7 +715,7 @@ class QueueBurst(Fault):
     def run(self, rig: Rig) -> dict:
         say(f"{self.name}: {rig.timing.bursts} bursts of {BURST} concurrent posts")
         browser = Browser(rig.url, "burst")
-        tally = Tally()
+        tally = Tally(self.name)
         over = most = 0
         started = time.monotonic()
         with ThreadPoolExecutor(BURST) as pool:
@@ -699,7 +763,7 @@ class RetriedPosts(Fault):
     def run(self, rig: Rig) -> dict:
         say(f"{self.name}: {self.what}")
         browser = Browser(rig.url, "chaos")
-        tally = Tally()
+        tally = Tally(self.name)
         started = time.monotonic()
         for number in range(rig.timing.retries):
             session = browser.new_session()
@@ -736,7 +800,11 @@ def table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " | notes |", "|" + " --- |" * (len(COLUMNS) + 1)]
     for row in rows:
         cells = ["-" if row.get(c) is None else str(row.get(c)) for c in COLUMNS]
-        notes = "; ".join(str(row[k]) for k in ("error", "mesh", "shapes", "notes") if row.get(k))
+        late = row.get("stored_unacknowledged")
+        notes = "; ".join(
+            [str(row[k]) for k in ("error", "restarted", "mesh", "shapes", "notes") if row.get(k)]
+            + ([f"stored though not acknowledged (client gave up): {late}"] if late else [])
+        )
         lines.append("| " + " | ".join(cells) + f" | {notes} |")
     return "\n".join(lines)
 
@@ -780,10 +848,16 @@ def main() -> int:
         for fault in chosen:
             rig.wait_up()
             time.sleep(6.5)  # granian: a worker dead within 5.5 s of its respawn is a crash loop
+            before = Counter(rig.restarts)
             try:
                 row = fault().run(rig)
             except Exception as error:  # a fault the rig could not run is a row too
                 row = {"measure": fault.name, "error": f"{type(error).__name__}: {error}"}
+            restarted = rig.restarts - before
+            if restarted:  # by the supervisor, as systemd would
+                row["restarted"] = "restarted by the supervisor: " + ", ".join(
+                    f"{name} x{count}" for name, count in restarted.items()
+                )
             rows.append(row)
             say(table([row]).splitlines()[-1])
     finally:

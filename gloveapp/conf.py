@@ -255,14 +255,6 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "How long a process trusts an API token it has checked (`0`: every request reads it).",
         DATABASE,
     ),
-    EnvVar(
-        "GLOVE_LEAN_ROUTES",
-        "bool",
-        True,
-        "The hot REST routes answer plain token requests without DRF (`0`: DRF answers "
-        "everything; the answers are the same either way).",
-        DATABASE,
-    ),
     # -- Models and agents
     EnvVar(
         "GLOVE_MODEL",

@@ -332,8 +332,6 @@ REST_FRAMEWORK = {
 }
 # How long a process trusts a token it has checked (gloveapp/api/token_auth.py); 0: never.
 GLOVE_TOKEN_CACHE_SECONDS = env("GLOVE_TOKEN_CACHE_SECONDS")
-# The hot routes answer plain token requests without DRF (gloveapp/api/lean.py); 0: DRF only.
-GLOVE_LEAN_ROUTES = env("GLOVE_LEAN_ROUTES")
 SPECTACULAR_SETTINGS = {
     "TITLE": "glove-django API",
     "DESCRIPTION": "The Glove remote store, inbox resolution and workspace inbox.",

@@ -32,6 +32,7 @@ def _moved_admin(new_app: str):
 
 
 handler400 = "gloveapp.api.errors.bad_request"
+handler500 = "gloveapp.api.errors.server_error"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

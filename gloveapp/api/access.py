@@ -10,41 +10,73 @@ leak; and a GET never creates a session (Glove's coffee routes did, spec Decisio
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpResponse
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BrowsableAPIRenderer
+from rest_framework.request import Request
+from rest_framework.serializers import BaseSerializer
 from rest_framework.throttling import ScopedRateThrottle
-from rest_framework.views import APIView
 
+from gloveapp.api import rendering
 from gloveapp.api.auth import SameOriginJsonSessionAuthentication
 from gloveapp.api.errors import exception_handler
 from gloveapp.api.parsers import SafeJSONParser
 from gloveapp.api.token_auth import CachedTokenAuthentication
-from gloveapp.conversations.access import owned_session, owned_session_id
+from gloveapp.conversations.access import owned_session, owned_session_id, write_as_owner
 from gloveapp.conversations.services import DuplicateSession
 from gloveapp.core.store import StoreError
 
 __all__ = ["owned_session", "owned_session_id"]  # the one access rule, for the views
 
 
-class ApiView(APIView):
+OK = b'{"ok":true}'
+
+
+class ApiView(rendering.LightAPIView):
     """The remote store speaks JSON only, like Glove's routes (no form or multipart bodies).
 
-    Who may call, how bodies are read and how errors look are declared here rather than
-    taken from the project's REST_FRAMEWORK setting: the API answers the same in any project
-    that includes it (docs/howto/existing-project.md).
+    Who may call, how bodies are read and answers written, and how errors look are declared
+    here rather than taken from the project's REST_FRAMEWORK setting: the API answers the
+    same in any project that includes it (docs/howto/existing-project.md). What each costs
+    per request is kept small (`gloveapp.api.rendering`).
     """
 
     authentication_classes = [CachedTokenAuthentication, SameOriginJsonSessionAuthentication]
     permission_classes = [IsAuthenticated]
     parser_classes = [SafeJSONParser]
+    renderer_classes = [rendering.StoredJSONRenderer, BrowsableAPIRenderer]
+    content_negotiation_class = rendering.RememberedContentNegotiation
 
     def get_exception_handler(self) -> Any:
         return exception_handler
+
+    @staticmethod
+    def validated(serializer_class: type[BaseSerializer], data: Any) -> Any:
+        """The route's input (or query) checked by its serializer: its validated data, or a
+        400 naming the first bad field."""
+        return rendering.validated(serializer_class, data)
+
+    @staticmethod
+    def write(
+        request: Request,
+        session_id: str,
+        write: Callable[[str], Any],
+        *,
+        remembered: bool = False,
+        status: int = 200,
+    ) -> HttpResponse:
+        """A write of the remote store: `write(global id)` on the caller's session
+        (`write_as_owner`: created by its first write, 404 for anyone else's), a service's
+        refusal a 400, and `{"ok": true}`."""
+        with refused_input_as_400():
+            write_as_owner(request.user, session_id, write, remembered=remembered)
+        return rendering.json_text_response(request, OK, status=status)
 
 
 class ChatRateThrottle(ScopedRateThrottle):

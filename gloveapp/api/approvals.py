@@ -22,17 +22,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gloveapp.api.access import ApiView
+from gloveapp.api.auth import SameOriginJsonSessionAuthentication
 from gloveapp.api.fields import ErrorSerializer
+from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.approvals.access import is_approver
 from gloveapp.approvals.selectors import (
     MAX_PAGE,
     STATUSES,
     VIEWS,
     approval_data,
+    approval_for_system,
     approval_visible,
     approvals_queue,
     decision_of,
     group_ids,
+    page_of,
 )
 from gloveapp.approvals.services import (
     ApprovalConflict,
@@ -43,6 +47,7 @@ from gloveapp.approvals.services import (
     approval_decide,
 )
 from gloveapp.core.approvals import DECISIONS, Decision
+from inbox.webhooks import WebhookSignatureAuthentication
 
 NOT_FOUND = "No such approval request."
 
@@ -139,7 +144,7 @@ class ApprovalListApi(ApiView):
         options = query.validated_data
         rows = approvals_queue(user=request.user, view=options["view"], status=options["status"])
         offset, limit = options["offset"], options["limit"]
-        page = list(rows[offset : offset + limit + 1])
+        page = page_of(rows, offset=offset, limit=limit)
         more = len(page) > limit
         page = page[:limit]
         decisions = _decisions(page)
@@ -181,6 +186,14 @@ class ApprovalDetailApi(ApiView):
 
 
 class ApprovalDecideApi(ApiView):
+    # A signed webhook (a chat tool's button, another system) decides too, as the inbox
+    # webhooks resolve: recorded with the channel "webhook" and no user.
+    authentication_classes = [
+        CachedTokenAuthentication,
+        WebhookSignatureAuthentication,
+        SameOriginJsonSessionAuthentication,
+    ]
+
     @extend_schema(
         operation_id="approvals_decide",
         parameters=[OpenApiParameter("approval_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
@@ -194,7 +207,12 @@ class ApprovalDecideApi(ApiView):
         },
     )
     def post(self, request: Request, approval_id: str) -> Response:
-        row = approval_visible(user=request.user, request_id=approval_id)
+        signed = request.auth == "webhook"
+        row = (
+            approval_for_system(request_id=approval_id)
+            if signed
+            else approval_visible(user=request.user, request_id=approval_id)
+        )
         if row is None:
             return _not_found()
         data = ApprovalDecideInputSerializer(
@@ -209,6 +227,8 @@ class ApprovalDecideApi(ApiView):
             reason=given.get("reason") or None,
             text=given.get("text") or None,
         )
+        if signed:
+            return decide_response(row, decision=decision, user=None, channel="webhook")
         return decide_response(row, decision=decision, user=request.user, channel="rest")
 
 

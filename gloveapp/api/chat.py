@@ -15,6 +15,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -32,6 +33,13 @@ from gloveapp.api.fields import (
     TextField,
     to_core_message,
 )
+from gloveapp.api.idempotency import (
+    IDEMPOTENCY_KEY_PARAMETER,
+    REPLAYED_HEADER,
+    idempotency_errors,
+    request_key,
+)
+from gloveapp.conversations import idempotency
 from gloveapp.core.providers.base import ModelAdapter, ToolSpec
 from gloveapp.core.providers.errors import ModelConfigurationError
 from gloveapp.core.types import Message, ModelResult
@@ -168,6 +176,32 @@ async def stream_model_turn(
             task.cancel()
 
 
+async def _recorded(frames: AsyncIterator[bytes], claim: Any) -> AsyncIterator[bytes]:
+    """Relay the frames and keep them as the key's answer once the stream ended with a
+    `done` that is not an error; otherwise give the key up, so a retry asks the model."""
+    sent: list[bytes] = []
+    try:
+        async for frame in frames:
+            sent.append(frame)
+            yield frame
+    finally:
+        if sent and _answered(sent[-1]):
+            await sync_to_async(idempotency.stream_answered)(
+                claim, {"stream": b"".join(sent).decode()}
+            )
+        else:
+            await sync_to_async(idempotency.stream_abandoned)(claim)
+
+
+def _answered(last_frame: bytes) -> bool:
+    frame = json.loads(last_frame.decode().removeprefix("data: "))
+    text = str(frame.get("message", {}).get("text", ""))
+    failed = (
+        text.startswith("Error: ") and not frame.get("tokens_in") and not frame.get("tokens_out")
+    )
+    return frame.get("type") == "done" and not failed
+
+
 class ChatApi(ApiView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
     throttle_classes = [ChatRateThrottle]
@@ -196,6 +230,7 @@ class ChatApi(ApiView):
 
     @extend_schema(
         operation_id="chat",
+        parameters=[IDEMPOTENCY_KEY_PARAMETER],
         request=InputSerializer,
         responses={
             (200, "text/event-stream"): OpenApiResponse(
@@ -203,10 +238,13 @@ class ChatApi(ApiView):
                 description="`data: {json}` frames: text_delta, tool_use, then one done.",
             ),
             400: ErrorSerializer,
+            409: ErrorSerializer,
+            422: ErrorSerializer,
             503: ErrorSerializer,
         },
     )
     def post(self, request: Request) -> StreamingHttpResponse:
+        key = request_key(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -219,11 +257,33 @@ class ChatApi(ApiView):
             )
             for t in data["tools"]
         ]
-        model = configured_chat_model()
+        claim = None
+        if key is not None:
+            with idempotency_errors():
+                claim, stored = idempotency.stream_claim(
+                    user_id=request.user.pk,
+                    key=key,
+                    scope="chat",
+                    fingerprint=idempotency.request_fingerprint(request.data),
+                )
+            if claim is None:  # a retry: the first answer again, no model call
+                response = StreamingHttpResponse(
+                    iter([stored["stream"].encode()]), content_type="text/event-stream"
+                )
+                response[REPLAYED_HEADER] = "true"
+                response["Cache-Control"] = "no-cache"
+                return response
+        try:
+            model = configured_chat_model()
+        except BaseException:
+            if claim is not None:
+                idempotency.stream_abandoned(claim)
+            raise
         model.set_system_prompt(data["systemPrompt"])
-        response = StreamingHttpResponse(
-            stream_model_turn(model, messages, tools), content_type="text/event-stream"
-        )
+        frames = stream_model_turn(model, messages, tools)
+        if claim is not None:
+            frames = _recorded(frames, claim)
+        response = StreamingHttpResponse(frames, content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         # Proxies such as nginx would otherwise buffer the whole stream.
         response["X-Accel-Buffering"] = "no"

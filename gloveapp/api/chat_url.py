@@ -42,6 +42,7 @@ from rest_framework.response import Response
 from gloveapp.api.access import ApiView, owned_session, owned_session_id
 from gloveapp.api.chat import ChatApi
 from gloveapp.api.fields import ErrorSerializer
+from gloveapp.api.idempotency import IDEMPOTENCY_KEY_PARAMETER
 from gloveapp.core.types import iso_format
 
 SALT = "gloveapp.chat-url"
@@ -147,7 +148,7 @@ class ChatUrlMintApi(ApiView):
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "POST, OPTIONS",
-    "Access-Control-Allow-Headers": "Content-Type, Accept",
+    "Access-Control-Allow-Headers": "Content-Type, Accept, Idempotency-Key",
     "Access-Control-Max-Age": "600",
 }
 
@@ -173,6 +174,7 @@ class SignedChatApi(ChatApi):
 
     @extend_schema(
         operation_id="chat_signed",
+        parameters=[IDEMPOTENCY_KEY_PARAMETER],
         request=ChatApi.InputSerializer,
         responses={
             (200, "text/event-stream"): OpenApiResponse(
@@ -180,6 +182,8 @@ class SignedChatApi(ChatApi):
             ),
             400: ErrorSerializer,
             401: ErrorSerializer,
+            409: ErrorSerializer,
+            422: ErrorSerializer,
             503: ErrorSerializer,
         },
     )

@@ -6,10 +6,12 @@ Glove's Next.js routes expect `{error}`. We keep DRF's detail under `details` as
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import NoReverseMatch, reverse
 from django.views import defaults
@@ -95,3 +97,24 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if isinstance(exception, RequestDataTooBig):
         return JsonResponse(_too_large(), status=413)
     return JsonResponse({"error": "Bad request.", "field": None}, status=400)
+
+
+# Seconds a client is asked to wait when the database is away (Retry-After).
+DATABASE_AWAY_RETRY_AFTER = 2
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """The project's handler500. A database that is away (restarting, failing over: the
+    connection refused or cut) is a 503 with Retry-After, which clients and proxies retry,
+    not a crash: nothing was done. Anything else is Django's 500."""
+    error = sys.exception()  # handler500 runs inside Django's `except` for the error
+    if isinstance(error, OperationalError | InterfaceError):
+        prefix = _api_prefix()
+        text = "The database is unavailable for a moment; nothing was done. Try again."
+        if prefix is not None and request.path.startswith(prefix):
+            response = JsonResponse({"error": text, "field": None}, status=503)
+        else:
+            response = HttpResponse(text, status=503, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(DATABASE_AWAY_RETRY_AFTER)
+        return response
+    return defaults.server_error(request)

@@ -33,9 +33,10 @@ from gloveapp.api.fields import (
     InboxItemSerializer,
     InboxUpdatesSerializer,
     OkSerializer,
+    Schema,
     to_core_inbox_item,
 )
-from gloveapp.conversations.access import owned_or_unborn_session_id, owned_session_id_creating
+from gloveapp.conversations.access import owned_or_unborn_session_id
 from gloveapp.core.store import DuplicateInboxItem, InboxItemNotFound, InboxTransitionError
 from inbox import selectors
 from inbox import services as inbox_services
@@ -77,7 +78,7 @@ def _wire(items: list) -> list[dict]:
 
 
 class InboxApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "InboxAddInput"  # nested serializers all share the name "Input"
 
@@ -109,23 +110,24 @@ class InboxApi(ApiView):
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        data = self.validated(self.InputSerializer, request.data)["item"]
         if not may_resolve(request.user):
-            _check_owner_may_add(serializer.validated_data["item"])
-        # Checked before a first write creates the session: a refused one creates nothing.
-        session_id = owned_session_id_creating(request.user, session_id)
+            _check_owner_may_add(data)
         try:
-            with refused_input_as_400():
-                item = to_core_inbox_item(serializer.validated_data["item"])
-                inbox_services.inbox_item_add(session_id=session_id, item=item)
+            return self.write(
+                request,
+                session_id,
+                lambda found: inbox_services.inbox_item_add(
+                    session_id=found, item=to_core_inbox_item(data)
+                ),
+                status=status.HTTP_201_CREATED,
+            )
         except DuplicateInboxItem as exc:
             raise Conflict(str(exc), code="duplicate_inbox_item", field="item.id") from None
-        return Response({"ok": True}, status=status.HTTP_201_CREATED)
 
 
 class InboxUpdateApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "InboxUpdateInput"  # nested serializers all share the name "Input"
 
@@ -145,15 +147,14 @@ class InboxUpdateApi(ApiView):
     )
     def post(self, request: Request, session_id: str) -> Response:
         session_id = owned_session_id(request.user, session_id)
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        item_id = serializer.validated_data["itemId"]
+        data = self.validated(self.InputSerializer, request.data)
+        item_id = data["itemId"]
         try:
             with refused_input_as_400():
                 inbox_services.inbox_item_update(
                     session_id=session_id,
                     item_id=item_id,
-                    updates=dict(serializer.validated_data["updates"]),
+                    updates=dict(data["updates"]),
                     # A resolution through the REST store is the caller's, not an agent's.
                     resolved_by="api",
                     user=request.user,

@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gloveapp.api.access import ApiView, Conflict, owned_session, refused_input_as_400
-from gloveapp.api.fields import ErrorSerializer, OkSerializer
+from gloveapp.api.fields import ErrorSerializer, OkSerializer, Schema
 from gloveapp.conversations import selectors, services
 from gloveapp.core.input_rules import SESSION_ID_RE
 
@@ -27,7 +27,7 @@ class SessionOutputSerializer(serializers.Serializer):
 
 
 class SessionListApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "SessionCreateInput"  # nested serializers all share the name "Input"
 
@@ -67,9 +67,7 @@ class SessionListApi(ApiView):
         },
     )
     def post(self, request: Request) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = self.validated(self.InputSerializer, request.data)
         try:
             with refused_input_as_400():
                 session = services.session_create(
@@ -84,7 +82,7 @@ class SessionListApi(ApiView):
 
 
 class SessionDetailApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "SessionUpdateInput"  # nested serializers all share the name "Input"
 
@@ -110,9 +108,7 @@ class SessionDetailApi(ApiView):
     )
     def patch(self, request: Request, session_id: str) -> Response:
         session = owned_session(request.user, session_id)
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = self.validated(self.InputSerializer, request.data)
         with refused_input_as_400():
             services.session_update(session=session, title=data.get("title", data.get("name", "")))
         return Response({"ok": True})

@@ -1,8 +1,10 @@
 """The remote store's messages, counters, tasks and permissions routes.
 
-Each view checks that the caller owns the session (which also turns the URL's id, the
-owner's own, into the session's global id the services take), calls one service, and
-renders the runtime's wire format (glove-core field names).
+Each view checks its input with the route's serializer (the one schema, which the OpenAPI
+description reads too), asks `gloveapp.conversations.access` for the caller's session (which
+also turns the URL's id, the owner's own, into the session's global id the services take),
+calls one service, and renders the runtime's wire format (glove-core field names). Writes go
+through `ApiView.write`; where each rule lives: docs/explanation/performance.md.
 """
 
 from __future__ import annotations
@@ -19,25 +21,29 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gloveapp.api.access import (
-    ApiView,
-    owned_session,
-    owned_session_id,
-    refused_input_as_400,
-)
+from gloveapp.api.access import ApiView, owned_session_id, refused_input_as_400
 from gloveapp.api.fields import (
     ErrorSerializer,
     JsonValueField,
     MessageSerializer,
     OkSerializer,
+    Schema,
     TaskSerializer,
     TaskUpdatesSerializer,
     task_updates_to_core,
     to_core_message,
     to_core_task,
 )
-from gloveapp.conversations import selectors, services
+from gloveapp.api.idempotency import (
+    IDEMPOTENCY_KEY_PARAMETER,
+    REPLAYED_HEADER,
+    idempotency_errors,
+    request_key,
+)
+from gloveapp.api.rendering import json_text_response
+from gloveapp.conversations import idempotency, selectors, services
 from gloveapp.conversations.access import (
+    owned_or_unborn_session,
     owned_or_unborn_session_id,
     owned_session_id_creating,
     unused_key,
@@ -60,7 +66,7 @@ def _flag(request: Request, name: str) -> bool:
 
 
 class MessagesApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "MessagesAppendInput"  # nested serializers all share the name "Input"
 
@@ -78,35 +84,73 @@ class MessagesApi(ApiView):
         responses={200: MessageSerializer(many=True), **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        # One query: the ownership check is the history's join (404 for an outsider).
-        wires = None
+        # One query: the ownership check is the history's join (404 for an outsider). The
+        # body is the messages' stored wire texts, joined.
+        body = None
         if usable_session_id(session_id):
-            wires = selectors.read_owned_messages(
+            body = selectors.read_owned_messages_json(
                 session_id,
                 owner=request.user,
                 since_compaction=_flag(request, "since_compaction"),
             )
-        if wires is None and unused_key(request.user, session_id):
-            wires = []  # a key its owner has not used yet: an empty history, nothing created
-        if wires is None:
+        if body is None and unused_key(request.user, session_id):
+            body = b"[]"  # a key its owner has not used yet: an empty history, nothing created
+        if body is None:
             raise Http404("Session not found.")
-        return Response(wires)
+        return json_text_response(request, body)
 
     @extend_schema(
         operation_id="session_messages_append",
+        parameters=[IDEMPOTENCY_KEY_PARAMETER],
         request=InputSerializer,
-        responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
+        responses={
+            200: OkSerializer,
+            400: ErrorSerializer,
+            409: ErrorSerializer,
+            422: ErrorSerializer,
+            **NOT_FOUND,
+        },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        # Checked before a first write creates the session; the append refused after that
-        # takes the new session back with it.
-        with refused_input_as_400(), transaction.atomic():
+        key = request_key(request)
+        data = self.validated(self.InputSerializer, request.data)["messages"]
+        if key is None:
+            # The hot write: the session's id from this process's memory, the append
+            # checking that the row is still this owner's session of this key.
+            owned_by = (request.user.pk, session_id)
+            return self.write(
+                request,
+                session_id,
+                lambda found: services.messages_append(
+                    session_id=found,
+                    messages=[to_core_message(m) for m in data],
+                    owned_by=owned_by,
+                ),
+                remembered=True,
+            )
+        # An idempotent append: the first answer is kept with the write, in its transaction
+        # (checked before a first write creates the session; a refused append takes the new
+        # session back with it).
+        key_in_url = session_id
+        with refused_input_as_400(), idempotency_errors(), transaction.atomic():
             session_id = owned_session_id_creating(request.user, session_id)
-            messages = [to_core_message(m) for m in serializer.validated_data["messages"]]
-            services.messages_append(session_id=session_id, messages=messages)
-        return Response({"ok": True})
+            messages = [to_core_message(m) for m in data]
+
+            def append() -> dict:
+                services.messages_append(session_id=session_id, messages=messages)
+                return {"ok": True}
+
+            answer, replayed = idempotency.idempotent_write(
+                user_id=request.user.pk,
+                key=key,
+                scope=f"session_messages_append:{key_in_url}",
+                fingerprint=idempotency.request_fingerprint(request.data),
+                perform=append,
+            )
+        response = Response(answer)
+        if replayed:
+            response[REPLAYED_HEADER] = "true"
+        return response
 
 
 class TokenConsumptionSerializer(serializers.Serializer):
@@ -119,7 +163,7 @@ class TokenConsumptionSerializer(serializers.Serializer):
 
 
 def tokens_wire(session: Session) -> dict[str, Any]:
-    """The tokens GET's body (the DRF view's and the lean route's)."""
+    """The tokens GET's body."""
     return {
         "token_count": session.token_count,
         "tokens_in_total": session.tokens_in_total,
@@ -143,7 +187,7 @@ class TokensOutputSerializer(serializers.Serializer):
 
 
 class TokensApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "TokensAddInput"  # nested serializers all share the name "Input"
 
@@ -164,9 +208,7 @@ class TokensApi(ApiView):
         responses={200: TokensOutputSerializer, **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        found = owned_or_unborn_session_id(request.user, session_id)
-        session = Session() if found is None else owned_session(request.user, session_id)
-        return Response(tokens_wire(session))
+        return Response(tokens_wire(owned_or_unborn_session(request.user, session_id)))
 
     @extend_schema(
         operation_id="session_tokens_add",
@@ -174,14 +216,10 @@ class TokensApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        # Checked before a first write creates the session: a refused one creates nothing.
-        session_id = owned_session_id_creating(request.user, session_id)
-        usage = TokenUsage(**serializer.validated_data)
-        with refused_input_as_400():
-            services.tokens_add(session_id=session_id, usage=usage)
-        return Response({"ok": True})
+        usage = TokenUsage(**self.validated(self.InputSerializer, request.data))
+        return self.write(
+            request, session_id, lambda found: services.tokens_add(session_id=found, usage=usage)
+        )
 
 
 class TurnsOutputSerializer(serializers.Serializer):
@@ -193,9 +231,7 @@ class TurnsApi(ApiView):
         operation_id="session_turns_retrieve", responses={200: TurnsOutputSerializer, **NOT_FOUND}
     )
     def get(self, request: Request, session_id: str) -> Response:
-        if owned_or_unborn_session_id(request.user, session_id) is None:
-            return Response({"turn_count": 0})
-        session = owned_session(request.user, session_id)
+        session = owned_or_unborn_session(request.user, session_id)
         return Response({"turn_count": session.turn_count})
 
     @extend_schema(
@@ -204,9 +240,9 @@ class TurnsApi(ApiView):
         responses={200: OkSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id_creating(request.user, session_id)
-        services.turn_increment(session_id=session_id)
-        return Response({"ok": True})
+        return self.write(
+            request, session_id, lambda found: services.turn_increment(session_id=found)
+        )
 
 
 class ResetCountersApi(ApiView):
@@ -216,13 +252,13 @@ class ResetCountersApi(ApiView):
         responses={200: OkSerializer, **NOT_FOUND},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        session_id = owned_session_id_creating(request.user, session_id)
-        services.counters_reset(session_id=session_id)
-        return Response({"ok": True})
+        return self.write(
+            request, session_id, lambda found: services.counters_reset(session_id=found)
+        )
 
 
 class TasksApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "TasksReplaceInput"  # nested serializers all share the name "Input"
 
@@ -248,18 +284,18 @@ class TasksApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def put(self, request: Request, session_id: str) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        # Checked before a first write creates the session: a refused one creates nothing.
-        session_id = owned_session_id_creating(request.user, session_id)
-        with refused_input_as_400():
-            tasks = [to_core_task(t) for t in serializer.validated_data["tasks"]]
-            services.tasks_replace(session_id=session_id, tasks=tasks)
-        return Response({"ok": True})
+        data = self.validated(self.InputSerializer, request.data)["tasks"]
+        return self.write(
+            request,
+            session_id,
+            lambda found: services.tasks_replace(
+                session_id=found, tasks=[to_core_task(t) for t in data]
+            ),
+        )
 
 
 class TaskUpdateApi(ApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "TaskUpdateInput"  # nested serializers all share the name "Input"
 
@@ -273,9 +309,9 @@ class TaskUpdateApi(ApiView):
     )
     def post(self, request: Request, session_id: str, task_id: str) -> Response:
         session_id = owned_session_id(request.user, session_id)
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        updates = task_updates_to_core(serializer.validated_data["updates"])
+        updates = task_updates_to_core(
+            self.validated(self.InputSerializer, request.data)["updates"]
+        )
         if input_rules.could_name_a_row(task_id):  # else it names no stored task: a no-op
             with refused_input_as_400():
                 services.task_update(session_id=session_id, task_id=task_id, updates=updates)
@@ -302,7 +338,7 @@ class PermissionOutputSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=list(PERMISSION_STATUSES))
 
 
-class ResetQuerySerializer(serializers.Serializer):
+class ResetQuerySerializer(Schema):
     class Meta:
         ref_name = "PermissionResetQuery"
 
@@ -315,7 +351,7 @@ class ResetOutputSerializer(serializers.Serializer):
 
 
 class PermissionsApi(ApiView):
-    class QuerySerializer(serializers.Serializer):
+    class QuerySerializer(Schema):
         class Meta:
             ref_name = "PermissionQuery"
 
@@ -332,7 +368,7 @@ class PermissionsApi(ApiView):
             except (ValueError, RecursionError) as exc:
                 raise ValidationError("must be JSON") from exc
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(Schema):
         class Meta:
             ref_name = "PermissionSetInput"  # nested serializers all share the name "Input"
 
@@ -347,9 +383,8 @@ class PermissionsApi(ApiView):
     )
     def get(self, request: Request, session_id: str) -> Response:
         found = owned_or_unborn_session_id(request.user, session_id)
-        query = self.QuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        key = permission_key(query.validated_data["toolName"], query.validated_data.get("input"))
+        query = self.validated(self.QuerySerializer, request.query_params)
+        key = permission_key(query["toolName"], query.get("input"))
         status = "unset" if found is None else selectors.read_permission(found, key)
         return Response({"status": status})
 
@@ -359,19 +394,17 @@ class PermissionsApi(ApiView):
         responses={200: OkSerializer, 400: ErrorSerializer, **NOT_FOUND},
     )
     def put(self, request: Request, session_id: str) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        # Checked before a first write creates the session: a refused one creates nothing.
-        session_id = owned_session_id_creating(request.user, session_id)
-        data = serializer.validated_data
-        with refused_input_as_400():
-            services.permission_set(
-                session_id=session_id,
+        data = self.validated(self.InputSerializer, request.data)
+        return self.write(
+            request,
+            session_id,
+            lambda found: services.permission_set(
+                session_id=found,
                 tool_name=data["toolName"],
                 status=data["status"],
                 tool_input=data["input"],
-            )
-        return Response({"ok": True})
+            ),
+        )
 
     @extend_schema(
         operation_id="session_permissions_reset",
@@ -382,11 +415,10 @@ class PermissionsApi(ApiView):
     )
     def delete(self, request: Request, session_id: str) -> Response:
         session_id = owned_session_id(request.user, session_id)
-        query = ResetQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        tool_name = query.validated_data.get("toolName")
+        query = self.validated(ResetQuerySerializer, request.query_params)
+        tool_name = query.get("toolName")
         key = None
         if tool_name is not None:
-            key = permission_key(tool_name, query.validated_data.get("input"))
+            key = permission_key(tool_name, query.get("input"))
         forgotten = services.permissions_reset(session_id=session_id, key=key)
         return Response({"reset": forgotten})

@@ -14,7 +14,6 @@ from gloveapp.api import (
     chat_url,
     inbox_resolve,
     inbox_views,
-    lean,
     sessions,
     store_views,
     workspace_inbox,
@@ -58,14 +57,12 @@ urlpatterns = [
     path("sessions/<str:session_id>", sessions.SessionDetailApi.as_view(), name="api-session"),
     path(
         "sessions/<str:session_id>/messages",
-        lean.lean(
-            store_views.MessagesApi.as_view(), GET=lean.messages_get, POST=lean.messages_post
-        ),
+        store_views.MessagesApi.as_view(),
         name="api-session-messages",
     ),
     path(
         "sessions/<str:session_id>/tokens",
-        lean.lean(store_views.TokensApi.as_view(), GET=lean.tokens_get, POST=lean.tokens_post),
+        store_views.TokensApi.as_view(),
         name="api-session-tokens",
     ),
     path(
@@ -92,7 +89,7 @@ urlpatterns = [
     ),
     path(
         "sessions/<str:session_id>/inbox",
-        lean.lean(inbox_views.InboxApi.as_view(), GET=lean.inbox_get),
+        inbox_views.InboxApi.as_view(),
         name="api-session-inbox",
     ),
     path(

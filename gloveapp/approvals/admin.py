@@ -1,7 +1,7 @@
 """The approvals in the admin: requests with their decision, and the decisions' audit (CSV).
 
-Read-only: a decision is taken on `/approvals/`, over REST or by expiry, all through
-`approval_decide`; the admin shows and exports what was decided.
+The rows are read-only; the actions approve or reject open requests as they are (channel
+"admin"), through `approval_decide` like every other path. Edits are made on `/approvals/`.
 """
 
 from __future__ import annotations
@@ -9,10 +9,18 @@ from __future__ import annotations
 import csv
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
+from gloveapp.approvals.services import (
+    ApprovalConflict,
+    ApprovalNotFound,
+    DecisionInvalid,
+    NotYoursToDecide,
+    approval_decide,
+)
+from gloveapp.core.approvals import APPROVE, REJECT, Decision
 
 AUDIT_COLUMNS = (
     "request",
@@ -113,7 +121,36 @@ class ApprovalRequestAdmin(ReadOnly, admin.ModelAdmin):
     list_select_related = ("assignee_user", "assignee_group", "session")
     date_hierarchy = "created_at"
     inlines = [DecisionInline]
-    actions = ["export_audit"]
+    actions = ["approve_selected", "reject_selected", "export_audit"]
+
+    def _decide(self, request: HttpRequest, queryset: Any, kind: str) -> None:
+        decided, refused = 0, []
+        for row in queryset.filter(status=ApprovalRequest.Status.OPEN):
+            decision = Decision(
+                kind,
+                row.fingerprint,
+                reason="Rejected in the admin." if kind == REJECT else None,
+            )
+            try:
+                approval_decide(
+                    request_id=row.pk, decision=decision, user=request.user, channel="admin"
+                )
+            except (ApprovalConflict, ApprovalNotFound, DecisionInvalid, NotYoursToDecide) as error:
+                refused.append(f"{row.tool_name} {row.pk}: {error}")
+                continue
+            decided += 1
+        if decided:
+            self.message_user(request, f"{kind.capitalize()}d {decided} request(s).")
+        for line in refused:
+            self.message_user(request, line, level=messages.WARNING)
+
+    @admin.action(description="Approve the selected open requests (as they are)")
+    def approve_selected(self, request: HttpRequest, queryset: Any) -> None:
+        self._decide(request, queryset, APPROVE)
+
+    @admin.action(description="Reject the selected open requests")
+    def reject_selected(self, request: HttpRequest, queryset: Any) -> None:
+        self._decide(request, queryset, REJECT)
 
     @admin.action(description="Export the decisions of the selected requests as CSV")
     def export_audit(self, request: HttpRequest, queryset: Any) -> HttpResponse:

@@ -78,9 +78,17 @@ class ApprovalRequest(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [
-            models.Index(fields=["status", "created_at"], name="approval_status_created_idx"),
-            models.Index(fields=["assignee_user", "status", "created_at"]),
-            models.Index(fields=["assignee_group", "status", "created_at"]),
+            # The queues' order (created_at, id) in every index, so a page is an ordered
+            # index range scan that stops after its rows, never a sort of the whole queue.
+            models.Index(fields=["status", "created_at", "id"], name="approval_status_created_idx"),
+            models.Index(
+                fields=["assignee_user", "status", "created_at", "id"],
+                name="approval_user_queue_idx",
+            ),
+            models.Index(
+                fields=["assignee_group", "status", "created_at", "id"],
+                name="approval_group_queue_idx",
+            ),
             models.Index(fields=["session", "status"]),
             models.Index(fields=["turn_id", "status"]),
             models.Index(

@@ -14,13 +14,15 @@ session's `id` on; `address_of` is the id to show back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from django.conf import settings
+from django.db import transaction
 from django.http import Http404
 
 from gloveapp.conversations.models import RetiredSessionKey, Session
-from gloveapp.conversations.services import DuplicateSession, session_create
+from gloveapp.conversations.services import DuplicateSession, SessionGone, session_create
 from gloveapp.core import input_rules
 from gloveapp.db import prepared_cursor
 
@@ -118,6 +120,47 @@ def owned_or_unborn_session_id(user: Any, session_id: str) -> str | None:
         if not unused_key(user, session_id):
             raise
         return None
+
+
+def owned_or_unborn_session(user: Any, session_id: str) -> Session:
+    """For a read that needs the session's row: `owned_session`, or, for a key its owner
+    has not used yet (see `owned_or_unborn_session_id`), an unsaved empty `Session` (zero
+    counts). One query in the common case."""
+    try:
+        return owned_session(user, session_id)
+    except Http404:
+        if not unused_key(user, session_id):
+            raise
+        return Session()
+
+
+def write_as_owner[T](
+    user: Any, session_id: str, write: Callable[[str], T], *, remembered: bool = False
+) -> T:
+    """Every write of the remote store: `write(global id)` on the session `user` holds
+    under `session_id` (their key); for a key they have not used yet, on the session this
+    first write creates, in one transaction with the write, so a refused write (its
+    ValueError) creates nothing. 404 as for a read.
+
+    `remembered`: the id may come from this process's memory (`remembered_owned_session_id`,
+    no query). Only for a `write` that checks the row is still this owner's session of this
+    key and raises `SessionGone` otherwise (the append's `owned_by`): the id is then
+    forgotten and looked up afresh."""
+    if remembered:
+        try:
+            found: str | None = remembered_owned_session_id(user, session_id)
+        except Http404:
+            found = None
+        if found is not None:
+            try:
+                return write(found)
+            except SessionGone:
+                forget_owned_session_id(user, session_id)
+    found = owned_or_unborn_session_id(user, session_id)
+    if found is not None:
+        return write(found)
+    with transaction.atomic():
+        return write(owned_session_id_creating(user, session_id))
 
 
 def owned_session_id_creating(user: Any, session_id: str) -> str:

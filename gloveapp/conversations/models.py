@@ -194,3 +194,30 @@ class Permission(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} = {self.status}"
+
+
+class IdempotentRequest(models.Model):
+    """The first answer to a write sent with an `Idempotency-Key` (`conversations.idempotency`).
+
+    One row per (user, key), written in the write's own transaction: a retry of an
+    acknowledged request finds it and gets that answer back, storing nothing new, and a
+    concurrent duplicate waits on the unique index until the first commits (then finds it)
+    or rolls back (then runs itself). `answer` is null while a streamed answer is under way.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    # What the key was first used for (the route and its target) and a hash of the request:
+    # the same key sent with another request is refused, not answered with the first's.
+    scope = models.CharField(max_length=300)
+    fingerprint = models.CharField(max_length=64)
+    answer = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="one_request_per_idempotency_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.scope})"

@@ -32,12 +32,16 @@ from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
+from gloveapp.db import healing
 from inbox import services as inbox_services
 from inbox.selectors import read_inbox_items
 
 
 def _run(function: Any) -> Any:
-    return sync_to_async(function, thread_sensitive=True)
+    # `healing`: a call that fails because the database went away closes its thread's broken
+    # connection, so the next call (a retried turn, a long-running peer's next arrival)
+    # opens a new one instead of failing the same way for good.
+    return sync_to_async(healing(function), thread_sensitive=True)
 
 
 class DjangoStore:

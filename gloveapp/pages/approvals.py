@@ -28,6 +28,7 @@ from gloveapp.approvals.selectors import (
     approvals_queue,
     decision_of,
     group_ids,
+    page_of,
 )
 from gloveapp.approvals.services import (
     ApprovalConflict,
@@ -62,7 +63,7 @@ def _view(request: HttpRequest) -> str:
 
 def _rows(user: Any, view: str, offset: int = 0) -> tuple[list[dict], bool, int]:
     rows = approvals_queue(user=user, view=view)
-    page = list(rows[offset : offset + PAGE_SIZE + 1])
+    page = page_of(rows, offset=offset, limit=PAGE_SIZE)
     groups = group_ids(user)
     data = [approval_data(row, user=user, group_ids=groups) for row in page[:PAGE_SIZE]]
     return data, len(page) > PAGE_SIZE, offset + PAGE_SIZE
@@ -151,7 +152,8 @@ def approvals_page(request: HttpRequest) -> HttpResponse:
     _staff_only(request)
     view = _view(request)
     try:
-        offset = max(0, int(request.GET.get("offset") or 0))
+        # Bounded: an OFFSET past the database's integers would be a 500.
+        offset = min(max(0, int(request.GET.get("offset") or 0)), 10**9)
     except ValueError:
         offset = 0
     if request.GET.get("part") == "rows":

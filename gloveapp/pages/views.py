@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
-from gloveapp.conversations import access
+from gloveapp.conversations import access, idempotency
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations import services as conversation_services
 from gloveapp.conversations.models import Session
@@ -104,13 +104,19 @@ async def message_create(request: HttpRequest, session_id: str) -> HttpResponse:
     text = request.POST.get("text", "").strip()
     error = message_error(text)
     status = 400
+    key = request.headers.get(idempotency.KEY_HEADER) or request.POST.get("idempotency_key")
+    if error is None and key:
+        try:
+            idempotency.check_key(key)
+        except idempotency.IdempotencyKeyInvalid as exc:
+            error = str(exc)
     if error is None:
         try:
-            await turns.submit_message(
-                session_id=session.pk, text=text, user_id=user.pk, source="page"
-            )
+            await sync_to_async(_submit_once)(session=session, user=user, text=text, key=key)
         except (turns.QueueFull, turns.TurnLimitReached) as exc:
             error, status = str(exc), 429
+        except idempotency.IdempotencyKeyReused as exc:
+            error = str(exc)
     if error is not None:
         if request.htmx:
             # A refused input is a 422; a full queue or a spent turn limit stays a 429.
@@ -121,6 +127,24 @@ async def message_create(request: HttpRequest, session_id: str) -> HttpResponse:
     if request.htmx:
         return await sync_to_async(_messages_partial)(request, session)
     return _see_other(_chat_url(session.key))
+
+
+def _submit_once(*, session: Session, user: Any, text: str, key: str | None) -> None:
+    """Queue the message; with a key, once: the same post sent again stores nothing new."""
+    if not key:
+        turns.submit_message_sync(session_id=session.pk, text=text, user_id=user.pk, source="page")
+        return
+    idempotency.idempotent_write(
+        user_id=user.pk,
+        key=key,
+        scope=f"message_create:{session.pk}",
+        fingerprint=idempotency.request_fingerprint(text),
+        perform=lambda: {
+            "ahead": turns.submit_message_sync(
+                session_id=session.pk, text=text, user_id=user.pk, source="page"
+            )
+        },
+    )
 
 
 def message_error(text: str) -> str | None:

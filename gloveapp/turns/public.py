@@ -16,9 +16,11 @@ worker pushes `text_delta`, `tool_use` and `tool_use_result` through the channel
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import transaction
 
 from gloveapp.conversations.models import Session
 from gloveapp.turns import services
@@ -50,7 +52,9 @@ def submit_message_sync(
     if user_id is None:
         user_id = Session.objects.values_list("owner_id", flat=True).get(pk=session_id)
     turn = services.turn_submit(session_id=session_id, text=text, user_id=user_id, source=source)
-    enqueue_session(turn.session_id)
+    # After commit: a caller may hold a transaction around this (an idempotent post keeps
+    # its key with the turn), and a worker must not look for the turn before it is there.
+    transaction.on_commit(partial(enqueue_session, turn.session_id), robust=True)
     return turn.ahead
 
 

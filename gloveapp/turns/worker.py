@@ -139,7 +139,9 @@ class TurnEngine:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _drain(self, session_id: str) -> None:
+    async def _drain(self, session_id: str) -> bool:
+        """Run the session's queued turns; False when it stopped on an error (its turns are
+        left queued, or running until their lease runs out, for a retry)."""
         assert self._slots is not None
         executor = self._db_threads[zlib.crc32(session_id.encode()) % len(self._db_threads)]
         try:
@@ -159,8 +161,10 @@ class TurnEngine:
                     await self._run(turn)
         except Exception:
             logger.exception("could not run the turns of session %s", session_id)
+            return False
         finally:
             self._draining.discard(session_id)
+        return True
 
     async def _db(self, func: Callable[..., Any], /, **kwargs: Any) -> Any:
         """`func(**kwargs)` on this task's database thread, retried with backoff while the
@@ -271,11 +275,16 @@ class TurnEngine:
         GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own so a slow SMTP server or
         webhook never holds up the watcher's heartbeats. No cron line is needed."""
         loop = asyncio.get_running_loop()
+        # The database away: one line, not a traceback per round; any other failure is
+        # logged whole. It runs again either way.
+        backoff = Backoff("the approvals' periodic task")
         while not self._stopping:
             try:
                 await loop.run_in_executor(self._scheduler_thread, _run_scheduled)
-            except Exception:
-                logger.exception("the approvals' periodic task failed; it runs again")
+            except Exception as error:
+                backoff.failed(error)
+            else:
+                backoff.succeeded()
             await asyncio.sleep(settings.GLOVE_APPROVAL_SWEEP_SECONDS)
 
     def _task_event(self) -> asyncio.Event:
@@ -423,10 +432,14 @@ class TurnEngine:
         self._slots = asyncio.Semaphore(1)
         watcher = asyncio.ensure_future(self.watch())
         try:
-            await self._drain(session_id)
+            drained = await self._drain(session_id)
         finally:
             self._stopping = True
             watcher.cancel()
+        if not drained:
+            # The task must not be recorded as done for work not done: the backend records
+            # the failure (and its retries, if configured); the turns stay for a sweep.
+            raise RuntimeError(f"the turns of session {session_id} could not run")
 
     @property
     def stopping(self) -> bool:

@@ -34,7 +34,9 @@ logger = logging.getLogger("mesh")
 
 
 def _run(function: Any) -> Any:
-    return sync_to_async(function, thread_sensitive=True)
+    # A call that fails because the database went away closes its thread's broken
+    # connection: the next one opens a new connection (gloveapp.db).
+    return sync_to_async(healing(function), thread_sensitive=True)
 
 
 def mesh_store(agent_id: str, **options: Any) -> Any:
@@ -212,7 +214,7 @@ class DatabaseMeshAdapter:
         backoff = Backoff(f"[mesh-db] {self.agent_id}'s deliveries", log=logger)
         while True:
             try:
-                deliveries = await _run(healing(services.mesh_deliveries_after))(
+                deliveries = await _run(services.mesh_deliveries_after)(
                     recipient=self.agent_id, after=cursor
                 )
             except Exception as error:

@@ -101,32 +101,45 @@ def test_it_answers_a_body_over_the_upload_limit_with_a_json_413(owner_client, s
     assert Message.objects.filter(session_id=session_id).count() == 0
 
 
-@pytest.mark.parametrize("lean_routes", [True, False])
+@pytest.mark.parametrize(
+    ("route", "body", "lookup"),
+    [
+        # The hot append takes the id from memory and the append itself checks the row.
+        ("messages", {"messages": [{"sender": "user", "text": "hi"}]}, "remembered"),
+        ("messages", {"messages": [{"sender": "user", "text": "hi"}]}, "fresh"),
+        ("tokens", {"tokens_in": 1, "tokens_out": 1}, "fresh"),
+    ],
+)
 def test_a_session_deleted_during_a_write_is_a_404_and_nothing_is_written(
-    owner_client, session_id, monkeypatch, settings, lean_routes
+    owner_client, session_id, monkeypatch, route, body, lookup
 ):
-    settings.GLOVE_LEAN_ROUTES = lean_routes
-    from gloveapp.api import lean, store_views
+    from gloveapp.conversations import access
     from gloveapp.conversations.models import Session
     from gloveapp.conversations.services import session_delete
 
-    checked = store_views.owned_session_id_creating
+    name = {"remembered": "remembered_owned_session_id", "fresh": "owned_or_unborn_session_id"}
+    checked = getattr(access, name[lookup])
 
     def check_then_lose_the_race(user, key):
         global_id = checked(user, key)
-        # Another request deletes it now (its key is retired: never created again).
-        session_delete(session=Session.objects.get(pk=global_id))
+        if global_id is not None and Session.objects.filter(pk=global_id).exists():
+            # Another request deletes it now (its key is retired: never created again).
+            session_delete(session=Session.objects.get(pk=global_id))
         return global_id
 
-    # Both the DRF view and the lean path in front of it (issue 13) check, then write.
-    monkeypatch.setattr(store_views, "owned_session_id_creating", check_then_lose_the_race)
-    monkeypatch.setattr(lean, "remembered_owned_session_id", check_then_lose_the_race)
-    answer = owner_client.post(
-        f"/api/sessions/{session_id}/messages",
-        data={"messages": [{"sender": "user", "text": "hi"}]},
-        format="json",
-    )
+    monkeypatch.setattr(access, name[lookup], check_then_lose_the_race)
+    if lookup == "fresh":  # nothing remembered: the write looks the key up
+        access.forget_every_owned_session_id()
+        monkeypatch.setattr(access, "remembered_owned_session_id", _not_remembered)
+    answer = owner_client.post(f"/api/sessions/{session_id}/{route}", data=body, format="json")
 
     assert answer.status_code == 404
     assert answer.json() == {"error": "Session not found."}
     assert Message.objects.count() == 0
+    assert not Session.objects.filter(key=session_id).exists()
+
+
+def _not_remembered(user, key):
+    from django.http import Http404
+
+    raise Http404("Session not found.")

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from gloveapp.conversations.models import Message, RetiredSessionKey, Session
 from gloveapp.live.models import LiveEvent
-from tests.api.test_lean_routes import _client
+from tests.api.test_hot_routes import _client
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

@@ -172,3 +172,39 @@ def test_the_admin_shows_decisions_and_exports_the_audit_as_csv(session_id, bari
     assert lines[0][:6] == ["request", "tool", "session", "decision", "by", "channel"]
     assert lines[1][3:6] == ["edit", "bea", "page"]
     assert '"quantity": 2' in lines[1][10]
+
+
+def test_the_admin_approves_or_rejects_selected_requests(session_id, admin_user):
+    approving, rejecting = open_request(session_id), open_request(session_id)
+    as_admin = client_for(admin_user)
+    for row, action in ((approving, "approve_selected"), (rejecting, "reject_selected")):
+        response = as_admin.post(
+            "/admin/approvals/approvalrequest/",
+            {"action": action, "_selected_action": [str(row.pk)]},
+        )
+        assert response.status_code == 302
+    made = {d.request_id: d for d in ApprovalDecision.objects.all()}
+    assert (made[approving.pk].kind, made[approving.pk].channel) == ("approve", "admin")
+    assert (made[rejecting.pk].kind, made[rejecting.pk].username) == ("reject", "admin")
+
+
+def test_no_query_or_form_makes_the_page_fail(session_id, barista):
+    row = open_request(session_id)
+    as_barista = client_for(barista)
+    for query in (
+        "offset=99999999999999999999999",
+        "offset=-3",
+        "offset=x",
+        "view=nope",
+        "request=\x00",
+    ):
+        assert as_barista.get(f"/approvals/?{query}").status_code == 200
+    for form in (
+        {"decision": "approve", "fingerprint": row.fingerprint, "arg__quantity": "1e999"},
+        {"decision": "approve", "fingerprint": row.fingerprint, "arg__product": "a\x00b"},
+        {"decision": "nope", "fingerprint": "\x00"},
+        {},
+    ):
+        response = as_barista.post(f"/approvals/{row.pk}/decide", form)
+        assert response.status_code in (400, 409), (form, response.status_code)
+    assert as_barista.get("/approvals/link/not-a-token").status_code == 404

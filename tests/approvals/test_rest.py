@@ -142,3 +142,30 @@ def test_bad_decisions_are_400_and_someone_elses_request_is_403(request_row, bar
         format="json",
     )
     assert response.status_code == 403
+
+
+def test_a_signed_webhook_decides_as_the_webhook_channel(settings, request_row, client):
+    import hashlib
+    import hmac
+    import json
+    import time
+
+    settings.GLOVE_WEBHOOK_SECRET = secret = "a-long-random-secret-for-approval-hooks"
+    body = json.dumps({"decision": "approve", "fingerprint": request_row.fingerprint}).encode()
+    timestamp = str(int(time.time()))
+    signature = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+
+    def post(sig: str):
+        return client.post(
+            f"/api/approvals/{request_row.pk}/decide",
+            data=body,
+            content_type="application/json",
+            HTTP_X_GLOVE_TIMESTAMP=timestamp,
+            HTTP_X_GLOVE_SIGNATURE=sig,
+        )
+
+    assert post("sha256=" + "0" * 64).status_code in (401, 403)
+    response = post("sha256=" + signature.hexdigest())
+    assert response.status_code == 200, response.json()
+    decision = response.json()["decision"]
+    assert (decision["channel"], decision["by"]) == ("webhook", None)

@@ -9,8 +9,24 @@ import pytest
 
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
-from tests.healing.stack import PASSWORD
+from tests.healing.stack import PASSWORD, query
 from tests.servers import PostgresServer, RedisServer, pg_bindir
+
+
+def add_user(database_url: str, username: str, password: str) -> None:
+    """A user row written straight into the server's database (a `manage.py shell` costs
+    seconds on a busy machine)."""
+    from django.contrib.auth.hashers import make_password
+
+    query(
+        database_url,
+        "INSERT INTO auth_user (username, password, first_name, last_name, email, "
+        "is_superuser, is_staff, is_active, date_joined) "
+        "VALUES (%s, %s, '', '', '', false, false, true, now()) RETURNING id",
+        username,
+        make_password(password),
+    )
+
 
 # Short, so a turn whose worker died is taken back soon; the promise is this plus 10 s.
 LEASE_SECONDS = 4
@@ -48,12 +64,7 @@ def stack(request, postgres) -> Iterator[LiveServer]:
     if request.param == "rq":
         env["REDIS_URL"] = request.getfixturevalue("redis_server").url()
     with LiveServer(database_url=postgres.url(), extra_env=env) as server:
-        server.manage(
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model; "
-            f"get_user_model().objects.create_user('ann', password='{PASSWORD}')",
-        )
+        add_user(server.database_url, "ann", PASSWORD)
         server.start_worker()
         server.start_worker()
         yield server

@@ -16,8 +16,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 
@@ -26,8 +24,9 @@ import psycopg
 import pytest
 import redis
 
-from tests.api.liveserver import LiveServer, free_port
+from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
+from tests.servers import RedisServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.timeout(300)]
 
@@ -38,32 +37,11 @@ WAIT = 60.0
 
 
 @pytest.fixture(scope="module")
-def redis_server() -> Iterator[tuple[subprocess.Popen, str]]:
-    binary = shutil.which("redis-server")
-    if binary is None:
+def redis_server() -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
         service_missing("redis-server is not installed")
-    port = free_port()
-    folder = tempfile.mkdtemp(prefix="glove-redis-")
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", folder],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            import redis
-
-            redis.Redis.from_url(url).ping()
-            break
-        except Exception:
-            time.sleep(0.05)
-    yield process, url
-    os.kill(process.pid, signal.SIGCONT)
-    process.terminate()
-    process.wait(timeout=10)
-    shutil.rmtree(folder, ignore_errors=True)
+    with RedisServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="module", params=["db", "rq"])
@@ -71,8 +49,9 @@ def cluster(request, redis_server) -> Iterator[tuple[LiveServer, LiveServer]]:
     """Two servers and two workers, on the database queue or on RQ (the test's own Redis)."""
     if not PG_URL.startswith("postgres"):
         pytest.skip("runs in the PostgreSQL pass (DATABASE_URL=postgres://...)")
-    redis_process, redis_url = redis_server
-    os.kill(redis_process.pid, signal.SIGCONT)  # whatever the last test left
+    redis_server.thaw()  # whatever the last test left
+    redis_server.start()
+    redis_url = redis_server.url()
     redis.Redis.from_url(redis_url).flushdb()
     env = {
         "REDIS_URL": redis_url,
@@ -270,11 +249,10 @@ def test_it_restarts_the_turn_of_a_killed_worker_on_the_other(cluster):
 
 def test_a_frozen_redis_holds_up_nothing_but_what_needs_it(cluster, redis_server):
     first, _ = cluster
-    redis_process, _ = redis_server
     on_rq = first.env["GLOVE_TASKS_BACKEND"] == "rq"
     ann = Browser(first)
     session_id = ann.new_session()
-    os.kill(redis_process.pid, signal.SIGSTOP)
+    redis_server.freeze()
     try:
         ann.say(session_id, "show me the menu")  # answered: the turn is stored, Redis or not
         if on_rq:
@@ -286,10 +264,30 @@ def test_a_frozen_redis_holds_up_nothing_but_what_needs_it(cluster, redis_server
             # The database queue needs no Redis: only the live push waits for it.
             wait_idle(first, session_id)
     finally:
-        os.kill(redis_process.pid, signal.SIGCONT)
+        redis_server.thaw()
     wait_idle(first, session_id)
 
     statuses = query(first, "SELECT status FROM turns_turn WHERE session_id = %s", session_id)
     senders = [sender for sender, _ in user_and_agent_messages(first, session_id)]
     assert statuses == [("done",)]
     assert senders[0] == "user" and "agent" in senders
+
+
+def test_a_killed_redis_loses_no_turn_and_its_workers_reconnect(cluster, redis_server):
+    """Redis killed, a message posted meanwhile, Redis back empty on the same port: the
+    message was stored (no 5xx), and the turn runs without restarting anything; on RQ the
+    workers reconnect by themselves and a sweep enqueues again what the empty Redis lost."""
+    first, second = cluster
+    ann = Browser(first)
+    session_id = ann.new_session()
+    redis_server.kill()
+    try:
+        ann.say(session_id, "show me the menu")
+    finally:
+        time.sleep(1)  # the workers' connections fail meanwhile
+        redis_server.start()
+    wait_idle(first, session_id)
+
+    statuses = query(first, "SELECT status FROM turns_turn WHERE session_id = %s", session_id)
+    assert statuses == [("done",)]
+    assert all(worker.poll() is None for worker in first.workers + second.workers)

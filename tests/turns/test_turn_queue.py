@@ -93,6 +93,64 @@ async def test_it_restarts_the_turn_of_a_dead_worker_without_storing_its_message
     ).aexists()
 
 
+async def test_it_finishes_a_restarted_turn_with_the_reply_its_dead_worker_stored(
+    session_id, customer, settings, turn_worker
+):
+    settings.GLOVE_TURN_LEASE_SECONDS = 0.5
+    # A worker stored the request and the reply, then died before it could end the turn
+    # (killed, or cut off from the database): the retry must not answer again.
+    turn = await sync_to_async(services.turn_submit)(
+        session_id=session_id, text="hello", user_id=customer.pk
+    )
+    await sync_to_async(services.turn_claim_next)(session_id=session_id, worker_id="dead")
+    await DjangoStore(session_id).append_messages(
+        [CoreMessage(sender="user", text="hello"), CoreMessage(sender="agent", text="Hi there.")]
+    )
+
+    await turns.wait_until_idle(session_id)
+
+    turn = await Turn.objects.aget(pk=turn.pk)
+    assert turn.status == Turn.Status.DONE and turn.attempts == 2
+    replies = [
+        text
+        async for text in Message.objects.filter(session_id=session_id, sender="agent")
+        .order_by("seq")
+        .values_list("text", flat=True)
+    ]
+    assert replies == ["Hi there."]
+    finished = await LiveEvent.objects.filter(
+        stream=session_stream(session_id), type="turn.finished"
+    ).aget()
+    assert finished.payload["text"] == "Hi there."
+
+
+def test_it_puts_a_turn_that_lost_the_database_back_on_the_queue(session_id, customer):
+    services.turn_submit(session_id=session_id, text="hello", user_id=customer.pk)
+    turn = services.turn_claim_next(session_id=session_id, worker_id="worker-a")
+
+    assert not services.turn_release(turn=turn, worker_id="worker-b")  # not theirs
+    assert services.turn_release(turn=turn, worker_id="worker-a")
+
+    again = services.turn_claim_next(session_id=session_id, worker_id="worker-b")
+    assert again is not None and again.pk == turn.pk and again.attempts == 2
+
+
+def test_a_plain_workers_task_fails_when_its_turns_could_not_run(session_id, customer, monkeypatch):
+    from gloveapp.turns.queue.tasks import run_session_blocking
+
+    turn = services.turn_submit(session_id=session_id, text="hello", user_id=customer.pk)
+
+    def broken_claim(**kwargs):
+        raise ValueError("a bug in the claim")
+
+    monkeypatch.setattr(services, "turn_claim_next", broken_claim)
+    # `db_worker` / `rqworker` run the task so: the backend must record a failure, not
+    # a success for work not done.
+    with pytest.raises(RuntimeError, match="could not run"):
+        run_session_blocking(session_id)
+    assert Turn.objects.get(pk=turn.pk).status == Turn.Status.QUEUED
+
+
 async def test_it_fails_a_turn_after_its_last_attempt(session_id, customer, settings, turn_worker):
     settings.GLOVE_TURN_LEASE_SECONDS = 0.5
     settings.GLOVE_TURN_MAX_ATTEMPTS = 1

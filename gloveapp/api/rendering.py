@@ -1,0 +1,170 @@
+"""How the REST views answer, at the cost of the answer and not of the machinery (issue 24).
+
+DRF stays the face of the remote store (OpenAPI, the browsable API, one error shape); what a
+hot route paid for it beyond its query was measured (cProfile, CPU time) and is cut here,
+without a second copy of any of its rules:
+
+- content negotiation (parsing and ordering the Accept header for every request) is
+  DRF's own `DefaultContentNegotiation`, remembered per distinct (renderers, Accept,
+  `?format=`, suffix): one negotiation per header a process sees, not one per request; the
+  parser for a request's Content-Type likewise;
+- the parts of a view DRF builds anew for every request and that hold no state of the
+  request (its parsers and authentication classes, its `Allow` header) are built once per
+  view class (`LightAPIView`);
+- a body the database already holds as JSON text (a history's stored wire texts, `{"ok":
+  true}`) goes out as those bytes (`JSONText`), unless the client asked for indentation or
+  the browsable page; when the negotiated renderer passes it through, without building
+  DRF's `Response` for it (`json_text_response`: a template response rendered later, which
+  cost more than the rest of the view);
+- a route's input serializer (its one validation schema, which the OpenAPI description
+  reads too) is built once per thread and reused: DRF deep-copies a serializer's whole field
+  tree on every instantiation, which cost more than the validation itself.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from django.http import HttpResponse
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+from rest_framework.views import APIView
+
+MAX_REMEMBERED = 512  # distinct Accept headers; a flood of odd ones cannot grow the process
+
+
+class JSONText:
+    """A response body that is JSON text already (the renderer sends it as it is)."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+
+class StoredJSONRenderer(JSONRenderer):
+    """DRF's JSON renderer; a `JSONText` goes out unchanged unless indentation was asked."""
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context=None):
+        if isinstance(data, JSONText):
+            if self.passes_through(accepted_media_type, renderer_context or {}):
+                return data.body
+            data = json.loads(data.body)
+        return super().render(data, accepted_media_type, renderer_context)
+
+    def passes_through(self, accepted_media_type: str | None, renderer_context: dict) -> bool:
+        """Whether a `JSONText` goes out unchanged: no indentation asked (DRF's get_indent,
+        without parsing a media type that has no parameters)."""
+        if accepted_media_type == self.media_type and renderer_context.get("indent") is None:
+            return True
+        return self.get_indent(accepted_media_type, renderer_context) is None
+
+    @property
+    def content_type(self) -> str:
+        """The Content-Type DRF's Response sets for what this renderer wrote."""
+        return f"{self.media_type}; charset={self.charset}" if self.charset else self.media_type
+
+
+def json_text_response(request: Request, body: bytes, status: int = 200) -> HttpResponse:
+    """The answer whose body is JSON text already: when the negotiated renderer passes it
+    through, the bytes as DRF's Response would render them, without building one; else
+    DRF's Response (indented, or the browsable page)."""
+    renderer = getattr(request, "accepted_renderer", None)
+    if isinstance(renderer, StoredJSONRenderer) and renderer.passes_through(
+        request.accepted_media_type, {}
+    ):
+        return HttpResponse(body, status=status, content_type=renderer.content_type)
+    return Response(JSONText(body), status=status)
+
+
+class RememberedContentNegotiation(DefaultContentNegotiation):
+    """DRF's negotiation, its answer remembered per Accept header (refusals are not), and
+    the parser per Content-Type."""
+
+    _answers: dict[tuple, tuple[int, str]] = {}
+    _parsers: dict[tuple, int | None] = {}
+
+    def select_parser(self, request: Request, parsers: list) -> Any:
+        key = (tuple(map(type, parsers)), request.content_type)
+        index = self._parsers.get(key, -1)
+        if index == -1:
+            parser = super().select_parser(request, parsers)
+            if len(self._parsers) >= MAX_REMEMBERED:
+                self._parsers.clear()
+            index = self._parsers[key] = None if parser is None else parsers.index(parser)
+        return None if index is None else parsers[index]
+
+    def select_renderer(self, request: Request, renderers: list, format_suffix: str | None = None):
+        plain = request._request
+        key = (
+            tuple(map(type, renderers)),
+            plain.META.get("HTTP_ACCEPT"),
+            # No query string, no `?format=` (and no QueryDict built to find that out).
+            plain.GET.get(self.settings.URL_FORMAT_OVERRIDE)
+            if plain.META.get("QUERY_STRING")
+            else None,
+            format_suffix,
+        )
+        answer = self._answers.get(key)
+        if answer is None:
+            renderer, media_type = super().select_renderer(request, renderers, format_suffix)
+            if len(self._answers) >= MAX_REMEMBERED:
+                self._answers.clear()
+            answer = self._answers[key] = (renderers.index(renderer), media_type)
+        return renderers[answer[0]], answer[1]
+
+
+_serializers = threading.local()
+
+
+def validated(serializer_class: type[BaseSerializer], data: Any) -> Any:
+    """`serializer_class(data=data)`'s validated data, or DRF's ValidationError (a 400).
+
+    The serializer is this thread's instance of the class, its fields built once; each call
+    gives it fresh data and forgets the last call's results. Only for serializers without
+    context or instance (the views' input and query serializers)."""
+    cache = getattr(_serializers, "by_class", None)
+    if cache is None:
+        cache = _serializers.by_class = {}
+    serializer = cache.get(serializer_class)
+    if serializer is None:
+        serializer = cache[serializer_class] = serializer_class()
+    for name in ("_validated_data", "_errors", "_data"):
+        serializer.__dict__.pop(name, None)
+    serializer.initial_data = data
+    try:
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+    finally:
+        del serializer.initial_data  # the request's data is not kept past the request
+
+
+class LightAPIView(APIView):
+    """DRF's APIView, with what it builds for every request and what holds no request's
+    state built once per view class: the parser and authentication instances (stateless:
+    DRF passes the request to each call) and the default headers (`Allow`, `Vary`)."""
+
+    _shared: dict[tuple[type, str], Any] = {}
+
+    def _once(self, name: str, build: Any) -> Any:
+        key = (type(self), name)
+        value = self._shared.get(key)
+        if value is None:
+            value = self._shared[key] = build()
+        return value
+
+    def get_parsers(self) -> list:
+        return self._once("parsers", super().get_parsers)
+
+    def get_authenticators(self) -> list:
+        return self._once("authenticators", super().get_authenticators)
+
+    @property
+    def default_response_headers(self) -> dict[str, str]:
+        # A copy: DRF pops `Vary` from it for each response.
+        return dict(self._once("headers", lambda: APIView.default_response_headers.fget(self)))
