@@ -31,7 +31,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from gloveapp.live.groups import stream_group
 from gloveapp.live.relay import StoredFrame, ensure_relay_started
 from gloveapp.live.replay import replay_after
-from gloveapp.live.signout import user_group
+from gloveapp.live.signout import SIGNED_OUT, user_group
+from gloveapp.live.streams import user_stream
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -87,6 +88,8 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         self._relay.watch(stream, self)
+        self._user_stream = user_stream(user.pk)
+        self._relay.watch(self._user_stream, self)
         try:
             await self._accept_and_replay(stream)
         except Exception as error:
@@ -131,6 +134,9 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         """A stored event from this process's relay (called on the relay's task)."""
         if self._ended:
             return
+        if frame.type == SIGNED_OUT:  # from the user's stream: never sent to the page
+            await self._end(CLOSE_UNAUTHENTICATED)
+            return
         if self._held is not None:
             self._held.append(frame)
             return
@@ -147,19 +153,25 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         if frame.type in self.final_events:
             await self._end()
 
+    _user_stream: str | None = None
+
     def _unwatch(self) -> None:
         if self._relay is not None:
             self._relay.unwatch(self._stream, self)
+            if self._user_stream is not None:
+                self._relay.unwatch(self._user_stream, self)
 
     async def _end(self, code: int = CLOSE_NOT_FOUND, reason: str | None = None) -> None:
         """The stream is gone (or the user's login ended): stop relaying and close for good."""
         self._ended = True
         self._unwatch()
-        for group in self.groups:
-            await self.channel_layer.group_discard(group, self.channel_name)
+        # Closed first: leaving the groups may wait on a Redis that is away, and a socket
+        # whose login ended must close whatever happens after.
         if not self._accepted:
             await self.accept()
         await self.close(code=code, reason=reason)
+        for group in self.groups:
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def user_signed_out(self, message: dict) -> None:
         """The user logged out or changed their password (gloveapp.live.signout)."""

@@ -3,7 +3,9 @@
 A socket is authorised when it connects; without this it would go on streaming to a
 browser whose user has logged out (or to whoever stole a session that a password change
 was meant to end). Every socket joins its user's group; these receivers send that group a
-`user.signed_out` message after the change commits, and each socket closes with 4401.
+`user.signed_out` message after the change commits, and each socket closes with 4401. The
+same is stored in the event log (stream `user:<pk>`), which every socket also watches, so a
+logout while Redis is away still closes them (at the relay's poll cadence).
 """
 
 from __future__ import annotations
@@ -17,12 +19,22 @@ from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
 from django.db.models.signals import post_save, pre_save
 
+from gloveapp.live.eventlog import record_event
+from gloveapp.live.streams import user_stream
+
+SIGNED_OUT = "user.signed_out"
+
 
 def user_group(user_pk: Any) -> str:
     return f"user.{user_pk}"
 
 
 def close_users_sockets(user_pk: Any) -> None:
+    # Stored first: each process's relay closes the user's sockets from the event log even
+    # while the channel layer's Redis is away (it would drop the message below). The
+    # channel layer's message closes them at once when Redis is there.
+    with transaction.atomic():
+        record_event(stream=user_stream(user_pk), type=SIGNED_OUT, payload={})
     layer = get_channel_layer()
     if layer is not None:
         async_to_sync(layer.group_send)(user_group(user_pk), {"type": "user.signed_out"})

@@ -4,6 +4,7 @@
 - `workspace:<workspace id>`  a workspace inbox
 - `mesh:<agent id>`  one agent of the mesh
 - `approvals`  approval requests, for staff
+- `user:<user pk>`  a user's own sockets: their login ended (never sent to a page)
 
 The live app only stores and relays streams; which user may watch one is the feature's
 business (a `StreamConsumer` subclass's `authorise`).
@@ -27,3 +28,9 @@ def mesh_stream(agent_id: str) -> str:
 def approvals_stream() -> str:
     """Every approval request's changes, for staff (the `/approvals/` page)."""
     return "approvals"
+
+
+def user_stream(user_pk: object) -> str:
+    """A user's login ended (`live.signout`): every socket of theirs closes, whatever stream
+    it watches; relayed from the event log, so no Redis outage can lose it."""
+    return f"user:{user_pk}"

@@ -74,3 +74,22 @@ async def test_it_keeps_sockets_open_when_a_user_logs_in_again(chat, owner, owne
 
     assert (await frames(communicator, 1))[0]["id"] == event_id
     await communicator.disconnect()
+
+
+async def test_it_closes_a_users_sockets_on_logout_while_redis_is_away(
+    chat, owner_cookie, own_redis, settings
+):
+    # The channel layer's Redis dies after the sockets opened: its message is dropped, and
+    # the logout stored in the event log closes them anyway.
+    from gloveapp.settings import channel_layers_for
+
+    settings.REDIS_URL = own_redis.url()
+    settings.CHANNEL_LAYERS = channel_layers_for(own_redis.url())
+    first = await opened(socket(chat.id, owner_cookie))
+    own_redis.kill()
+
+    answer = await database_sync_to_async(client_with(owner_cookie).post)("/accounts/logout/")
+
+    assert answer.status_code == 302
+    assert await closing_code(first) == 4401
+    await first.wait()
