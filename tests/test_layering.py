@@ -128,3 +128,66 @@ def test_it_finds_no_query_in_the_pages():
     ]
 
     assert queries == []
+
+
+def _circles(graph, package: str) -> list[list[str]]:
+    """The circles of files inside `package`: strongly connected groups of its modules, by
+    the imports among them (inside functions and under TYPE_CHECKING included)."""
+    modules = {m for m in graph.modules if m == package or m.startswith(package + ".")}
+    edges = {m: graph.find_modules_directly_imported_by(m) & modules for m in modules}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for other in edges[module]:
+            if other not in order:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], order[other])
+        if low[module] == order[module]:
+            group = []
+            while True:
+                other = stack.pop()
+                group.append(other)
+                if other == module:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for module in sorted(modules):
+        if module not in order:
+            visit(module)
+    return circles
+
+
+@pytest.mark.parametrize("package", ["gloveapp.turns", "mesh.core"])
+def test_no_files_import_each_other_in_a_circle(package):
+    # The lint's acyclic contract checks siblings level by level; this checks the files of
+    # the whole package at once (grimp, which import-linter builds on).
+    import grimp
+
+    graph = grimp.build_graph("gloveapp", "inbox", "mesh", cache_dir=None)
+
+    assert _circles(graph, package) == []
+
+
+def test_it_finds_a_circle_of_files_held_by_an_import_inside_a_function():
+    import grimp
+
+    graph = grimp.ImportGraph()
+    for importer, imported in [
+        ("gloveapp.turns.public", "gloveapp.turns.queue.tasks"),
+        ("gloveapp.turns.queue.tasks", "gloveapp.turns.worker"),
+        ("gloveapp.turns.worker", "gloveapp.turns.queue.tasks"),  # the one inside a function
+        ("gloveapp.turns.worker", "gloveapp.core.agent"),
+    ]:
+        graph.add_import(importer=importer, imported=imported)
+
+    assert _circles(graph, "gloveapp.turns") == [
+        ["gloveapp.turns.queue.tasks", "gloveapp.turns.worker"]
+    ]
