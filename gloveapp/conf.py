@@ -755,6 +755,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         WORKSPACE,
     ),
     EnvVar(
+        "GLOVE_DOC_IMAGE_HOSTS",
+        "list",
+        [],
+        "Hosts whose images a rendered workspace doc may load (`img.example.com,cdn.example.org`, "
+        "over HTTPS). Others are shown as a link and never fetched (a remote image can be a "
+        "tracking pixel); the Content-Security-Policy allows exactly these.",
+        WORKSPACE,
+    ),
+    EnvVar(
         "GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES",
         "int",
         100 << 20,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from gloveapp.conf import env
 
@@ -74,6 +75,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every response (SECURE_CSP below).
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     # Serves STATIC_ROOT (collectstatic) with DEBUG off, straight from the ASGI app.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -472,6 +475,25 @@ GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES = env("GLOVE_WORKSPACE_DOWNLOAD_MAX_BYTES")
 # What the inbox page renders: nesting depth and element count checked before sanitising, and
 # the most a request waits for a render (docs/reference/settings.md).
 GLOVE_WORKSPACE_RENDER_MAX_DEPTH = env("GLOVE_WORKSPACE_RENDER_MAX_DEPTH")
+# Images a rendered doc may load from elsewhere (HTTPS only); others become links.
+GLOVE_DOC_IMAGE_HOSTS = env("GLOVE_DOC_IMAGE_HOSTS")
+
+# The pages' Content-Security-Policy (Django's own, django.middleware.csp): scripts and styles
+# only from this origin, so an injected inline script or style does not run; images from here
+# and the hosts above; websockets and fetches to this origin. A view that needs another
+# policy says so itself (the API docs' Swagger UI; a workspace file is sandboxed).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:", *(f"https://{host}" for host in GLOVE_DOC_IMAGE_HOSTS)],
+    "connect-src": [CSP.SELF],
+    "font-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS = env("GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS")
 GLOVE_WORKSPACE_RENDER_SECONDS = env("GLOVE_WORKSPACE_RENDER_SECONDS")
 

@@ -234,7 +234,7 @@ class WorkspaceFileApi(ApiView):
         if not rel:
             return _error(400, "path: path required", field="path")
         try:
-            opened = paths.open_inside(workspace.root, rel)
+            opened = paths.open_inside(workspace.root, rel, identity=workspace.root_identity)
         except paths.PathRefused as exc:
             return _error(400, "invalid_path", field="path", message=str(exc))
         except paths.FileMissing:

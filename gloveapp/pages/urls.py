@@ -30,6 +30,11 @@ urlpatterns = [
         name="workspace-inbox-detail",
     ),
     path(
+        "inbox/entries/<str:entry_id>/read",
+        workspace_inbox.entry_read,
+        name="workspace-inbox-mark-read",
+    ),
+    path(
         "inbox/entries/<str:entry_id>/reply",
         workspace_inbox.entry_reply,
         name="workspace-inbox-reply",

@@ -63,12 +63,15 @@ def _detail_context(user: Any, entry: Any) -> dict:
             root=workspace.root,
             rel=doc["path"],
             max_bytes=max_bytes,
+            root_identity=workspace.root_identity,
         )
         for doc in entry.docs
     ]
+    unread = not entry.reads.filter(user=user).exists()
     return {
         "entry": entry,
-        "row": _row(entry, True),
+        "row": _row(entry, None if unread else True),
+        "entry_unread": unread,
         "workspace": workspace,
         "docs": docs,
         "comments_html": _comments_html(entry.comments or ""),
@@ -107,11 +110,9 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
     if wanted:
         entry = selectors.owned_entry(user, wanted)
         if entry is not None:
-            services.entry_mark_read(entry=entry, user=user)
+            # Shown, not marked: a GET changes nothing. The detail POSTs its read mark
+            # (htmx, on load; a button without JavaScript).
             selected = _detail_context(user, entry)
-            for row in rows:
-                if row["id"] == str(entry.pk):
-                    row["read"] = True
     workspaces = selectors.owned_workspace_ids(user)
     return render(
         request,
@@ -137,6 +138,19 @@ def entry_detail(request: HttpRequest, entry_id: str) -> HttpResponse:
         page_read = entry.reads.filter(user=request.user).values_list("read_at", flat=True)
         return render(request, "inbox/_entry_rows.html", {"rows": [_row(entry, page_read.first())]})
     return render(request, "inbox/_entry_detail.html", _detail_context(request.user, entry))
+
+
+@login_required
+@require_POST
+def entry_read(request: HttpRequest, entry_id: str) -> HttpResponse:
+    """Mark the entry read for this user (the detail's htmx POST, or its button)."""
+    entry = selectors.owned_entry(request.user, entry_id)
+    if entry is None:
+        raise Http404("No such entry.")
+    services.entry_mark_read(entry=entry, user=request.user)
+    if request.htmx:
+        return HttpResponse("")  # the button goes (hx-swap="delete")
+    return HttpResponseRedirect(f"{reverse('workspace-inbox')}?entry={entry.pk}", status=303)
 
 
 def reply_text(entry: Any, text: str) -> str:

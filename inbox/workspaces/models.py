@@ -40,6 +40,10 @@ class Workspace(models.Model):
         "replies as turns; blank: the workspace's MCP client reads them with inbox_read.",
     )
     token_hash = models.CharField(max_length=64, editable=False)
+    # The root folder's identity when the workspace was made: a root swapped later (say for
+    # a symlink to elsewhere) is another folder, and nothing is read from it.
+    root_device = models.BigIntegerField(null=True, blank=True, editable=False)
+    root_inode = models.BigIntegerField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -47,6 +51,12 @@ class Workspace(models.Model):
 
     def __str__(self) -> str:
         return f"{self.label} ({self.id})"
+
+    @property
+    def root_identity(self) -> tuple[int, int] | None:
+        if self.root_device is None or self.root_inode is None:
+            return None
+        return (self.root_device, self.root_inode)
 
 
 class WorkspaceEntry(models.Model):

@@ -28,6 +28,41 @@ class FileMissing(LookupError):
     """Nothing readable at this path (missing, moved, a directory, ...)."""
 
 
+class RootReplaced(PathRefused):
+    """The workspace's root is no longer the folder it was created with."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the workspace folder was replaced since the workspace was made; nothing is read "
+            "from it"
+        )
+
+
+def folder_identity(folder: str) -> tuple[int, int]:
+    """(device, inode) of a folder, recorded when a workspace is made."""
+    info = os.stat(folder)
+    return (_signed64(info.st_dev), _signed64(info.st_ino))
+
+
+def _signed64(value: int) -> int:
+    # Stored in a signed 64-bit column; device and inode numbers are unsigned.
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def check_root(root: str, identity: tuple[int, int] | None) -> None:
+    """Raise `RootReplaced` unless `root` is still the folder `identity` names (and not a
+    symlink: the stored root had its symlinks resolved when it was recorded)."""
+    if identity is None:
+        return
+    try:
+        info = os.lstat(root)
+    except OSError:
+        raise FileMissing(root) from None
+    found = (_signed64(info.st_dev), _signed64(info.st_ino))
+    if not stat.S_ISDIR(info.st_mode) or found != tuple(identity):
+        raise RootReplaced
+
+
 @dataclass(frozen=True)
 class OpenedFile:
     fd: int
@@ -62,6 +97,12 @@ def check_relative(rel: object) -> str:
     normal = os.path.normpath(rel)
     if normal == ".." or normal.startswith("../") or os.path.isabs(normal):
         raise PathRefused(f"refused to escape workspace: {rel}")
+    # One name per file: `note.txt/`, `./note.txt`, `a/../note.txt` and `a//note.txt` all
+    # open the same file as `note.txt` (or fail oddly), so they are refused (issue 22).
+    if rel.endswith("/"):
+        raise PathRefused(f"must name a file, not end with a slash: {rel}")
+    if any(segment in ("", ".", "..") for segment in rel.split("/")):
+        raise PathRefused(f"must not contain empty, '.' or '..' segments: {rel}")
     return rel
 
 
@@ -79,13 +120,16 @@ def resolve_inside(root: str, rel: object) -> str:
     return candidate
 
 
-def open_inside(root: str, rel: object) -> OpenedFile:
+def open_inside(root: str, rel: object, *, identity: tuple[int, int] | None = None) -> OpenedFile:
     """Open a regular file inside the root for reading; the caller closes `fd`.
 
     Resolving then opening leaves a window in which a component could be swapped for a
     symlink, so the opened descriptor itself is checked again: O_NOFOLLOW refuses a symlink
-    as the last component, and /proc/self/fd tells where the open file really is.
+    as the last component, and /proc/self/fd tells where the open file really is. With the
+    root's `identity` (`folder_identity` at creation), a root swapped since is refused, before
+    and again after the open.
     """
+    check_root(root, identity)
     real = resolve_inside(root, rel)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -103,6 +147,7 @@ def open_inside(root: str, rel: object) -> OpenedFile:
             opened = os.path.realpath(os.readlink(proc))
             if not _inside(os.path.realpath(root), opened):
                 raise PathRefused(f"refused to escape workspace: {rel}")
+        check_root(root, identity)
         return OpenedFile(
             fd=fd, size=info.st_size, real_path=real, mtime_ns=info.st_mtime_ns, inode=info.st_ino
         )
@@ -111,7 +156,7 @@ def open_inside(root: str, rel: object) -> OpenedFile:
         raise
 
 
-def check_existing_file(root: str, rel: object) -> None:
+def check_existing_file(root: str, rel: object, *, identity: tuple[int, int] | None = None) -> None:
     """Push-time check: the path is inside the root and names a readable regular file."""
-    opened = open_inside(root, rel)
+    opened = open_inside(root, rel, identity=identity)
     os.close(opened.fd)

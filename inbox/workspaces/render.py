@@ -17,12 +17,13 @@ entry costs a `stat`.
 from __future__ import annotations
 
 import hashlib
+import html as html_module
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import nh3
 from django.conf import settings
@@ -75,9 +76,45 @@ _MARKDOWN.enable(["table", "strikethrough"])
 
 
 def sanitise(html: str) -> str:
-    return nh3.clean(
+    clean = nh3.clean(
         html, tags=_TAGS, attributes=_ATTRIBUTES, url_schemes={"http", "https", "mailto"}
     )
+    return unload_remote_images(clean) if "<img" in clean else clean
+
+
+# nh3's output is regular: `<img` and its attributes double-quoted and escaped.
+_IMG_RE = re.compile(r"<img\b([^>]*)>")
+_ATTR_RE = re.compile(r'([a-z]+)="([^"]*)"')
+
+
+def image_hosts() -> frozenset[str]:
+    return frozenset(
+        host.lower() for host in getattr(settings, "GLOVE_DOC_IMAGE_HOSTS", []) or [] if host
+    )
+
+
+def unload_remote_images(html: str) -> str:
+    """A remote image (a tracking pixel tells its sender when and where the doc was opened)
+    becomes a link to it, unless its host is in `GLOVE_DOC_IMAGE_HOSTS` (HTTPS only)."""
+    allowed = image_hosts()
+
+    def replace(match: re.Match) -> str:
+        attributes = dict(_ATTR_RE.findall(match.group(1)))
+        src = attributes.get("src", "")
+        if not src.lower().startswith(("http:", "https:", "//")):
+            return match.group(0)  # relative to the page: this origin
+        url = html_module.unescape(src)
+        where = urlsplit("https:" + url if url.startswith("//") else url)
+        if where.scheme == "https" and (where.hostname or "") in allowed:
+            return match.group(0)
+        label = attributes.get("alt") or "image"
+        host = html_module.escape(where.hostname or "another site")
+        return (
+            f'<a class="doc__remote-image" href="{src}" rel="noopener noreferrer nofollow">'
+            f"{label} (image on {host}, not loaded)</a>"
+        )
+
+    return _IMG_RE.sub(replace, html)
 
 
 def markdown_html(text: str) -> str:
@@ -213,7 +250,14 @@ def _size_words(size: int) -> str:
     return f"{size / (1 << 20):.1f} MB" if size >= 1 << 20 else f"{size // 1024} KB"
 
 
-def render_doc(*, files_url: str, root: str, rel: str, max_bytes: int) -> RenderedDoc:
+def render_doc(
+    *,
+    files_url: str,
+    root: str,
+    rel: str,
+    max_bytes: int,
+    root_identity: tuple[int, int] | None = None,
+) -> RenderedDoc:
     """`rel` inside `root`, rendered; `files_url` is the workspace's file route wherever the
     project mounted the API (`reverse("workspace-file", ...)`)."""
     doc = RenderedDoc(path=rel, kind="missing", url=f"{files_url}?path={quote(rel, safe='')}")
@@ -221,7 +265,10 @@ def render_doc(*, files_url: str, root: str, rel: str, max_bytes: int) -> Render
         doc.message = "Workspace folder no longer exists — it may have been moved or deleted."
         return doc
     try:
-        opened = paths.open_inside(root, rel)
+        opened = paths.open_inside(root, rel, identity=root_identity)
+    except paths.RootReplaced as exc:
+        doc.kind, doc.message = "invalid", f"Not shown: {exc}."
+        return doc
     except paths.PathRefused:
         doc.kind, doc.message = "invalid", "Invalid path: it leads outside the workspace."
         return doc
@@ -293,13 +340,13 @@ def render_doc(*, files_url: str, root: str, rel: str, max_bytes: int) -> Render
 
 
 RENDER_CACHE_SECONDS = 7 * 24 * 3600
-RENDER_VERSION = 1  # bump when the rendering changes
+RENDER_VERSION = 2  # bump when the rendering changes
 
 
 def _cache_key(opened: paths.OpenedFile, rel: str, limits: RenderLimits) -> str:
     version = (
         f"{RENDER_VERSION}|{opened.real_path}|{rel}|{opened.size}|{opened.mtime_ns}|"
-        f"{opened.inode}|{limits.max_depth}|{limits.max_elements}"
+        f"{opened.inode}|{limits.max_depth}|{limits.max_elements}|{sorted(image_hosts())}"
     )
     return "glove:doc:" + hashlib.sha256(version.encode("utf-8", "surrogateescape")).hexdigest()
 

@@ -46,7 +46,10 @@ def parse_limit(raw: Any, *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LI
         raise BadParameter("limit", "must be a positive integer")
     if value < 1:
         raise BadParameter("limit", "must be a positive integer")
-    return min(value, maximum)
+    if value > maximum:
+        # Refused, not clamped: a caller asking for more would silently get less (issue 22).
+        raise BadParameter("limit", f"must be at most {maximum}")
+    return value
 
 
 def owned_workspace(user: Any, workspace_id: Any) -> Workspace | None:

@@ -120,11 +120,14 @@ def workspace_create(
     if not os.path.isdir(real_root):
         raise ValueError(f"root: not a folder: {root}")
     token = _new_token()
+    device, inode = paths.folder_identity(real_root)
     with transaction.atomic():
         workspace = Workspace.objects.create(
             id="ws-" + secrets.token_hex(10),
             label=label,
             root=real_root,
+            root_device=device,
+            root_inode=inode,
             owner=owner,
             token_hash=_hash_token(token),
             agent_name=agent_name,
@@ -205,7 +208,7 @@ def clean_push(*, workspace: Workspace, docs: Any, comments: Any) -> tuple[list[
         if not isinstance(path, str) or not path:
             raise EntryInvalid(field, NON_EMPTY_PATH)
         try:
-            paths.check_existing_file(workspace.root, path)
+            paths.check_existing_file(workspace.root, path, identity=workspace.root_identity)
         except paths.PathRefused as exc:
             raise EntryInvalid(field, str(exc)) from None
         except paths.FileMissing:

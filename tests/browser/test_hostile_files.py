@@ -8,8 +8,8 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD
 from tests.browser.test_coffee_shop import log_in
+from tests.browser.test_what_people_trip_over import NEW_USER
 from tests.inbox.workspaces.conftest import make_workspace
 
 pytestmark = pytest.mark.browser
@@ -18,12 +18,17 @@ WAIT_MS = 20_000
 PAYLOAD = "<html><body><h1 id=owned>phish</h1><script>document.title='ran'</script></body></html>"
 
 
+USERNAME, PASSWORD = "file-prober", "prober-browser-pw-1"
+
+
 @pytest.fixture(scope="module")
 def hostile_workspace(server, tmp_path_factory):
+    # A user of its own: the demo user's workspaces and inbox are other tests' to count.
+    server.manage("shell", "-c", NEW_USER.format(username=USERNAME, password=PASSWORD))
     root = tmp_path_factory.mktemp("hostile-workspace")
     for name in ("\ufb01.html", "drawing.svg", "feed.xml"):
         (root / name).write_text(PAYLOAD)
-    return make_workspace(server, root, "demo", owner_token="")
+    return make_workspace(server, root, USERNAME, owner_token="")
 
 
 @pytest.mark.parametrize("name", ["\ufb01.html", "drawing.svg", "feed.xml"])
@@ -33,7 +38,7 @@ def test_a_markup_file_downloads_in_chromium_instead_of_rendering(
     expect.set_options(timeout=WAIT_MS)
     context = browser.new_context(accept_downloads=True)
     page = context.new_page()
-    log_in(page, server.url, "demo", DEMO_PASSWORD, next_url="/inbox/")
+    log_in(page, server.url, USERNAME, PASSWORD, next_url="/inbox/")
     expect(page).to_have_url(f"{server.url}/inbox/")
     url = f"/api/workspaces/{hostile_workspace.id}/file?path={quote(name, safe='')}"
     # A plain link, as a comment would carry: no `download` attribute to help.

@@ -97,6 +97,7 @@ def test_another_user_cannot_open_reply_to_or_see_the_entry(workspace, ann, bob)
     assert intruder.get(f"/inbox/entries/{entry.pk}").status_code == 404
     assert intruder.get(f"/inbox/entries/{entry.pk}?part=row").status_code == 404
     assert intruder.post(f"/inbox/entries/{entry.pk}/reply", {"text": "hi"}).status_code == 404
+    assert intruder.post(f"/inbox/entries/{entry.pk}/read").status_code == 404
     page = intruder.get(f"/inbox/?entry={entry.pk}").content.decode()
     assert "private plans" not in page
     assert login(ann).get(f"/inbox/?entry={entry.pk}").content.decode().count("private plans")
@@ -107,8 +108,17 @@ def test_the_badge_counts_unread_entries_and_opening_one_reads_it(workspace, ann
     entry_push(workspace=workspace, comments="two")
     client = login(ann)
     assert 'data-count="2"' in client.get("/").content.decode()
-    client.get(f"/inbox/?entry={first.pk}")
+    # Opening shows the entry and changes nothing (a GET); its detail POSTs the read mark.
+    page = client.get(f"/inbox/?entry={first.pk}").content.decode()
+    assert 'data-count="2"' in client.get("/").content.decode()
+    read_url = f"/inbox/entries/{first.pk}/read"
+    assert f'hx-post="{read_url}" hx-trigger="load"' in page
+    assert client.post(read_url, HTTP_HX_REQUEST="true").status_code == 200
     assert 'data-count="1"' in client.get("/").content.decode()
+    assert read_url not in client.get(f"/inbox/?entry={first.pk}").content.decode()
+    # Without JavaScript the button posts and comes back to the entry.
+    answer = client.post(read_url)
+    assert answer.status_code == 303 and answer["Location"] == f"/inbox/?entry={first.pk}"
 
 
 def test_a_reply_is_stored_on_the_entrys_thread_and_shown_under_it(workspace, ann):

@@ -111,3 +111,36 @@ def test_comments_too_complex_to_render_are_shown_as_text(owner, root):
     client.force_login(owner)
     html, _ = _open(client, entry.pk)
     assert "&lt;div&gt;" in html
+
+
+def test_a_remote_image_is_a_link_unless_its_host_is_allowed(root, settings):
+    (root / "pixel.md").write_text(
+        "![pixel](https://tracker.example/p.gif?u=1)\n\n![ours](https://img.example.org/a.png)"
+        '\n\n<img src="//tracker.example/q.png">\n\n![local](chart.png)\n'
+    )
+
+    def rendered() -> str:
+        return render.render_doc(
+            files_url="/f", root=str(root), rel="pixel.md", max_bytes=1 << 20
+        ).html
+
+    html = rendered()
+    assert "<img" in html and html.count("<img") == 1  # only the relative one
+    assert 'href="https://tracker.example/p.gif?u=1"' in html
+    assert "pixel (image on tracker.example, not loaded)" in html
+    assert "image (image on tracker.example, not loaded)" in html
+    settings.GLOVE_DOC_IMAGE_HOSTS = ["img.example.org"]
+    html = rendered()  # the allowed hosts are part of the cache key
+    assert '<img src="https://img.example.org/a.png" alt="ours">' in html
+    assert "tracker.example/p.gif" in html and html.count("<img") == 2
+
+
+def test_pages_send_a_policy_that_runs_no_inline_script(owner):
+    client = Client()
+    client.force_login(owner)
+    for url in ("/", "/inbox/", "/accounts/tokens/", "/accounts/login/"):
+        policy = client.get(url)["Content-Security-Policy"]
+        directives = dict(part.strip().split(" ", 1) for part in policy.split(";"))
+        assert directives["script-src"] == "'self'", url
+        assert directives["style-src"] == "'self'", url
+        assert directives["object-src"] == "'none'" and directives["frame-ancestors"] == "'none'"
