@@ -56,16 +56,25 @@ class Schema(serializers.Serializer):
                     field.field_name,
                     type(field).get_value in _PLAIN_GET_VALUE,
                     not field.required and field.default is empty and not partial,
+                    # Absent, not required, a plain default: DRF's answer is that default.
+                    not field.required
+                    and field.default is not empty
+                    and not callable(field.default)
+                    and not partial,
                     getattr(self, "validate_" + field.field_name, None),
                 )
                 for field in self._writable_fields
             ]
         validated: dict[str, Any] = {}
         errors: dict[str, Any] = {}
-        for field, name, plain, skip_absent, validate_method in plan:
+        for field, name, plain, skip_absent, default_absent, validate_method in plan:
             if plain:
-                if skip_absent and name not in data:
-                    continue
+                if name not in data:
+                    if skip_absent:
+                        continue
+                    if default_absent and validate_method is None:
+                        self.set_value(validated, field.source_attrs, field.default)
+                        continue
                 primitive = data.get(name, empty)
             else:
                 primitive = field.get_value(data)
