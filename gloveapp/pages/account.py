@@ -1,8 +1,7 @@
 """The account's API tokens page, `/accounts/tokens/`: the owner lists and revokes them.
 
-An edge over DRF's `authtoken` (one token per user), read and revoked through
-gloveapp.accounts.tokens, which names a token by a digest of its key. Revoking is a POST (CSRF-checked) and takes
-effect at once in this process (the token cache forgets it) and within
+An edge over `gloveapp.conversations.credentials`. Revoking is a POST (CSRF-checked) and
+takes effect at once in this process (the token cache forgets it) and within
 `GLOVE_TOKEN_CACHE_SECONDS` in the others.
 """
 
@@ -15,20 +14,20 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from gloveapp.accounts.tokens import api_token_revoke as revoke
-from gloveapp.accounts.tokens import api_tokens_of
+from gloveapp.conversations import credentials
 
 
 @login_required
 @require_GET
 def api_tokens(request: HttpRequest) -> HttpResponse:
-    return render(request, "account/tokens.html", {"tokens": api_tokens_of(request.user)})
+    tokens = credentials.api_tokens_of(request.user)
+    return render(request, "account/tokens.html", {"tokens": tokens})
 
 
 @login_required
 @require_POST
 def api_token_revoke(request: HttpRequest) -> HttpResponse:
-    revoked = revoke(user=request.user, token_id=request.POST.get("token", ""))
+    revoked = credentials.api_token_revoke(user=request.user, token=request.POST.get("token", ""))
     if revoked:
         messages.success(request, "The token was revoked: it no longer opens the API.")
     else:

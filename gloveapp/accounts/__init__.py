@@ -1,1 +1,0 @@
-"""A user's credentials beyond the password: the API tokens they hold (DRF's `authtoken`)."""
