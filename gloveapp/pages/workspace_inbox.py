@@ -67,7 +67,7 @@ def _detail_context(user: Any, entry: Any) -> dict:
         )
         for doc in entry.docs
     ]
-    unread = not entry.reads.filter(user=user).exists()
+    unread = not selectors.entry_is_read(entry, user)
     return {
         "entry": entry,
         "row": _row(entry, None if unread else True),

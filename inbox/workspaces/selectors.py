@@ -138,3 +138,8 @@ def unread_count(user: Any, *, cap: int = BADGE_CAP) -> int:
 def entry_replies(entry: WorkspaceEntry) -> list[WorkspaceReply]:
     """The entry's thread: what the user wrote back, oldest first."""
     return list(entry.replies.select_related("author").order_by("ts", "id"))
+
+
+def entry_is_read(entry: WorkspaceEntry, user: Any) -> bool:
+    """Whether `user` marked the entry read."""
+    return entry.reads.filter(user=user).exists()

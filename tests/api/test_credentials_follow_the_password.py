@@ -95,7 +95,7 @@ def test_nobody_else_can_revoke_a_users_token(ann, settings):
     mallory = get_user_model().objects.create_user("mallory", password="pw-mallory-1")
     intruder = Client()
     intruder.force_login(mallory)
-    from gloveapp.pages.account import token_id
+    from gloveapp.conversations.credentials import token_id
 
     intruder.post("/accounts/tokens/revoke", {"token": token_id(token.key)})
     assert Token.objects.filter(pk=token.key).exists()

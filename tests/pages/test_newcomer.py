@@ -46,6 +46,34 @@ def test_it_gives_no_hint_once_the_demo_passwords_are_changed(hint_on):
     assert "a-real-secret" not in page
 
 
+def test_it_checks_each_demo_password_once_not_on_every_view(hint_on, monkeypatch):
+    # A password check is deliberately slow: four per anonymous view made the login page
+    # take seconds on a busy machine (and cost the server as much per request).
+    from django.contrib.auth import get_user_model
+
+    from gloveapp.demo import bootstrap
+
+    demo_setup()
+    checks = []
+    real_check = bootstrap.check_password
+    monkeypatch.setattr(
+        bootstrap, "check_password", lambda *args: checks.append(args) or real_check(*args)
+    )
+    bootstrap._is_password.cache_clear()
+
+    first = Client().get("/accounts/login/").content.decode()
+    counted = len(checks)
+    second = Client().get("/accounts/login/").content.decode()
+    demo = get_user_model().objects.get(username="demo")
+    demo.set_password("a-real-secret-3")
+    demo.save()
+    third = Client().get("/accounts/login/").content.decode()
+
+    assert DEFAULT_DEMO_PASSWORD in first and DEFAULT_DEMO_PASSWORD in second
+    assert counted >= 2 and len(checks) == counted + 1  # only the changed hash again
+    assert DEFAULT_DEMO_PASSWORD not in third and DEFAULT_STAFF_PASSWORD in third
+
+
 def test_it_gives_no_hint_without_the_demo(hint_on):
     page = Client().get("/accounts/login/").content.decode()
 
