@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from gloveapp.core.abort import AbortSignal, race_abort
 from gloveapp.core.approvals import (
+    APPROVE,
     EDIT,
     Decision,
     DecisionRefused,
@@ -25,6 +26,7 @@ from gloveapp.core.approvals import (
     check_decision,
     not_decided_message,
     outcome_without_run,
+    permission_decision,
     validate_edit,
 )
 from gloveapp.core.display import (
@@ -71,11 +73,13 @@ def unknown_tool_message(name: str, available: list[str]) -> str:
     return message
 
 
-def permission_denied_message(name: str) -> str:
-    return (
+def permission_denied_message(name: str, reason: str | None = None) -> str:
+    message = (
         f'Permission denied for tool "{name}". The user has not granted permission to run '
         "this tool."
     )
+    # A rejection in the approvals vocabulary may carry the person's reason (not Glove's).
+    return f"{message} Reason: {reason}" if reason else message
 
 
 def js_error_string(error: BaseException) -> str:
@@ -165,11 +169,12 @@ class ToolExecutor:
                 False,
                 False,
             )
-        permission = await self._permitted(tool, call, hand_over, abort)
+        permission, reason = await self._permitted(tool, call, hand_over, abort)
         if permission == "aborted":
             return _aborted(), False, False
         if permission == "denied":
-            return ToolResultData.error(permission_denied_message(call.tool_name)), False, False
+            message = permission_denied_message(call.tool_name, reason)
+            return ToolResultData.error(message), False, False
 
         if tool.approval is not None and tool.approval.applies(call.input_args):
             approved, outcome = await self._approved(tool, call, hand_over, abort)
@@ -238,17 +243,18 @@ class ToolExecutor:
 
     async def _permitted(
         self, tool: Tool, call: ToolCall, hand_over: HandOver, abort: AbortSignal | None
-    ) -> Literal["allowed", "denied", "aborted"]:
+    ) -> tuple[Literal["allowed", "denied", "aborted"], str | None]:
+        """Whether the call may run, and the reason a person gave for a rejection."""
         # Checked with the RAW input, before validation, as Glove does.
         if not tool.needs_permission(call.input_args):
-            return "allowed"
+            return "allowed", None
         if not supports_permissions(self.store):
-            return "allowed"
+            return "allowed", None
         status = await self.store.get_permission(tool.name, call.input_args)
         if status == "granted":
-            return "allowed"
+            return "allowed", None
         if status == "denied":
-            return "denied"
+            return "denied", None
         prompt = {
             "renderer": PERMISSION_RENDERER,
             "toolName": tool.name,
@@ -259,23 +265,32 @@ class ToolExecutor:
         except AbortError:
             # Unlike Glove (§10.9) the prompt is abortable: its slot is taken off the stack and
             # the call gets the usual aborted result.
-            return "aborted"
+            return "aborted", None
         except Exception as error:
             # A rejected or removed prompt is a "no" for this call only: nothing is remembered,
             # and the tool_use still gets its result.
             if not isinstance(error, SlotRejectedError):
                 logger.warning("permission prompt for %s failed: %r", tool.name, error)
-            return "denied"
+            return "denied", None
+        try:
+            decided = permission_decision(answer)
+        except DecisionRefused:
+            return "denied", None  # a malformed decision is a no, for this call only
+        if decided is not None:
+            # approve = once, reject = deny once: neither is remembered.
+            if decided["decision"] == APPROVE:
+                return "allowed", None
+            return "denied", decided["reason"]
         if answer == PERMISSION_ONCE:
             # Allowed for this call only: nothing remembered, the next call asks again.
-            return "allowed"
+            return "allowed", None
         if answer == PERMISSION_DENY_ONCE:
-            return "denied"
+            return "denied", None
         allowed = bool(answer)
         await self.store.set_permission(
             tool.name, "granted" if allowed else "denied", call.input_args
         )
-        return "allowed" if allowed else "denied"
+        return ("allowed" if allowed else "denied"), None
 
     async def _approved(
         self, tool: Tool, call: ToolCall, hand_over: HandOver, abort: AbortSignal | None

@@ -22,7 +22,7 @@ from gloveapp.conversations.models import Message, Session
 from gloveapp.conversations.services import messages_append
 from gloveapp.core import input_rules
 from gloveapp.core.agent import TOOL_RESULTS_TEXT
-from gloveapp.core.approvals import APPROVAL_RENDERER
+from gloveapp.core.approvals import APPROVAL_RENDERER, permission_decision
 from gloveapp.core.display import PERMISSION_RENDERER
 from gloveapp.core.executor import ABORTED_MESSAGE, PERMISSION_DENY_ONCE, PERMISSION_ONCE
 from gloveapp.core.types import Message as CoreMessage
@@ -48,6 +48,10 @@ PERMISSION_ANSWERS: dict[Any, Any] = {
     "always": True,
     "allow": True,
     "deny_once": PERMISSION_DENY_ONCE,
+    # The approvals vocabulary (gloveapp.core.approvals): approve = once, reject = deny once
+    # (`{"decision": "reject", "reason": ...}` carries a reason the agent reads).
+    "approve": PERMISSION_ONCE,
+    "reject": PERMISSION_DENY_ONCE,
     "always_deny": False,
     "deny": False,
     True: True,
@@ -507,7 +511,9 @@ _SLOT_ID_LENGTH = TurnSlot._meta.get_field("slot_id").max_length
 def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
     """Answer a waiting prompt from any process; the worker running its turn picks it up.
     False when nothing waits on it (answered already, expired, unknown); ValueError when
-    the answer is no storable JSON (NaN, NUL, lone surrogates)."""
+    the answer is no storable JSON (NaN, NUL, lone surrogates), or a permission decision
+    that is malformed (`DecisionRefused`: a decision other than approve/reject, a reason
+    that is not text)."""
     match = _PUBLIC_SLOT_ID.fullmatch(public_id)
     if match is None or not input_rules.could_name_a_row(match[2], max_length=_SLOT_ID_LENGTH):
         return False
@@ -529,7 +535,10 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
         if row is None or row.renderer == APPROVAL_RENDERER:
             # An approval is decided through `approvals.services.approval_decide` only.
             return False
-        if row.renderer == PERMISSION_RENDERER:
+        decided = permission_decision(value) if row.renderer == PERMISSION_RENDERER else None
+        if decided is not None:  # approve / reject (with a reason), checked: DecisionRefused
+            value = decided
+        elif row.renderer == PERMISSION_RENDERER:
             answer = value.get("value") if isinstance(value, dict) else value
             key = answer.strip().lower() if isinstance(answer, str) else answer
             if not isinstance(key, str | bool) or key not in PERMISSION_ANSWERS:

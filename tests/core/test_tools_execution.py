@@ -345,3 +345,30 @@ class _BareStore:
 
     async def reset_counters(self):
         self.tokens = self.turns = 0
+
+
+async def test_a_permission_prompt_takes_approve_and_reject_with_a_reason_remembering_neither():
+    ran = []
+
+    @tool(description="Charge a card.", requires_permission=True)
+    async def charge(amount: int) -> str:
+        ran.append(amount)
+        return "charged"
+
+    glove, _, store = make_glove(
+        [calls(("charge", {"amount": 5})), "ok", calls(("charge", {"amount": 5})), "ok"],
+        tools=[charge],
+    )
+    for answer in ({"decision": "approve"}, {"decision": "reject", "reason": "Too much."}):
+        answering = asyncio.create_task(glove.process_request("pay"))
+        await until(lambda: glove.display_manager.stack)
+        [slot] = glove.display_manager.stack
+        glove.display_manager.resolve(slot.id, answer)
+        await answering
+        assert await store.get_permission("charge", {"amount": 5}) == "unset"
+    first, second = [m.tool_results[0].result for m in await store.get_messages() if m.tool_results]
+    assert (ran, first.status, second.status) == ([5], "success", "error")
+    assert second.message == (
+        'Permission denied for tool "charge". The user has not granted permission '
+        "to run this tool. Reason: Too much."
+    )

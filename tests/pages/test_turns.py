@@ -408,3 +408,30 @@ async def test_it_lists_an_always_deny_and_resets_it_from_the_page(client, sessi
     assert again.renderer == "permission_request"
     await client.post(f"/sessions/{session_id}/slots/{again.id}", {"value": "deny_once"})
     await turns.wait_until_idle(session_id)
+
+
+async def test_a_permission_prompt_takes_approve_and_reject_with_a_reason(client, session_id):
+    await say(client, session_id, "add Kenya AA")
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    first = await next_slot(session_id)
+    assert 'name="decision" value="reject"' in await page(client, session_id, "slots")
+
+    bad = await client.post(f"/sessions/{session_id}/slots/{first.id}", {"decision": "edit"})
+    rejected = await client.post(
+        f"/sessions/{session_id}/slots/{first.id}",
+        {"decision": "reject", "reason": "Not on the saved card"},
+    )
+    await turns.wait_until_idle(session_id)
+
+    assert bad.status_code == 400 and rejected.status_code == 303
+    stored = (await client.get(f"/api/sessions/{session_id}/messages")).json()
+    result = [m for m in stored if m.get("tool_results")][-1]["tool_results"][0]["result"]
+    assert result["status"] == "error"
+    assert result["message"].endswith("Reason: Not on the saved card")
+    # A rejection is for this call only, as "deny once": the next checkout asks again.
+    await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
+    second = await next_slot(session_id)
+    assert second.renderer == "permission_request" and second.id != first.id
+    await client.post(f"/sessions/{session_id}/slots/{second.id}", {"value": "reject"})
+    await turns.wait_until_idle(session_id)
+    assert "None: tools that need your permission" in await page(client, session_id)
