@@ -42,7 +42,7 @@ def approvals_queue(
     if view == "mine":
         rows = rows.filter(Q(assignee_user=user) | (escalated & Q(escalate_to_user=user)))
     elif view == "groups":
-        groups = group_ids(user)
+        groups = user.groups.values("pk")  # a subquery: no round trip of its own
         rows = rows.filter(
             Q(assignee_group__in=groups) | (escalated & Q(escalate_to_group__in=groups))
         )
@@ -71,16 +71,13 @@ def queue_rows(
 ) -> tuple[list[dict[str, Any]], bool]:
     """A page of a queue as the page's list shows it: `limit` rows from `offset` (and whether
     there are more), each a subset of `approval_data` (id, tool, status, assignee,
-    escalation, expiry). Two narrow queries whatever the queue's length: the ids (one
-    ordered index range scan), then only the columns a row shows, the people's names joined
-    in the same statement."""
-    ids = list(
-        approvals_queue(user=user, view=view).values_list("pk", flat=True)[
-            offset : offset + limit + 1
-        ]
-    )
+    escalation, expiry). One statement whatever the queue's length: the page's ids (one
+    ordered index range scan, `limit + 1` of them) as a subquery, then only those rows'
+    shown columns, the people's names joined to them alone."""
+    ids = approvals_queue(user=user, view=view).values("pk")[offset : offset + limit + 1]
     username = f"__{get_user_model().USERNAME_FIELD}"
     columns = (
+        "created_at",
         "pk",
         "tool_name",
         "status",
@@ -91,17 +88,11 @@ def queue_rows(
         "escalate_to_user" + username,
         "escalate_to_group__name",
     )
-    found = {
-        values[0]: values
-        for values in ApprovalRequest.objects.filter(pk__in=ids[:limit]).values_list(*columns)
-    }
+    found = sorted(ApprovalRequest.objects.filter(pk__in=ids).values_list(*columns))
     now = timezone.now()
     rows = []
-    for pk in ids[:limit]:
-        values = found.get(pk)
-        if values is None:
-            continue
-        _, tool, status, expires_at, escalated_at, user_name, group, to_user, to_group = values
+    for values in found[:limit]:
+        _, pk, tool, status, expires_at, escalated_at, user_name, group, to_user, to_group = values
         open_ = status == ApprovalRequest.Status.OPEN
         rows.append(
             {
@@ -119,7 +110,7 @@ def queue_rows(
                 ),
             }
         )
-    return rows, len(ids) > limit
+    return rows, len(found) > limit
 
 
 def approval_visible(*, user: Any, request_id: Any) -> ApprovalRequest | None:
