@@ -422,14 +422,17 @@ def account(rig: Rig, tally: Tally) -> dict:
         turns.setdefault(text, []).append(status + failure)
     rows = rig.query(
         "SELECT session_id, sender, text, tool_calls, tool_results FROM conversations_message "
-        "WHERE session_id = ANY(%s) AND framework_context IS NULL ORDER BY session_id, seq",
+        "WHERE session_id = ANY(%s) AND framework_context IS NULL AND NOT is_compaction "
+        "AND NOT is_skill_injection ORDER BY session_id, seq",
         sessions,
     )
     by_session: dict[str, list[tuple]] = {}
     for session, *row in rows:
         by_session.setdefault(session, []).append(tuple(row))
     stored: Counter = Counter()
-    replies: Counter = Counter()  # request text -> final replies before the next request
+    # request text -> final replies before the next request (a compaction summary, stored
+    # between a request and its reply, is no request: left out above)
+    replies: Counter = Counter()
     for messages in by_session.values():
         current = None
         for sender, text, calls, results in messages:

@@ -74,7 +74,8 @@ def _resolve(request: HttpRequest, item_id: str, response: str) -> tuple[bool, s
         inbox_item_resolve(
             item_id=item_id, response=response, resolved_by="user", user=request.user
         )
-    except (InboxItemNotFound, InboxTransitionError) as exc:
+    except (InboxItemNotFound, InboxTransitionError, ValueError) as exc:
+        # ValueError: an item that asks for a decision (approve/reject) refuses plain text.
         return False, str(exc)
     return True, f'Resolved inbox item "{item_id}".'
 

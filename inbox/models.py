@@ -52,6 +52,11 @@ class InboxItem(models.Model):
         related_name="resolved_inbox_items",
     )
     expires_at = models.DateTimeField(null=True, blank=True)
+    # What a person may answer with (gloveapp.core.approvals.INBOX_DECISIONS); null is a text
+    # response only (Glove's). `decision` is the one taken (null: expired, or written by the
+    # session's side); `response` is what the agent reads either way.
+    decisions = models.JSONField(null=True, blank=True)
+    decision = models.CharField(max_length=10, null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]

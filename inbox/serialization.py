@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gloveapp.conversations.serialization import iso_or_none
+from gloveapp.core.approvals import inbox_decisions
 from gloveapp.core.input_rules import MAX_ID, MAX_TAG, check_text, check_timestamp
 from gloveapp.core.types import INBOX_STATUSES, iso_format
 from gloveapp.core.types import InboxItem as CoreInboxItem
@@ -35,7 +36,13 @@ def inbox_item_fields(item: CoreInboxItem) -> dict[str, Any]:
         "resolved_at": (
             check_timestamp(item.resolved_at, "resolved_at") if item.resolved_at else None
         ),
+        "decisions": _declared(item.decisions),
     }
+
+
+def _declared(decisions: Any) -> list[str] | None:
+    declared = inbox_decisions(list(decisions) if decisions is not None else None)
+    return list(declared) if declared else None
 
 
 def inbox_item_to_core(row: InboxItem) -> CoreInboxItem:
@@ -49,4 +56,5 @@ def inbox_item_to_core(row: InboxItem) -> CoreInboxItem:
         blocking=row.blocking,
         created_at=iso_format(row.created_at),
         resolved_at=iso_or_none(row.resolved_at),
+        decisions=tuple(row.decisions) if row.decisions else None,
     )

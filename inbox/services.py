@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from gloveapp.conversations.services import check_session_id, lock_session, messages_append
 from gloveapp.core import input_rules
+from gloveapp.core.approvals import inbox_allowed, inbox_decision_response
 from gloveapp.core.store import (
     DuplicateInboxItem,
     InboxItemNotFound,
@@ -81,6 +82,7 @@ def _resolve(
     user: Any = None,
     resolved_at: datetime | None = None,
     scope: dict[str, Any] | None = None,
+    decision: str | None = None,
 ) -> InboxItem:
     """The one pending -> resolved transition every path shares (validated by the caller)."""
     scope = scope or {}
@@ -94,6 +96,7 @@ def _resolve(
             resolved_at=resolved_at or timezone.now(),
             resolved_by=resolved_by,
             resolved_by_user=user,
+            decision=decision,
         )
         if claimed != 1:
             raise _not_pending(item_id, scope, Status.RESOLVED)
@@ -103,25 +106,60 @@ def _resolve(
 
 
 def inbox_item_resolve(
-    *, item_id: str, response: str, resolved_by: str = "api", user: Any = None
+    *,
+    item_id: str,
+    response: str | None = None,
+    resolved_by: str = "api",
+    user: Any = None,
+    decision: str | None = None,
+    reason: str | None = None,
 ) -> InboxItem:
-    """Resolve a pending item with `response`, from any process sharing the database.
+    """Resolve a pending item with `response`, or with a `decision`, from any process
+    sharing the database.
+
+    Without `decision` it is Glove's text resolution (a respond): the agent reads `response`.
+    With one (approve, reject, respond; the item must declare it) the agent reads "Approved."
+    or "Rejected." followed by `reason`, or the respond's `response`; the decision is recorded
+    with the item (`decision`, beside `resolved_by` and `resolved_by_user`).
 
     Raises `InboxItemNotFound` for an unknown id, `InboxTransitionError` (its message says
     "already resolved" or "already consumed", `.current_status` tells which) when the item is
-    no longer pending, and ValueError for bad input. Only a successful call changes anything.
+    no longer pending, `DecisionRefused` (a ValueError; `.field` names the input) for a
+    decision the item does not allow, and ValueError for bad input. Only a successful call
+    changes anything.
     """
     input_rules.check_text(item_id, "itemId", allow_empty=False, max_length=input_rules.MAX_ID)
-    input_rules.check_text(response, "response", allow_empty=False)
+    if decision is None:
+        input_rules.check_text(response, "response", allow_empty=False)
     _check_resolver(resolved_by, user)
-    return _resolve(item_id, response=response, resolved_by=resolved_by, user=user)
+    # An item's decisions never change once it is posted: read them before the guarded update.
+    declared = InboxItem.objects.filter(pk=item_id).values_list("decisions", flat=True)
+    found = list(declared[:1])
+    if not found:
+        raise InboxItemNotFound(item_id)
+    kind, text = inbox_decision_response(
+        decision, allowed=inbox_allowed(found[0]), response=response, reason=reason
+    )
+    input_rules.check_text(text, "response" if kind == "respond" else "reason")
+    return _resolve(item_id, response=text, resolved_by=resolved_by, user=user, decision=kind)
 
 
 async def ainbox_item_resolve(
-    *, item_id: str, response: str, resolved_by: str = "api", user: Any = None
+    *,
+    item_id: str,
+    response: str | None = None,
+    resolved_by: str = "api",
+    user: Any = None,
+    decision: str | None = None,
+    reason: str | None = None,
 ) -> InboxItem:
     return await sync_to_async(inbox_item_resolve)(
-        item_id=item_id, response=response, resolved_by=resolved_by, user=user
+        item_id=item_id,
+        response=response,
+        resolved_by=resolved_by,
+        user=user,
+        decision=decision,
+        reason=reason,
     )
 
 

@@ -1,6 +1,9 @@
 """`POST /api/inbox/resolve`: resolve an inbox item from outside (a webhook, a staff tool).
 
-Body `{itemId, response}`. Answers 200 `{ok: true, itemId}`; 400 for bad input; 404 for an
+Body `{itemId, response}` (Glove's text resolution), or `{itemId, decision, reason?}` /
+`{itemId, decision: "respond", response}` for an item that declares its decisions
+(approve, reject, respond). Answers 200 `{ok: true, itemId}`; 400 for bad input or a
+decision the item does not allow (the body's `field` names the input); 404 for an
 unknown id; 409 when the item is no longer pending (the body says "already resolved" or
 "already consumed"). Callers: a staff user (DRF token or session), or a signed webhook.
 """
@@ -18,6 +21,7 @@ from rest_framework.response import Response
 from gloveapp.api.access import ApiView
 from gloveapp.api.auth import SameOriginJsonSessionAuthentication
 from gloveapp.api.token_auth import CachedTokenAuthentication
+from gloveapp.core.approvals import DecisionRefused
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from inbox.access import may_resolve
 from inbox.services import inbox_item_resolve
@@ -49,7 +53,17 @@ class InboxResolveApi(ApiView):
 
     class InputSerializer(serializers.Serializer):
         itemId = serializers.CharField(max_length=128, trim_whitespace=False)
-        response = serializers.CharField(trim_whitespace=False)
+        response = serializers.CharField(trim_whitespace=False, required=False)
+        decision = serializers.ChoiceField(
+            ["approve", "reject", "respond"],
+            required=False,
+            help_text="For an item that declares decisions; omitted: a text response.",
+        )
+        reason = serializers.CharField(
+            trim_whitespace=False,
+            required=False,
+            help_text="With approve or reject: what the agent reads after the decision.",
+        )
 
     @extend_schema(
         operation_id="inbox_resolve",
@@ -78,14 +92,23 @@ class InboxResolveApi(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = request.data if isinstance(request.data, dict) else {}
-        if not data.get("itemId") or not data.get("response"):
+        decided = data.get("decision") is not None
+        if not data.get("itemId") or not (decided or data.get("response")):
             return Response({"error": REQUIRED}, status=status.HTTP_400_BAD_REQUEST)
-        for field in ("itemId", "response"):
-            if not isinstance(data[field], str):
+        for field in ("itemId", "response", "decision", "reason"):
+            if field in data and not isinstance(data[field], str):
+                if field in ("response", "reason") and data[field] is None:
+                    continue
                 return Response(
                     {"error": f"{field} must be a string", "field": field},
                     status=status.HTTP_400_BAD_REQUEST,
                 )
+        if decided and data["decision"] not in ("approve", "reject", "respond"):
+            return Response(
+                {"error": "decision must be one of approve, reject, respond", "field": "decision"},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        data = {key: value for key, value in data.items() if value is not None}
         serializer = self.InputSerializer(data=data)
         serializer.is_valid(raise_exception=True)
         item_id = serializer.validated_data["itemId"]
@@ -95,13 +118,22 @@ class InboxResolveApi(ApiView):
             resolver = {"resolved_by": "api", "user": request.user}
         try:
             inbox_item_resolve(
-                item_id=item_id, response=serializer.validated_data["response"], **resolver
+                item_id=item_id,
+                response=serializer.validated_data.get("response"),
+                decision=serializer.validated_data.get("decision"),
+                reason=serializer.validated_data.get("reason"),
+                **resolver,
             )
         except InboxItemNotFound as exc:
             return Response({"error": str(exc), "itemId": item_id}, status=404)
         except InboxTransitionError as exc:
             return Response(
                 {"error": str(exc), "itemId": item_id, "status": exc.current_status}, status=409
+            )
+        except DecisionRefused as exc:
+            return Response(
+                {"error": str(exc), "field": exc.field, "itemId": item_id},
+                status=status.HTTP_400_BAD_REQUEST,
             )
         except ValueError as exc:
             return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)

@@ -8,10 +8,12 @@ beside them validate the input, strictly, as zod does (no "true" -> True coercio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gloveapp.core.approvals import inbox_decisions
 from gloveapp.core.store import supports_inbox, supports_tasks
 from gloveapp.core.tools import Tool, ToolContext
 from gloveapp.core.types import (
@@ -116,7 +118,9 @@ class UpdateTasksInput(BaseModel):
     todos: list[TodoInput]
 
 
-async def post_to_inbox(params: PostToInboxInput, ctx: ToolContext) -> ToolResultData:
+async def post_to_inbox(
+    params: PostToInboxInput, ctx: ToolContext, *, decisions: tuple[str, ...] | None = None
+) -> ToolResultData:
     item = InboxItem(
         id=new_inbox_item_id(),
         tag=params.tag,
@@ -126,6 +130,7 @@ async def post_to_inbox(params: PostToInboxInput, ctx: ToolContext) -> ToolResul
         blocking=params.blocking,
         created_at=now_iso(),
         resolved_at=None,
+        decisions=decisions,
     )
     # Like Glove, a store without an inbox is skipped silently; the tool is only registered
     # automatically when the store has one.
@@ -160,11 +165,19 @@ async def update_tasks(params: UpdateTasksInput, ctx: ToolContext) -> ToolResult
     return ToolResultData.success({"tasks": [task.to_dict() for task in tasks]})
 
 
-def create_inbox_tool() -> Tool:
+def create_inbox_tool(*, decisions: Sequence[str] | None = None) -> Tool:
+    """Glove's inbox tool. `decisions` (some of approve, reject, respond) are what a person
+    may answer the items it posts with; the default is a text response only, as in Glove.
+    The model's schema is Glove's either way."""
+    declared = inbox_decisions(list(decisions) if decisions is not None else None)
+
+    async def run(params: PostToInboxInput, ctx: ToolContext) -> ToolResultData:
+        return await post_to_inbox(params, ctx, decisions=declared)
+
     return Tool(
         name=INBOX_TOOL_NAME,
         description=INBOX_TOOL_DESCRIPTION,
-        run=post_to_inbox,
+        run=post_to_inbox if declared is None else run,
         input_model=PostToInboxInput,
         json_schema=INBOX_TOOL_SCHEMA,
     )

@@ -456,9 +456,12 @@ class InboxItem:
     blocking: bool = False
     created_at: str = field(default_factory=now_iso)
     resolved_at: str | None = None
+    # The decisions a person may take (gloveapp.core.approvals.INBOX_DECISIONS); None is
+    # Glove's text response only, and then the wire form is Glove's, without the key.
+    decisions: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "id": self.id,
             "tag": self.tag,
             "request": self.request,
@@ -468,6 +471,9 @@ class InboxItem:
             "created_at": self.created_at,
             "resolved_at": self.resolved_at,
         }
+        if self.decisions:
+            data["decisions"] = list(self.decisions)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InboxItem:
@@ -483,6 +489,7 @@ class InboxItem:
             blocking=bool(data.get("blocking", False)),
             created_at=data.get("created_at") or now_iso(),
             resolved_at=data.get("resolved_at"),
+            decisions=tuple(data["decisions"]) if data.get("decisions") else None,
         )
 
 
