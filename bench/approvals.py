@@ -245,7 +245,10 @@ def main() -> None:
             **results["decision_to_tool"],
         }
     ] * bool(decisions) + [
-        {"measure": f"{name}, {OPEN_REQUESTS:,} open requests", **figures}
+        {
+            "measure": name if name == FLOOR else f"{name}, {OPEN_REQUESTS:,} open requests",
+            **figures,
+        }
         for name, figures in listing.items()
     ]
     results["goals"] = [
