@@ -139,12 +139,38 @@ def pool_check(raw: Any) -> None:
         raise psycopg.OperationalError("the server closed this idle connection")
 
 
+def close_dead_idle_connections() -> None:
+    """Close this thread's idle PostgreSQL connections that the server closed meanwhile (a
+    restart, a failover): the next query opens a new one instead of failing on the old.
+
+    A thread a loop keeps (sync_to_async's) holds its connection for its whole life, out of
+    the pool's reach, so `pool_check` never sees it: the first write after a restart would
+    fail, and a mesh message arriving then was lost. The same non-blocking poll: an idle
+    connection with something to read holds the server's last words. (These connections
+    never LISTEN: the listeners have connections of their own.)"""
+    import select
+
+    for connection in connections.all(initialized_only=True):
+        raw = connection.connection
+        if raw is None or connection.in_atomic_block or connection.vendor != "postgresql":
+            continue
+        try:
+            readable, _, _ = select.select([raw.pgconn.socket], [], [], 0)
+        except Exception:  # already closed: no socket
+            readable = True
+        if readable:
+            with suppress(Exception):
+                connection.close()
+
+
 def healing[**P, T](func: Callable[P, T]) -> Callable[P, T]:
-    """`func`, closing its thread's broken connections when it fails for want of the
-    database (the error is raised as it was): for the functions a loop hands to a thread."""
+    """`func`, on a connection the server has not closed meanwhile, closing its thread's
+    broken connections when it fails for want of the database (the error is raised as it
+    was): for the functions a loop hands to a thread."""
 
     @functools.wraps(func)
     def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        close_dead_idle_connections()
         try:
             return func(*args, **kwargs)
         except Exception as error:

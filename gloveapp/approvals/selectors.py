@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -41,7 +42,7 @@ def approvals_queue(
     if view == "mine":
         rows = rows.filter(Q(assignee_user=user) | (escalated & Q(escalate_to_user=user)))
     elif view == "groups":
-        groups = group_ids(user)
+        groups = user.groups.values("pk")  # a subquery: no round trip of its own
         rows = rows.filter(
             Q(assignee_group__in=groups) | (escalated & Q(escalate_to_group__in=groups))
         )
@@ -63,6 +64,53 @@ def page_of(rows: QuerySet[ApprovalRequest], *, offset: int, limit: int) -> list
 
 
 _PEOPLE = ("assignee_user", "assignee_group", "escalate_to_user", "escalate_to_group")
+
+
+def queue_rows(
+    *, user: Any, view: str, offset: int, limit: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """A page of a queue as the page's list shows it: `limit` rows from `offset` (and whether
+    there are more), each a subset of `approval_data` (id, tool, status, assignee,
+    escalation, expiry). One statement whatever the queue's length: the page's ids (one
+    ordered index range scan, `limit + 1` of them) as a subquery, then only those rows'
+    shown columns, the people's names joined to them alone."""
+    ids = approvals_queue(user=user, view=view).values("pk")[offset : offset + limit + 1]
+    username = f"__{get_user_model().USERNAME_FIELD}"
+    columns = (
+        "created_at",
+        "pk",
+        "tool_name",
+        "status",
+        "expires_at",
+        "escalated_at",
+        "assignee_user" + username,
+        "assignee_group__name",
+        "escalate_to_user" + username,
+        "escalate_to_group__name",
+    )
+    found = sorted(ApprovalRequest.objects.filter(pk__in=ids).values_list(*columns))
+    now = timezone.now()
+    rows = []
+    for values in found[:limit]:
+        _, pk, tool, status, expires_at, escalated_at, user_name, group, to_user, to_group = values
+        open_ = status == ApprovalRequest.Status.OPEN
+        rows.append(
+            {
+                "id": str(pk),
+                "tool": tool,
+                "status": status,
+                "assignee": {"user": user_name, "group": group},
+                "escalateTo": {"user": to_user, "group": to_group},
+                "escalatedAt": _iso(escalated_at),
+                "expiresAt": _iso(expires_at),
+                "secondsLeft": (
+                    max(0, int((expires_at - now).total_seconds()))
+                    if open_ and expires_at is not None
+                    else None
+                ),
+            }
+        )
+    return rows, len(found) > limit
 
 
 def approval_visible(*, user: Any, request_id: Any) -> ApprovalRequest | None:

@@ -107,3 +107,35 @@ def test_it_replaces_the_connection_a_failure_broke():
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("requires_postgres")
+def test_it_opens_a_new_connection_when_the_server_closed_the_idle_one():
+    # A loop's thread keeps its connection out of the pool's reach: after a restart, its
+    # first call must not fail on the connection the server closed (a mesh message that
+    # arrived then was lost). Here the server ends one backend, as a restart ends them all.
+    @healing
+    def backend_pid() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return cursor.fetchone()[0]
+
+    first = backend_pid()
+    killer = connection.copy()
+    try:
+        with killer.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [first])
+    finally:
+        killer.close()
+    import select
+    import time
+
+    deadline = time.monotonic() + 10  # until the server's goodbye reached our socket
+    while time.monotonic() < deadline:
+        if select.select([connection.connection.pgconn.socket], [], [], 0.1)[0]:
+            break
+
+    second = backend_pid()  # no OperationalError: a new connection
+    assert second != first
