@@ -60,6 +60,13 @@ class InboxItemAdminForm(forms.ModelForm):
         help_text="Resolve this item: the agent reads this text on its next turn.",
     )
 
+    # Only for items that declare decisions (approve/reject/respond); blank: a text response.
+    decide = forms.ChoiceField(
+        choices=[("", "Respond with the text"), ("approve", "Approve"), ("reject", "Reject")],
+        required=False,
+        help_text="Approve or Reject: the text above, if any, is the reason the agent reads.",
+    )
+
     class Meta:
         model = InboxItem
         fields: list[str] = []
@@ -69,11 +76,15 @@ class InboxItemAdminForm(forms.ModelForm):
         return check_response(response) if response else response
 
 
-def _resolve(request: HttpRequest, item_id: str, response: str) -> tuple[bool, str]:
+def _resolve(
+    request: HttpRequest, item_id: str, response: str, decision: str | None = None
+) -> tuple[bool, str]:
+    if decision:  # approve / reject: the text is the reason
+        answer: dict[str, Any] = {"decision": decision, "reason": response or None}
+    else:
+        answer = {"response": response}
     try:
-        inbox_item_resolve(
-            item_id=item_id, response=response, resolved_by="user", user=request.user
-        )
+        inbox_item_resolve(item_id=item_id, resolved_by="user", user=request.user, **answer)
     except (InboxItemNotFound, InboxTransitionError, ValueError) as exc:
         # ValueError: an item that asks for a decision (approve/reject) refuses plain text.
         return False, str(exc)
@@ -158,6 +169,8 @@ class InboxItemAdmin(admin.ModelAdmin):
         "resolved_by",
         "resolved_by_user",
         "consumed_at",
+        "decisions",
+        "decision",
     )
 
     @admin.display(description="request")
@@ -198,12 +211,16 @@ class InboxItemAdmin(admin.ModelAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: InboxItem | None = None) -> Any:
         fieldsets: list[Any] = [
-            (None, {"fields": ("id", "session", "tag", "request", "blocking", "status")}),
+            (
+                None,
+                {"fields": ("id", "session", "tag", "request", "blocking", "status", "decisions")},
+            ),
             ("Timing", {"fields": ("created_at", "expires_at")}),
             (
                 "Resolution",
                 {
                     "fields": (
+                        "decision",
                         "response",
                         "resolved_at",
                         "resolved_by",
@@ -218,13 +235,15 @@ class InboxItemAdmin(admin.ModelAdmin):
             and obj.status == Status.PENDING
             and self.has_change_permission(request, obj)
         ):
-            fieldsets.insert(1, ("Resolve", {"fields": ("resolution",)}))
+            asks = ("decide", "resolution") if obj.decisions else ("resolution",)
+            fieldsets.insert(1, ("Resolve", {"fields": asks}))
         return fieldsets
 
     def get_form(self, request: HttpRequest, obj: InboxItem | None = None, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, **kwargs)
         if obj is not None and obj.status == Status.PENDING and "resolution" in form.base_fields:
-            form.base_fields["resolution"].required = True
+            # An item that declares decisions may be approved or rejected without a text.
+            form.base_fields["resolution"].required = not obj.decisions
         return form
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -235,11 +254,12 @@ class InboxItemAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: InboxItem, form: Any, change: bool) -> None:
         response = form.cleaned_data.get("resolution")
-        if not response:
+        decision = form.cleaned_data.get("decide") or None
+        if not response and not decision:
             return
         # The service, not obj.save(): the conditional update decides a race with any
         # other resolver; the loser's message replaces Django's "changed successfully".
-        ok, message = _resolve(request, obj.pk, response)
+        ok, message = _resolve(request, obj.pk, response, decision)
         request._inbox_resolution = (ok, message)  # type: ignore[attr-defined]
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:

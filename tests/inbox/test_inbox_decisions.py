@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -171,3 +172,28 @@ async def test_the_agent_posts_a_gated_item_and_reads_the_rejection():
 
     prompt = "\n".join(m.text for m in model.calls[-1].messages)
     assert '-> Response: "Rejected: It was delivered."' in prompt
+
+
+@pytest.mark.django_db
+def test_staff_reject_an_item_with_a_reason_in_the_admin():
+    staff = get_user_model().objects.create_superuser("boss", password="pw-boss-1")
+    client = Client()
+    client.force_login(staff)
+    post("inbox_1_admin")
+    url = "/admin/inbox/inboxitem/inbox_1_admin/change/"
+    assert 'name="decide"' in client.get(url).content.decode()
+
+    answer = client.post(url, {"decide": "reject", "resolution": "No.", "_save": "Save"})
+
+    assert answer.status_code == 302
+    row = InboxItem.objects.get(pk="inbox_1_admin")
+    assert (row.decision, row.response, row.resolved_by) == ("reject", "Rejected: No.", "user")
+    assert row.resolved_by_user == staff
+    post("inbox_2_admin", decisions=("approve", "reject"))
+    plain = client.post(
+        "/admin/inbox/inboxitem/inbox_2_admin/change/",
+        {"resolution": "sure", "_save": "Save"},
+        follow=True,
+    )
+    assert plain.status_code == 200 and "asks for a decision" in plain.content.decode()
+    assert InboxItem.objects.get(pk="inbox_2_admin").status == "pending"
