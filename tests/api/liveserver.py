@@ -183,6 +183,16 @@ class LiveServer:
         path = self._folder / "server.log"
         return path.read_text(errors="replace")[-size:] if path.exists() else ""
 
+    def exited_workers(self, size: int = 3000) -> str:
+        """Each worker that exited: its exit code and the end of its log ("" if none did)."""
+        told = []
+        for index, worker in enumerate(self.workers):
+            if worker.poll() is not None:
+                path = self._folder / f"worker{index}.log"
+                tail = path.read_text(errors="replace")[-size:] if path.exists() else ""
+                told.append(f"worker {index} exited {worker.returncode}:\n{tail}")
+        return "\n".join(told)
+
     # -- helpers --------------------------------------------------------------------------
     def manage(self, *args: str, database_url: str | None = None) -> str:
         """Run a management command against the server's database (or `database_url`);
