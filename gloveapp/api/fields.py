@@ -263,6 +263,13 @@ class InboxItemSerializer(Schema):
     blocking = serializers.BooleanField(required=False, default=False)
     created_at = IsoTimestampField(required=False)
     resolved_at = IsoTimestampField(required=False, allow_null=True, default=None)
+    # An addition to Glove (sent only when set): the decisions a person may take.
+    decisions = serializers.ListField(
+        child=serializers.ChoiceField(["approve", "reject", "respond"]),
+        required=False,
+        allow_null=True,
+        max_length=3,
+    )
 
 
 class RejectUnknownKeys(Schema):

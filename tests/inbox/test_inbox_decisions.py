@@ -197,3 +197,25 @@ def test_staff_reject_an_item_with_a_reason_in_the_admin():
     )
     assert plain.status_code == 200 and "asks for a decision" in plain.content.decode()
     assert InboxItem.objects.get(pk="inbox_2_admin").status == "pending"
+
+
+@pytest.mark.django_db
+def test_an_item_posted_over_the_session_rest_store_keeps_its_decisions(staff_client):
+    created = staff_client.post("/api/sessions", {"sessionId": "rest_session"}, format="json")
+    assert created.status_code == 201, created.content
+    item = {"id": "inbox_9_rest", "tag": "refund", "request": "Refund?", "decisions": ["approve"]}
+
+    added = staff_client.post("/api/sessions/rest_session/inbox", {"item": item}, format="json")
+    bad = staff_client.post(
+        "/api/sessions/rest_session/inbox",
+        {"item": {**item, "id": "inbox_10_rest", "decisions": ["edit"]}},
+        format="json",
+    )
+    listed = staff_client.get("/api/sessions/rest_session/inbox").json()
+
+    assert added.status_code == 201, added.content
+    assert bad.status_code == 400
+    assert [entry.get("decisions") for entry in listed] == [["approve"]]
+    row = InboxItem.objects.get(key="inbox_9_rest")
+    answer = staff_client.post(URL, {"itemId": row.pk, "response": "ok"}, format="json")
+    assert answer.status_code == 400 and answer.json()["field"] == "decision"
