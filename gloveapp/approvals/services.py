@@ -412,28 +412,8 @@ def approvals_sweep(*, now: datetime | None = None) -> dict[str, int]:
     now = now or timezone.now()
     counts = {"reminded": 0, "escalated": 0, "expired": 0}
     due = ApprovalRequest.objects.filter(status=Status.OPEN)
-    for pk in list(
-        due.filter(remind_at__lte=now, reminded_at__isnull=True).values_list("pk", flat=True)
-    ):
-        with transaction.atomic():
-            if ApprovalRequest.objects.filter(
-                pk=pk, status=Status.OPEN, reminded_at__isnull=True
-            ).update(reminded_at=now):
-                row = ApprovalRequest.objects.get(pk=pk)
-                _announce(row, "approval.reminded")
-                queue_notifications(row=row, event=Event.REMINDER, now=now)
-                counts["reminded"] += 1
-    for pk in list(
-        due.filter(escalate_at__lte=now, escalated_at__isnull=True).values_list("pk", flat=True)
-    ):
-        with transaction.atomic():
-            if ApprovalRequest.objects.filter(
-                pk=pk, status=Status.OPEN, escalated_at__isnull=True
-            ).update(escalated_at=now):
-                row = ApprovalRequest.objects.get(pk=pk)
-                _announce(row, "approval.escalated")
-                queue_notifications(row=row, event=Event.ESCALATION, now=now)
-                counts["escalated"] += 1
+    counts["reminded"] = _once_due(due, "remind_at", "reminded_at", Event.REMINDER, now)
+    counts["escalated"] = _once_due(due, "escalate_at", "escalated_at", Event.ESCALATION, now)
     for row in list(due.filter(expires_at__lte=now)):
         kind = row.on_expire
         decision = Decision(
@@ -455,6 +435,25 @@ def approvals_sweep(*, now: datetime | None = None) -> dict[str, int]:
                 continue
         counts["expired"] += 1
     return counts
+
+
+def _once_due(due: Any, at: str, done: str, event: Any, now: datetime) -> int:
+    """The reminders (or escalations) due at `now`, each exactly once: a conditional update
+    on its `done` time, so several workers sweeping at once fire it once; how many fired."""
+    announced = f"approval.{done.removesuffix('_at')}"  # approval.reminded, .escalated
+    fired = 0
+    for pk in list(
+        due.filter(**{f"{at}__lte": now, f"{done}__isnull": True}).values_list("pk", flat=True)
+    ):
+        with transaction.atomic():
+            if ApprovalRequest.objects.filter(
+                pk=pk, status=Status.OPEN, **{f"{done}__isnull": True}
+            ).update(**{done: now}):
+                row = ApprovalRequest.objects.get(pk=pk)
+                _announce(row, announced)
+                queue_notifications(row=row, event=event, now=now)
+                fired += 1
+    return fired
 
 
 def _expire(row: ApprovalRequest, decision: Decision, now: datetime) -> None:
