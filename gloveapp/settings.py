@@ -347,6 +347,7 @@ SPECTACULAR_SETTINGS = {
         "TaskStatusEnum": "gloveapp.core.types.TASK_STATUSES",
         "InboxStatusEnum": "gloveapp.core.types.INBOX_STATUSES",
         "ApprovalDecisionEnum": "gloveapp.core.approvals.DECISIONS",
+        "InboxDecisionEnum": "gloveapp.core.approvals.INBOX_DECISIONS",
         "PermissionStatusEnum": "gloveapp.core.types.PERMISSION_STATUSES",
     },
 }

@@ -14,6 +14,7 @@ from rest_framework import serializers
 from rest_framework.fields import Field, SkipField, empty, get_error_detail
 
 from gloveapp.core import input_rules
+from gloveapp.core.approvals import INBOX_DECISIONS
 from gloveapp.core.input_rules import ExtraFieldError, check_extra_fields
 from gloveapp.core.types import (
     INBOX_STATUSES,
@@ -265,7 +266,7 @@ class InboxItemSerializer(Schema):
     resolved_at = IsoTimestampField(required=False, allow_null=True, default=None)
     # An addition to Glove (sent only when set): the decisions a person may take.
     decisions = serializers.ListField(
-        child=serializers.ChoiceField(["approve", "reject", "respond"]),
+        child=serializers.ChoiceField(INBOX_DECISIONS),
         required=False,
         allow_null=True,
         max_length=3,

@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from gloveapp.api.access import ApiView
 from gloveapp.api.auth import SameOriginJsonSessionAuthentication
 from gloveapp.api.token_auth import CachedTokenAuthentication
-from gloveapp.core.approvals import DecisionRefused
+from gloveapp.core.approvals import INBOX_DECISIONS, DecisionRefused
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from inbox.access import may_resolve
 from inbox.services import inbox_item_resolve
@@ -55,7 +55,7 @@ class InboxResolveApi(ApiView):
         itemId = serializers.CharField(max_length=128, trim_whitespace=False)
         response = serializers.CharField(trim_whitespace=False, required=False)
         decision = serializers.ChoiceField(
-            ["approve", "reject", "respond"],
+            INBOX_DECISIONS,
             required=False,
             help_text="For an item that declares decisions; omitted: a text response.",
         )
