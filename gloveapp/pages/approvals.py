@@ -56,6 +56,15 @@ def _staff_only(request: HttpRequest) -> None:
         raise Http404("No such page.")
 
 
+def _visible_or_404(request: HttpRequest, approval_id: str) -> Any:
+    """The approval request this staff member may see; any other id is the same 404."""
+    _staff_only(request)
+    row = approval_visible(user=request.user, request_id=approval_id)
+    if row is None:
+        raise Http404("No such approval request.")
+    return row
+
+
 def _view(request: HttpRequest) -> str:
     view = request.GET.get("view") or "all"
     return view if view in VIEWS else "all"
@@ -225,10 +234,7 @@ def approvals_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def approval_detail(request: HttpRequest, approval_id: str) -> HttpResponse:
-    _staff_only(request)
-    row = approval_visible(user=request.user, request_id=approval_id)
-    if row is None:
-        raise Http404("No such approval request.")
+    row = _visible_or_404(request, approval_id)
     if request.GET.get("part") == "row":
         data = approval_data(row, user=request.user)
         return _rows_response([data])
@@ -316,10 +322,7 @@ def _channel(row: Any, form: Any) -> str:
 @login_required
 @require_POST
 def approval_decide_page(request: HttpRequest, approval_id: str) -> HttpResponse:
-    _staff_only(request)
-    row = approval_visible(user=request.user, request_id=approval_id)
-    if row is None:
-        raise Http404("No such approval request.")
+    row = _visible_or_404(request, approval_id)
     error, status = "", 200
     try:
         decision = decision_from_form(row, request.POST)
