@@ -4,6 +4,10 @@ stays as it was."""
 
 from __future__ import annotations
 
+import itertools
+import json
+from pathlib import Path
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -219,3 +223,51 @@ def test_an_item_posted_over_the_session_rest_store_keeps_its_decisions(staff_cl
     row = InboxItem.objects.get(key="inbox_9_rest")
     answer = staff_client.post(URL, {"itemId": row.pk, "response": "ok"}, format="json")
     assert answer.status_code == 400 and answer.json()["field"] == "decision"
+
+
+def _documented_examples(marker: str) -> list[list[str]]:
+    """The rows of the table after `<!-- examples: {marker} ... -->` in the REST reference,
+    each a list of its cells with their backticks taken off."""
+    text = (Path(__file__).resolve().parents[2] / "docs/reference/rest-api.md").read_text()
+    after = text.split(f"<!-- examples: {marker} ", 1)[1].split("-->", 1)[1].lstrip()
+    lines = itertools.takewhile(lambda line: line.startswith("|"), after.splitlines())
+    rows = [[cell.strip().strip("`") for cell in line.strip("|").split(" | ")] for line in lines]
+    return rows[2:]  # past the header and its rule
+
+
+@pytest.mark.django_db
+def test_the_rest_references_accepted_bodies_resolve_as_documented(staff_client):
+    rows = _documented_examples("inbox resolve accepted")
+    assert len(rows) >= 6
+
+    for number, (body, _declared, reads) in enumerate(rows):
+        item_id = f"inbox_doc_{number}"
+        post(item_id)  # declares approve, reject and respond
+        sent = {**json.loads(body), "itemId": item_id}
+        answer = staff_client.post(URL, sent, format="json")
+
+        assert answer.status_code == 200, (body, answer.content)
+        assert answer.json() == {"ok": True, "itemId": item_id}
+        assert InboxItem.objects.get(pk=item_id).response == reads, body
+
+
+@pytest.mark.django_db
+def test_the_rest_references_refused_bodies_are_refused_as_documented(staff_client):
+    rows = _documented_examples("inbox resolve refused")
+    assert len(rows) >= 8
+
+    for number, (body, answer_text, field) in enumerate(rows):
+        sent = json.loads(body)
+        if sent["itemId"] == "inbox_1":
+            sent["itemId"] = f"inbox_doc_{number}"
+            post(sent["itemId"], decisions=("approve", "reject"))
+        before = snapshot()
+        answer = staff_client.post(URL, sent, format="json")
+
+        status, _, said = answer_text.partition(" ")
+        assert answer.status_code == int(status.rstrip(":")), (body, answer.content)
+        assert answer.json().get("field") == (None if field == "none" else field), body
+        said = said.removeprefix(": ").strip("`")
+        if not said.startswith("{"):
+            assert said in answer.json()["error"], body
+        assert snapshot() == before, body
