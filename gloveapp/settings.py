@@ -349,6 +349,8 @@ SPECTACULAR_SETTINGS = {
         "ApprovalDecisionEnum": "gloveapp.core.approvals.DECISIONS",
         "InboxDecisionEnum": "gloveapp.core.approvals.INBOX_DECISIONS",
         "PermissionStatusEnum": "gloveapp.core.types.PERMISSION_STATUSES",
+        "PermissionDecisionEnum": "gloveapp.core.approvals.PERMISSION_DECISIONS",
+        "PermissionAnswerEnum": "gloveapp.turns.services.PERMISSION_ANSWER_WORDS",
     },
 }
 

@@ -14,6 +14,7 @@ from gloveapp.api import (
     chat_url,
     inbox_resolve,
     inbox_views,
+    permission_prompts,
     sessions,
     store_views,
     workspace_inbox,
@@ -86,6 +87,16 @@ urlpatterns = [
         "sessions/<str:session_id>/permissions",
         store_views.PermissionsApi.as_view(),
         name="api-session-permissions",
+    ),
+    path(
+        "sessions/<str:session_id>/permission-prompts",
+        permission_prompts.PermissionPromptListApi.as_view(),
+        name="api-session-permission-prompts",
+    ),
+    path(
+        "sessions/<str:session_id>/permission-prompts/<str:prompt_id>",
+        permission_prompts.PermissionPromptAnswerApi.as_view(),
+        name="api-session-permission-prompt",
     ),
     path(
         "sessions/<str:session_id>/inbox",

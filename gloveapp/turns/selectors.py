@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gloveapp.core.display import Slot
+from gloveapp.core.display import PERMISSION_RENDERER, Slot
 from gloveapp.core.display import visible_slots as strategy_filter
 from gloveapp.turns.models import Turn, TurnSlot
-from gloveapp.turns.services import slot_public_id
+from gloveapp.turns.services import slot_address, slot_public_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +82,27 @@ def visible_slots(session_id: str) -> list[SlotView]:
         for pk, row in by_pk.items()
         if pk in shown or row.status == TurnSlot.Status.EXPIRED
     ]
+
+
+def permission_prompts(session_id: str) -> list[SlotView]:
+    """The session's permission prompts that wait for an answer, as its page shows them
+    (its subagents' included: they run on its turns)."""
+    return [
+        slot
+        for slot in visible_slots(session_id)
+        if slot.renderer == PERMISSION_RENDERER and slot.waits_for_answer and not slot.expired
+    ]
+
+
+def is_permission_prompt(session_id: str, public_id: str) -> bool:
+    """Whether `public_id` names a permission prompt of the session, answered or not."""
+    address = slot_address(public_id)
+    if address is None:
+        return False
+    turn_pk, slot_id = address
+    return TurnSlot.objects.filter(
+        session_id=session_id, turn_id=turn_pk, slot_id=slot_id, renderer=PERMISSION_RENDERER
+    ).exists()
 
 
 def is_busy(session_id: str) -> bool:

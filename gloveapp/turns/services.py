@@ -57,6 +57,10 @@ PERMISSION_ANSWERS: dict[Any, Any] = {
     True: True,
     False: False,
 }
+# The words a permission prompt takes as its answer (the REST route's choices).
+PERMISSION_ANSWER_WORDS: tuple[str, ...] = tuple(
+    answer for answer in PERMISSION_ANSWERS if isinstance(answer, str)
+)
 REMEMBERED_PERMISSION_LABELS = {"granted": "Always allowed", "denied": "Always denied"}
 LIVE_STATUSES = (Turn.Status.QUEUED, Turn.Status.RUNNING)
 # `Turn.source` of a mesh peer's wake-up.
@@ -508,16 +512,24 @@ _PUBLIC_SLOT_ID = re.compile(r"t([0-9]{1,18})-(.+)", re.DOTALL)
 _SLOT_ID_LENGTH = TurnSlot._meta.get_field("slot_id").max_length
 
 
+def slot_address(public_id: str) -> tuple[int, str] | None:
+    """(turn pk, slot id) of a slot's public id, or None when it could name no slot."""
+    match = _PUBLIC_SLOT_ID.fullmatch(public_id)
+    if match is None or not input_rules.could_name_a_row(match[2], max_length=_SLOT_ID_LENGTH):
+        return None
+    return int(match[1]), match[2]
+
+
 def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
     """Answer a waiting prompt from any process; the worker running its turn picks it up.
     False when nothing waits on it (answered already, expired, unknown); ValueError when
     the answer is no storable JSON (NaN, NUL, lone surrogates), or a permission decision
     that is malformed (`DecisionRefused`: a decision other than approve/reject, a reason
     that is not text)."""
-    match = _PUBLIC_SLOT_ID.fullmatch(public_id)
-    if match is None or not input_rules.could_name_a_row(match[2], max_length=_SLOT_ID_LENGTH):
+    address = slot_address(public_id)
+    if address is None:
         return False
-    turn_pk, slot_id = int(match[1]), match[2]
+    turn_pk, slot_id = address
     input_rules.check_json(value, "answer")
     with transaction.atomic():
         row = (

@@ -34,6 +34,8 @@ ROUTES = [
     ("post", "/inbox/update", {"itemId": "inbox_9_zzz", "updates": {"status": "consumed"}}, 404),
     ("get", "/inbox/resolved", None, 200),
     ("post", "/inbox/consume", None, 200),
+    ("get", "/permission-prompts", None, 200),
+    ("post", "/permission-prompts/t1-slot_1", {"value": "once"}, 404),  # no such prompt
     ("delete", "", None, 204),
 ]
 IDS = [f"{method.upper()} {path or '/'}" for method, path, _, _ in ROUTES]
