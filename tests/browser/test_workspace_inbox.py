@@ -1,5 +1,6 @@
 """The workspace inbox page in a real browser: entries pushed over MCP arrive live, the
-keyboard drives it, deletes can be undone, read state survives a reload, docs render."""
+keyboard (j/k/Enter, Delete) drives it, deletes can be undone, read state survives a reload,
+docs render."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.browser
 
 WAIT_MS = 20_000
 READ = re.compile(r"\bis-read\b")
+SELECTED = re.compile(r"\bis-selected\b")
 
 REPORT = """# FOMC preview
 
@@ -180,4 +182,34 @@ def test_the_list_pages_in_older_entries_as_it_scrolls(server, browser, workspac
     expect(rows).to_have_count(120)
     expect(page.locator("#inbox-more")).to_be_hidden()
     expect(rows.last).to_contain_text("Old check-in 0")
+    context.close()
+
+
+def test_j_and_k_move_through_the_list_and_enter_opens_the_focused_entry(
+    server, browser, workspace
+):
+    older = push(workspace, comments="Older: the weekly numbers are in.")
+    newer = push(workspace, comments="Newer: the draft is ready for review.")
+    expect.set_options(timeout=WAIT_MS)
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    log_in(page, server.url, "demo", DEMO_PASSWORD, next_url="/inbox/")
+    expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
+    page.evaluate("window.stillTheSamePage = true")
+    detail = page.locator("#inbox-detail")
+
+    page.keyboard.press("j")
+    expect(detail).to_contain_text("the draft is ready")
+    expect(row(page, newer)).to_have_class(SELECTED)
+    page.keyboard.press("j")
+    expect(detail).to_contain_text("the weekly numbers")
+    expect(page).to_have_url(re.compile(rf"\?entry={older}$"))
+    page.keyboard.press("k")
+    expect(detail).to_contain_text("the draft is ready")
+    row(page, older).locator(".inbox-row__link").focus()
+    page.keyboard.press("Enter")
+    expect(detail).to_contain_text("the weekly numbers")
+    expect(row(page, older)).to_have_class(SELECTED)
+    expect(row(page, newer)).not_to_have_class(SELECTED)
+    assert page.evaluate("window.stillTheSamePage") is True
     context.close()
