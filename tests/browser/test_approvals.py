@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import BARISTA_PASSWORD, DEMO_PASSWORD
-from tests.browser.test_coffee_shop import log_in, say
+from tests.browser.test_coffee_shop import log_in, open_live_page, say
 
 pytestmark = pytest.mark.browser
 
@@ -86,11 +86,9 @@ def test_the_keyboard_moves_through_the_queue_and_the_list_follows_live(server, 
     with httpx.Client(base_url=server.url, headers=headers, timeout=10) as api:
         session_id = api.post("/api/sessions", json={"title": "Wholesale"}).json()["sessionId"]
     open_requests(server, session_id, 7, 8)
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    log_in(page, server.url, "barista", BARISTA_PASSWORD, next_url="/approvals/?view=groups")
-    expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
-    page.evaluate("window.stillTheSamePage = true")
+    context, page = open_live_page(
+        browser, server.url, "barista", BARISTA_PASSWORD, "/approvals/?view=groups"
+    )
     rows = page.locator("#approvals-list .approvals-row")
     expect(rows).not_to_have_count(0)
     first, second = rows.nth(0).get_attribute("data-id"), rows.nth(1).get_attribute("data-id")

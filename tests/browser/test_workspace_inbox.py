@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import DEMO_PASSWORD, screenshot_path
-from tests.browser.test_coffee_shop import log_in
+from tests.browser.test_coffee_shop import log_in, open_live_page
 from tests.inbox.workspaces.conftest import make_workspace
 from tests.inbox.workspaces.test_mcp import call, result_json
 
@@ -76,11 +76,9 @@ def row(page: Page, entry_id: str):
 
 def test_the_inbox_page_end_to_end(server, browser, workspace, tmp_path):
     expect.set_options(timeout=WAIT_MS)
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
-    page = context.new_page()
-    log_in(page, server.url, "demo", DEMO_PASSWORD, next_url="/inbox/")
-    expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
-    page.evaluate("window.stillTheSamePage = true")
+    context, page = open_live_page(
+        browser, server.url, "demo", DEMO_PASSWORD, "/inbox/", height=860
+    )
 
     # Pushed over MCP while the page is open: they arrive live, newest first, unread.
     report_id = push(
@@ -191,11 +189,9 @@ def test_j_and_k_move_through_the_list_and_enter_opens_the_focused_entry(
     older = push(workspace, comments="Older: the weekly numbers are in.")
     newer = push(workspace, comments="Newer: the draft is ready for review.")
     expect.set_options(timeout=WAIT_MS)
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
-    page = context.new_page()
-    log_in(page, server.url, "demo", DEMO_PASSWORD, next_url="/inbox/")
-    expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
-    page.evaluate("window.stillTheSamePage = true")
+    context, page = open_live_page(
+        browser, server.url, "demo", DEMO_PASSWORD, "/inbox/", height=860
+    )
     detail = page.locator("#inbox-detail")
 
     page.keyboard.press("j")
