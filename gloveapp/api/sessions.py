@@ -24,9 +24,38 @@ class SessionOutputSerializer(serializers.Serializer):
     updatedAt = serializers.DateTimeField(source="updated_at")
     tokenCount = serializers.IntegerField(source="token_count")
     turnCount = serializers.IntegerField(source="turn_count")
+    # A subagent's session names the session whose agent delegated it, by the id its owner
+    # (the same user) knows it by; null for a conversation nobody delegated.
+    parentSessionId = serializers.CharField(
+        source="parent.key",
+        allow_null=True,
+        help_text="The session whose agent delegated this one to a subagent; null if none.",
+    )
 
 
 class SessionListApi(ApiView):
+    class QuerySerializer(Schema):
+        class Meta:
+            ref_name = "SessionListQuery"
+
+        parent = serializers.CharField(
+            required=False,
+            trim_whitespace=False,
+            help_text="Only this session's subagent sessions (404 if it is not yours).",
+        )
+        topLevel = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="Only the sessions no agent delegated, as the chat list shows them.",
+        )
+
+        def validate(self, attrs: dict) -> dict:
+            if attrs.get("topLevel") and "parent" in attrs:
+                raise serializers.ValidationError(
+                    {"topLevel": ["A subagent session is never top-level: send one of the two."]}
+                )
+            return attrs
+
     class InputSerializer(Schema):
         class Meta:
             ref_name = "SessionCreateInput"  # nested serializers all share the name "Input"
@@ -41,10 +70,26 @@ class SessionListApi(ApiView):
         agentName = serializers.CharField(required=False, allow_blank=True, max_length=100)
 
     @extend_schema(
-        operation_id="sessions_list", responses={200: SessionOutputSerializer(many=True)}
+        operation_id="sessions_list",
+        description=(
+            "Every session of the caller, newest first, subagents' sessions included (each "
+            "names its parent in `parentSessionId`); `parent` or `topLevel` narrow the list."
+        ),
+        parameters=[QuerySerializer],
+        responses={
+            200: SessionOutputSerializer(many=True),
+            400: ErrorSerializer,
+            404: OpenApiResponse(ErrorSerializer, description="`parent` is not your session."),
+        },
     )
     def get(self, request: Request) -> Response:
-        sessions = selectors.sessions_owned_by(request.user)
+        query = self.validated(self.QuerySerializer, request.query_params)
+        parent = None
+        if "parent" in query:
+            parent = owned_session(request.user, query["parent"])
+        sessions = selectors.sessions_with_parents(
+            request.user, parent=parent, top_level=query["topLevel"]
+        )
         return Response(SessionOutputSerializer(sessions, many=True).data)
 
     @extend_schema(

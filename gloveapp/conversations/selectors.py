@@ -152,6 +152,20 @@ def sessions_owned_by(owner: Any) -> QuerySet[Session]:
     return Session.objects.filter(owner=owner).order_by("-created_at", "-key")
 
 
+def sessions_with_parents(
+    owner: Any, *, parent: Session | None = None, top_level: bool = False
+) -> QuerySet[Session]:
+    """`sessions_owned_by` with each one's parent at hand (its key is the id the owner knows
+    the parent by), for the REST list: every one, subagents' included; only `parent`'s
+    subagent sessions; or, with `top_level`, only those no agent delegated (the chat list's)."""
+    sessions = sessions_owned_by(owner).select_related("parent")
+    if parent is not None:
+        sessions = sessions.filter(parent=parent)
+    if top_level:
+        sessions = sessions.filter(parent__isnull=True)
+    return sessions
+
+
 def sessions_listed_for(owner: Any) -> list[Session]:
     """`sessions_owned_by`, each with `person_turns`: the messages the person sent (the
     runtime's `turn_count` counts model calls, two or more per answer that used a tool)."""

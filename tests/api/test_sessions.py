@@ -135,3 +135,73 @@ def test_it_retires_the_ids_of_a_deleted_sessions_subagents(owner_client, sessio
         assert LiveEvent.objects.filter(
             stream=f"session:{gone.pk}", type="session.deleted"
         ).exists()
+
+
+@pytest.fixture
+def subagent_ids(session_id) -> tuple[str, str]:
+    """A subagent session of the owner's session and one of its own (as a delegation
+    creates them, `services.session_child`): their ids as the owner sees them."""
+    from gloveapp.conversations.models import Session
+    from gloveapp.conversations.services import session_child
+
+    parent = Session.objects.get(key=session_id)
+    child, _ = session_child(parent_id=parent.pk, call_id="call_1", agent_name="researcher")
+    grandchild, _ = session_child(parent_id=child.pk, call_id="call_2", agent_name="reader")
+    return child.key, grandchild.key
+
+
+def test_it_lists_subagent_sessions_with_their_parent(owner_client, session_id, subagent_ids):
+    child, grandchild = subagent_ids
+
+    listed = {s["sessionId"]: s for s in owner_client.get("/api/sessions").json()}
+
+    # The list keeps every session it always sent; each now says who delegated it.
+    assert set(listed) == {session_id, child, grandchild}
+    assert listed[session_id]["parentSessionId"] is None
+    assert listed[child]["parentSessionId"] == session_id
+    assert listed[grandchild]["parentSessionId"] == child
+
+
+def test_it_names_the_parent_in_the_detail_and_on_create(owner_client, session_id, subagent_ids):
+    child, _ = subagent_ids
+
+    assert owner_client.get(f"/api/sessions/{child}").json()["parentSessionId"] == session_id
+    assert owner_client.get(f"/api/sessions/{session_id}").json()["parentSessionId"] is None
+    created = owner_client.post("/api/sessions", {"sessionId": "glove_new"}, format="json")
+    assert created.json()["parentSessionId"] is None
+
+
+def test_it_lists_one_sessions_subagents_with_parent(owner_client, session_id, subagent_ids):
+    child, grandchild = subagent_ids
+
+    under_parent = owner_client.get("/api/sessions", {"parent": session_id}).json()
+    under_child = owner_client.get("/api/sessions", {"parent": child}).json()
+
+    assert [s["sessionId"] for s in under_parent] == [child]
+    assert [s["sessionId"] for s in under_child] == [grandchild]
+    assert owner_client.get("/api/sessions", {"parent": grandchild}).json() == []
+
+
+def test_it_lists_only_top_level_sessions_as_the_chat_list_does(
+    owner_client, session_id, subagent_ids
+):
+    listed = owner_client.get("/api/sessions", {"topLevel": "true"}).json()
+
+    assert [s["sessionId"] for s in listed] == [session_id]
+
+
+def test_it_answers_a_parent_that_is_not_the_callers_like_a_missing_one(
+    owner_client, other_client, session_id, subagent_ids
+):
+    theirs = other_client.get("/api/sessions", {"parent": session_id})
+    missing = other_client.get("/api/sessions", {"parent": "glove_nobody"})
+
+    assert theirs.status_code == missing.status_code == 404
+    assert theirs.json() == missing.json()
+
+
+def test_it_refuses_parent_and_top_level_together_naming_the_field(owner_client, session_id):
+    response = owner_client.get("/api/sessions", {"parent": session_id, "topLevel": "true"})
+
+    assert response.status_code == 400
+    assert response.json()["field"] == "topLevel"
