@@ -75,15 +75,17 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Content-Security-Policy on every response (SECURE_CSP below).
-    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # Content-Security-Policy on every response (SECURE_CSP below); Django's, each policy
+    # rendered once (gloveapp/middleware.py).
+    "gloveapp.middleware.ContentSecurityPolicyMiddleware",
     # Serves STATIC_ROOT (collectstatic) with DEBUG off, straight from the ASGI app.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    # Django's, its storage built when a message is read or added (gloveapp/middleware.py).
+    "gloveapp.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it answers a locked-out login attempt.

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, get_encoding
-from rest_framework.utils import json
+from rest_framework.utils.json import strict_constant
+
+# DRF's `json.loads(text, parse_constant=...)` builds a decoder for every call; these are
+# the same two decoders (STRICT_JSON refuses NaN and Infinity), built once.
+_DECODERS = {True: json.JSONDecoder(parse_constant=strict_constant), False: json.JSONDecoder()}
 
 
 class SafeJSONParser(JSONParser):
@@ -21,7 +26,9 @@ class SafeJSONParser(JSONParser):
         encoding = get_encoding(parser_context or {})
         try:
             text = stream.read().decode(encoding)
-            return json.loads(text, parse_constant=json.strict_constant if self.strict else None)
+            if text.startswith("\ufeff"):  # the json module's own error for a byte-order mark
+                return json.loads(text)
+            return _DECODERS[bool(self.strict)].decode(text)
         except RecursionError as exc:
             raise ParseError("JSON parse error - the body is nested too deeply.") from exc
         except ValueError as exc:

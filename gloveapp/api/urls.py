@@ -22,38 +22,7 @@ from gloveapp.api import (
 from gloveapp.api.turns import TurnCancelApi
 
 urlpatterns = [
-    path("approvals/", approvals.ApprovalListApi.as_view(), name="api-approvals"),
-    path(
-        "approvals/<str:approval_id>",
-        approvals.ApprovalDetailApi.as_view(),
-        name="api-approval",
-    ),
-    path(
-        "approvals/<str:approval_id>/decide",
-        approvals.ApprovalDecideApi.as_view(),
-        name="api-approval-decide",
-    ),
-    path("inbox/resolve", inbox_resolve.InboxResolveApi.as_view(), name="inbox-resolve"),
-    # The workspace inbox, after `inbox/resolve` so that word is never read as an entry id.
-    path(
-        "inbox/history", workspace_inbox.InboxHistoryApi.as_view(), name="workspace-inbox-history"
-    ),
-    path("inbox/seed", workspace_inbox.InboxSeedApi.as_view(), name="workspace-inbox-seed"),
-    path(
-        "inbox/<str:entry_id>/read",
-        workspace_inbox.InboxEntryReadApi.as_view(),
-        name="workspace-inbox-read",
-    ),
-    path(
-        "inbox/<str:entry_id>",
-        workspace_inbox.InboxEntryApi.as_view(),
-        name="workspace-inbox-entry",
-    ),
-    path(
-        "workspaces/<str:workspace_id>/file",
-        workspace_inbox.WorkspaceFileApi.as_view(),
-        name="workspace-file",
-    ),
+    # The session routes first: the remote store's hot paths resolve in fewer tries.
     path("sessions", sessions.SessionListApi.as_view(), name="api-sessions"),
     path("sessions/<str:session_id>", sessions.SessionDetailApi.as_view(), name="api-session"),
     path(
@@ -122,6 +91,38 @@ urlpatterns = [
         "sessions/<str:session_id>/chat-url",
         chat_url.ChatUrlMintApi.as_view(),
         name="api-session-chat-url",
+    ),
+    path("approvals/", approvals.ApprovalListApi.as_view(), name="api-approvals"),
+    path(
+        "approvals/<str:approval_id>",
+        approvals.ApprovalDetailApi.as_view(),
+        name="api-approval",
+    ),
+    path(
+        "approvals/<str:approval_id>/decide",
+        approvals.ApprovalDecideApi.as_view(),
+        name="api-approval-decide",
+    ),
+    path("inbox/resolve", inbox_resolve.InboxResolveApi.as_view(), name="inbox-resolve"),
+    # The workspace inbox, after `inbox/resolve` so that word is never read as an entry id.
+    path(
+        "inbox/history", workspace_inbox.InboxHistoryApi.as_view(), name="workspace-inbox-history"
+    ),
+    path("inbox/seed", workspace_inbox.InboxSeedApi.as_view(), name="workspace-inbox-seed"),
+    path(
+        "inbox/<str:entry_id>/read",
+        workspace_inbox.InboxEntryReadApi.as_view(),
+        name="workspace-inbox-read",
+    ),
+    path(
+        "inbox/<str:entry_id>",
+        workspace_inbox.InboxEntryApi.as_view(),
+        name="workspace-inbox-entry",
+    ),
+    path(
+        "workspaces/<str:workspace_id>/file",
+        workspace_inbox.WorkspaceFileApi.as_view(),
+        name="workspace-file",
     ),
     path("chat", chat.ChatApi.as_view(), name="api-chat"),
     path("chat/<str:token>", chat_url.SignedChatApi.as_view(), name="api-chat-signed"),

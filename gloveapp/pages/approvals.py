@@ -3,8 +3,8 @@
 An edge: each view checks who asks (staff; anyone else gets the same 404 whether or not a
 request exists), reads through `approvals.selectors`, decides through `approval_decide` and
 renders. It works without JavaScript (rows are links, the decision is a form);
-`static/glove/approvals.js` adds j/k/Enter and a/x keys and live updates from the
-`approvals` stream (`/ws/approvals/`).
+`static/glove/approvals.js` adds j/k/Enter (`list_nav.js`, shared with the inbox) and a/x
+keys and live updates from the `approvals` stream (`/ws/approvals/`).
 """
 
 from __future__ import annotations

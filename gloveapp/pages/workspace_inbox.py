@@ -2,7 +2,8 @@
 
 An edge: each view checks who asks (the owner; anyone else gets a 404), calls a selector or
 a service and renders. The page works without JavaScript (rows are links, the reply bar is a
-form); `static/glove/workspace_inbox.js` adds keyboard, live updates, undo and paging.
+form); `static/glove/workspace_inbox.js` adds keyboard, live updates, undo and paging (the
+list navigation and the sockets from `list_nav.js`, shared with `/approvals/`).
 """
 
 from __future__ import annotations

@@ -87,7 +87,11 @@ def test_the_owner_lists_and_revokes_an_api_token_from_the_chat_pages_menu(ann, 
     assert revoked.status_code == 303
     assert not Token.objects.filter(pk=token.key).exists()
     assert api.get("/api/sessions").status_code == 401
-    assert "You have no API token." in ann_browser.get("/accounts/tokens/").content.decode()
+    after = ann_browser.get("/accounts/tokens/").content.decode()
+    assert "You have no API token." in after
+    # The flash message (stored by the revoke, read once by the next page).
+    assert "The token was revoked: it no longer opens the API." in after
+    assert "The token was revoked" not in ann_browser.get("/accounts/tokens/").content.decode()
 
 
 def test_nobody_else_can_revoke_a_users_token(ann, settings):

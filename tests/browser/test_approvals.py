@@ -1,19 +1,22 @@
 """A barista approves a large order on /approvals/ with another quantity; the customer's page
-goes on live with the edited order."""
+goes on live with the edited order. The keyboard moves through the queue, and the list and
+the open request follow changes live."""
 
 from __future__ import annotations
 
 import re
 
+import httpx
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import BARISTA_PASSWORD, DEMO_PASSWORD
-from tests.browser.test_coffee_shop import log_in, say
+from tests.browser.test_coffee_shop import log_in, open_live_page, say
 
 pytestmark = pytest.mark.browser
 
 WAIT_MS = 30_000
+SELECTED = re.compile(r"\bis-selected\b")
 
 
 def test_a_barista_edits_the_quantity_and_approves_and_the_customer_goes_on_live(server, browser):
@@ -50,3 +53,72 @@ def test_a_barista_edits_the_quantity_and_approves_and_the_customer_goes_on_live
     expect(page.locator("#messages")).to_contain_text(re.compile(r"Order #\d+ is placed"))
     assert page.evaluate("window.stillTheSamePage") is True
     customer.close()
+
+
+# Requests as the demo shop's checkout opens them, straight from the services (no turn waits
+# on them): their ids, each on a line of its own after "opened".
+OPEN_REQUESTS = """
+from gloveapp.approvals.services import approval_open
+from gloveapp.core.approvals import approval_prompt
+from gloveapp.demo.coffee import LARGE_ORDER, checkout
+for bags in {bags}:
+    order = {{"payment": "pickup", "lines": [{{"coffee": "Kenya AA", "quantity": bags}}]}}
+    prompt = approval_prompt(checkout, order, LARGE_ORDER)
+    print("opened", approval_open(session_id="{session_id}", prompt=prompt).pk)
+"""
+APPROVE = """
+from gloveapp.approvals.models import ApprovalRequest
+from gloveapp.approvals.services import approval_decide
+from gloveapp.core.approvals import Decision
+row = ApprovalRequest.objects.get(pk="{request_id}")
+approval_decide(request_id=row.pk, decision=Decision("approve", row.fingerprint), channel="python")
+"""
+
+
+def open_requests(server, session_id: str, *bags: int) -> list[str]:
+    out = server.manage("shell", "-c", OPEN_REQUESTS.format(bags=list(bags), session_id=session_id))
+    return re.findall(r"^opened (\S+)$", out, re.MULTILINE)
+
+
+def test_the_keyboard_moves_through_the_queue_and_the_list_follows_live(server, browser):
+    expect.set_options(timeout=WAIT_MS)
+    headers = {"Authorization": f"Token {server.token_for('demo')}"}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=10) as api:
+        session_id = api.post("/api/sessions", json={"title": "Wholesale"}).json()["sessionId"]
+    open_requests(server, session_id, 7, 8)
+    context, page = open_live_page(
+        browser, server.url, "barista", BARISTA_PASSWORD, "/approvals/?view=groups"
+    )
+    rows = page.locator("#approvals-list .approvals-row")
+    expect(rows).not_to_have_count(0)
+    first, second = rows.nth(0).get_attribute("data-id"), rows.nth(1).get_attribute("data-id")
+
+    def row(request_id):
+        return page.locator(f'.approvals-row[data-id="{request_id}"]')
+
+    shown = page.locator("#approvals-detail .approval")
+
+    # j opens the first request, j the next, k back; Enter opens the focused row.
+    page.keyboard.press("j")
+    expect(shown).to_have_attribute("data-id", first)
+    expect(row(first)).to_have_class(SELECTED)
+    page.keyboard.press("j")
+    expect(shown).to_have_attribute("data-id", second)
+    expect(page).to_have_url(re.compile(rf"view=groups&request={second}$"))
+    page.keyboard.press("k")
+    expect(shown).to_have_attribute("data-id", first)
+    row(second).locator(".inbox-row__link").focus()
+    page.keyboard.press("Enter")
+    expect(shown).to_have_attribute("data-id", second)
+    expect(row(second)).to_have_class(SELECTED)
+
+    # A request opened meanwhile joins the list; the open one, decided elsewhere, updates in
+    # place and leaves the open queue.
+    (new,) = open_requests(server, session_id, 9)
+    expect(row(new)).to_be_visible()
+    expect(row(second)).to_have_class(SELECTED)
+    server.manage("shell", "-c", APPROVE.format(request_id=second))
+    expect(shown).to_have_attribute("data-status", "decided")
+    expect(row(second)).to_have_count(0)
+    assert page.evaluate("window.stillTheSamePage") is True
+    context.close()

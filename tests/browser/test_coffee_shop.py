@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.browser.conftest import DEMO_PASSWORD, STAFF_PASSWORD, screenshot_path
 
@@ -20,6 +20,19 @@ def log_in(page: Page, base_url: str, username: str, password: str, next_url: st
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
+
+
+def open_live_page(
+    browser, base_url: str, username: str, password: str, next_url: str, *, height: int = 900
+) -> tuple[BrowserContext, Page]:
+    """A fresh context logged in on `next_url` once its live socket is open, the page marked
+    so that a test can tell it was never reloaded (`window.stillTheSamePage`)."""
+    context = browser.new_context(viewport={"width": 1280, "height": height})
+    page = context.new_page()
+    log_in(page, base_url, username, password, next_url=next_url)
+    expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
+    page.evaluate("window.stillTheSamePage = true")
+    return context, page
 
 
 def say(page: Page, text: str) -> None:

@@ -1,5 +1,6 @@
 """The workspace inbox page in a real browser: entries pushed over MCP arrive live, the
-keyboard drives it, deletes can be undone, read state survives a reload, docs render."""
+keyboard (j/k/Enter, Delete) drives it, deletes can be undone, read state survives a reload,
+docs render."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import DEMO_PASSWORD, screenshot_path
-from tests.browser.test_coffee_shop import log_in
+from tests.browser.test_coffee_shop import log_in, open_live_page
 from tests.inbox.workspaces.conftest import make_workspace
 from tests.inbox.workspaces.test_mcp import call, result_json
 
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.browser
 
 WAIT_MS = 20_000
 READ = re.compile(r"\bis-read\b")
+SELECTED = re.compile(r"\bis-selected\b")
 
 REPORT = """# FOMC preview
 
@@ -74,11 +76,9 @@ def row(page: Page, entry_id: str):
 
 def test_the_inbox_page_end_to_end(server, browser, workspace, tmp_path):
     expect.set_options(timeout=WAIT_MS)
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
-    page = context.new_page()
-    log_in(page, server.url, "demo", DEMO_PASSWORD, next_url="/inbox/")
-    expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
-    page.evaluate("window.stillTheSamePage = true")
+    context, page = open_live_page(
+        browser, server.url, "demo", DEMO_PASSWORD, "/inbox/", height=860
+    )
 
     # Pushed over MCP while the page is open: they arrive live, newest first, unread.
     report_id = push(
@@ -180,4 +180,32 @@ def test_the_list_pages_in_older_entries_as_it_scrolls(server, browser, workspac
     expect(rows).to_have_count(120)
     expect(page.locator("#inbox-more")).to_be_hidden()
     expect(rows.last).to_contain_text("Old check-in 0")
+    context.close()
+
+
+def test_j_and_k_move_through_the_list_and_enter_opens_the_focused_entry(
+    server, browser, workspace
+):
+    older = push(workspace, comments="Older: the weekly numbers are in.")
+    newer = push(workspace, comments="Newer: the draft is ready for review.")
+    expect.set_options(timeout=WAIT_MS)
+    context, page = open_live_page(
+        browser, server.url, "demo", DEMO_PASSWORD, "/inbox/", height=860
+    )
+    detail = page.locator("#inbox-detail")
+
+    page.keyboard.press("j")
+    expect(detail).to_contain_text("the draft is ready")
+    expect(row(page, newer)).to_have_class(SELECTED)
+    page.keyboard.press("j")
+    expect(detail).to_contain_text("the weekly numbers")
+    expect(page).to_have_url(re.compile(rf"\?entry={older}$"))
+    page.keyboard.press("k")
+    expect(detail).to_contain_text("the draft is ready")
+    row(page, older).locator(".inbox-row__link").focus()
+    page.keyboard.press("Enter")
+    expect(detail).to_contain_text("the weekly numbers")
+    expect(row(page, older)).to_have_class(SELECTED)
+    expect(row(page, newer)).not_to_have_class(SELECTED)
+    assert page.evaluate("window.stillTheSamePage") is True
     context.close()

@@ -1,6 +1,7 @@
-// The workspace inbox page: date groups, j/k/Enter/Delete, undo, read state, live updates
-// (one socket per workspace the user owns), and paging as the list scrolls. The server
-// renders every row and the detail pane; this script only moves them around.
+// The workspace inbox page: date groups, j/k/Enter (list_nav.js) and Delete, undo, read
+// state, live updates (one socket per workspace the user owns), and paging as the list
+// scrolls. The server renders every row and the detail pane; this script only moves them
+// around.
 (function () {
   "use strict";
 
@@ -12,12 +13,9 @@
   const empty = document.getElementById("inbox-empty");
   const toast = document.getElementById("inbox-toast");
   const badge = document.getElementById("inbox-badge");
-  const liveState = document.getElementById("live-state");
   const UNDO_MS = 6000;
-  let selectedId = null;
   let hasMore = root.dataset.hasMore === "1";
   let loadingMore = false;
-  let detailRequest = 0;
   const pendingDeletes = new Map(); // id -> {row, timer}
   // The routes as the server reversed them (the project may mount the apps anywhere).
   function entryUrl(template, id) {
@@ -39,12 +37,33 @@
     }, options || {}));
   }
 
-  function rows() {
-    return Array.prototype.slice.call(list.querySelectorAll(".inbox-row"));
-  }
-  function rowById(id) {
-    return list.querySelector('.inbox-row[data-id="' + CSS.escape(id) + '"]');
-  }
+  const nav = window.GloveListNav.listNav({
+    list: list,
+    rowSelector: ".inbox-row",
+    onSelect: function (row) {
+      const id = row.dataset.id;
+      nav.loadDetail(row.querySelector(".inbox-row__link").dataset.detailUrl, function (html) {
+        detail.innerHTML = html;
+        history.replaceState(null, "", "?entry=" + encodeURIComponent(id));
+      });
+      if (!row.classList.contains("is-read")) {
+        setRead(row, true);
+        api("PUT", entryUrl(root.dataset.entryReadUrl, id)).catch(function () {});
+      }
+    },
+    onMove: function (index, all) {
+      if (index >= all.length - 3) loadMore();
+    },
+    onKey: function (event) {
+      if (event.key === "Delete" || event.key === "Backspace") {
+        if (nav.selectedId) { event.preventDefault(); deleteWithUndo(rowById(nav.selectedId)); }
+      } else if (event.key === "z" && toast && !toast.hidden) {
+        undo(toast.dataset.id);
+      }
+    },
+  });
+  const rows = nav.rows;
+  const rowById = nav.rowById;
 
   // -- date groups and relative times --------------------------------------------------
   function bucket(ts) {
@@ -108,38 +127,9 @@
     bumpBadge(read ? -1 : 1);
   }
 
-  // -- selection and detail ------------------------------------------------------------
-  function select(row, options) {
-    if (!row) return;
-    rows().forEach(function (other) { other.classList.toggle("is-selected", other === row); });
-    selectedId = row.dataset.id;
-    row.scrollIntoView({ block: "nearest" });
-    const link = row.querySelector(".inbox-row__link");
-    if (options && options.focus && link) link.focus({ preventScroll: true });
-    const request = ++detailRequest;
-    fetch(link.dataset.detailUrl, { credentials: "same-origin" })
-      .then(function (response) { return response.ok ? response.text() : Promise.reject(response); })
-      .then(function (html) {
-        if (request !== detailRequest) return; // a later selection won
-        detail.innerHTML = html;
-        history.replaceState(null, "", "?entry=" + encodeURIComponent(row.dataset.id));
-      })
-      .catch(function () {});
-    if (!row.classList.contains("is-read")) {
-      setRead(row, true);
-      api("PUT", entryUrl(root.dataset.entryReadUrl, row.dataset.id)).catch(function () {});
-    }
-  }
-  function move(step) {
-    const all = rows();
-    if (!all.length) return;
-    let index = all.findIndex(function (row) { return row.dataset.id === selectedId; });
-    index = index < 0 ? 0 : Math.min(all.length - 1, Math.max(0, index + step));
-    select(all[index], { focus: true });
-    if (index >= all.length - 3) loadMore();
-  }
+  // -- detail --------------------------------------------------------------------------
   function clearDetail() {
-    selectedId = null;
+    nav.selectedId = null;
     detail.innerHTML = '<p class="inbox-detail__empty muted">Select an entry.</p>';
   }
 
@@ -155,8 +145,8 @@
     row.remove();
     if (wasUnread) bumpBadge(-1);
     regroup();
-    if (row.dataset.id === selectedId) {
-      if (next) select(next, { focus: true });
+    if (row.dataset.id === nav.selectedId) {
+      if (next) nav.select(next, { focus: true });
       else clearDetail();
     }
     return wasUnread;
@@ -181,7 +171,7 @@
     insertRow(pending.row);
     if (pending.wasUnread) bumpBadge(1);
     regroup();
-    select(pending.row, { focus: true });
+    nav.select(pending.row, { focus: true });
     hideToast(id);
   }
   function showToast(id) {
@@ -202,30 +192,9 @@
     pendingDeletes.clear();
   });
 
-  // -- keyboard and clicks -------------------------------------------------------------
-  document.addEventListener("keydown", function (event) {
-    const target = event.target;
-    if (event.metaKey || event.ctrlKey || event.altKey) return;
-    if (target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.isContentEditable)) return;
-    if (event.key === "j") { event.preventDefault(); move(1); }
-    else if (event.key === "k") { event.preventDefault(); move(-1); }
-    else if (event.key === "Enter") {
-      const row = target && target.closest ? target.closest(".inbox-row") : null;
-      if (row) { event.preventDefault(); select(row, { focus: true }); }
-    } else if (event.key === "Delete" || event.key === "Backspace") {
-      if (selectedId) { event.preventDefault(); deleteWithUndo(rowById(selectedId)); }
-    } else if (event.key === "z" && toast && !toast.hidden) {
-      undo(toast.dataset.id);
-    }
-  });
-  list.addEventListener("click", function (event) {
-    const row = event.target.closest(".inbox-row");
-    if (!row) return;
-    event.preventDefault();
-    select(row, { focus: true });
-  });
+  // -- clicks --------------------------------------------------------------------------
   detail.addEventListener("click", function (event) {
-    if (event.target.closest('[data-action="delete"]') && selectedId) deleteWithUndo(rowById(selectedId));
+    if (event.target.closest('[data-action="delete"]') && nav.selectedId) deleteWithUndo(rowById(nav.selectedId));
   });
 
   // -- paging --------------------------------------------------------------------------
@@ -282,7 +251,7 @@
     fetch("/inbox/entries/" + encodeURIComponent(id), { credentials: "same-origin" })
       .then(function (response) { return response.ok ? response.text() : Promise.reject(response); })
       .then(function (html) {
-        if (selectedId !== id) return;
+        if (nav.selectedId !== id) return;
         detail.innerHTML = html;
         const field = detail.querySelector(".reply-bar textarea");
         if (field && draft) field.value = draft; // keep what the user was writing
@@ -310,52 +279,24 @@
       case "workspace.entry.replied":
       case "workspace.reply.delivered":
         // The open entry's thread changed (a reply from another tab, or its agent read it).
-        if (payload.entryId && payload.entryId === selectedId) refreshDetail(payload.entryId);
+        if (payload.entryId && payload.entryId === nav.selectedId) refreshDetail(payload.entryId);
         return;
     }
   }
-  let lastEventId = Number(root.dataset.lastEventId || 0);
-  let open = 0;
-  function setLive() {
-    if (!liveState) return;
-    liveState.dataset.state = open > 0 ? "open" : "offline";
-    liveState.textContent = open > 0 ? "live" : "offline";
-  }
-  function connect(workspaceId, delay) {
-    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(scheme + "://" + window.location.host + "/ws/workspaces/" +
-      encodeURIComponent(workspaceId) + "/?last_event_id=" + encodeURIComponent(lastEventId));
-    let seen = lastEventId;
-    let wasOpen = false;
-    socket.addEventListener("open", function () { wasOpen = true; open += 1; setLive(); delay = 500; });
-    socket.addEventListener("message", function (event) {
-      let frame;
-      try { frame = JSON.parse(event.data); } catch (error) { return; }
-      if (typeof frame.id === "number") {
-        if (frame.id <= seen) return;
-        seen = frame.id;
-        lastEventId = Math.max(lastEventId, frame.id);
-      }
-      handle(frame);
-    });
-    socket.addEventListener("close", function (event) {
-      if (wasOpen) { wasOpen = false; open = Math.max(0, open - 1); }
-      setLive();
-      if (event.code >= 4400 && event.code < 4500) return;
-      // 4503 "not now" names its delay in the close reason: `retry_after=<seconds>`.
-      const asked = event.code === 4503 ? /retry_after=(\d+)/.exec(event.reason || "") : null;
-      const base = asked ? Number(asked[1]) * 1000 : delay;
-      const wait = base + Math.random() * base * 0.3;
-      window.setTimeout(function () { connect(workspaceId, Math.min(delay * 2, 15000)); }, wait);
-    });
-  }
-  (root.dataset.workspaces || "").split(",").filter(Boolean).forEach(function (id) { connect(id, 500); });
+  const live = window.GloveListNav.live({
+    lastEventId: root.dataset.lastEventId,
+    liveState: document.getElementById("live-state"),
+    onFrame: handle,
+  });
+  (root.dataset.workspaces || "").split(",").filter(Boolean).forEach(function (id) {
+    live.connect("/ws/workspaces/" + encodeURIComponent(id) + "/");
+  });
 
   // The sockets are the live path; while none is open, poll the first page every 20 s
   // (the seed's interval) so new entries still show up.
   window.setInterval(function () {
     regroup();
-    if (open > 0) return;
+    if (live.isOpen()) return;
     fetch(root.dataset.rowsUrl, { credentials: "same-origin" })
       .then(function (response) { return response.text(); })
       .then(function (html) {
@@ -373,9 +314,5 @@
 
   regroup();
   const initial = detail.querySelector(".entry");
-  if (initial) {
-    selectedId = initial.dataset.id;
-    const row = rowById(selectedId);
-    if (row) row.classList.add("is-selected");
-  }
+  if (initial) nav.markSelected(initial.dataset.id);
 })();

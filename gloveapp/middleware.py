@@ -1,0 +1,70 @@
+"""Two of Django's middleware at a smaller cost per request (issue 24; measured, see
+bench/README.md): the same headers and the same behaviour, less work for a request that
+does not use what they prepare.
+
+- `ContentSecurityPolicyMiddleware` renders a policy once per configuration instead of on
+  every response, unless the response's nonce was used (then the header must carry it).
+- `MessageMiddleware` builds a request's message storage (a cookie signer and the session
+  storage behind it) when something reads or adds a message, not for every API call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.messages import middleware as messages_middleware
+from django.contrib.messages.storage import default_storage
+from django.middleware import csp
+from django.utils.csp import CSP, build_policy
+from django.utils.functional import SimpleLazyObject, empty
+
+MAX_POLICIES = 64  # distinct configurations (settings, per-view overrides) kept rendered
+
+
+class ContentSecurityPolicyMiddleware(csp.ContentSecurityPolicyMiddleware):
+    # id(config) -> (config, a copy to notice changes in place, the rendered header)
+    _rendered: dict[int, tuple[Any, dict, str]] = {}
+
+    def process_response(self, request: Any, response: Any) -> Any:
+        nonce = csp.get_nonce(request)
+        if nonce:  # the nonce was used: Django's middleware renders the header with it
+            return super().process_response(request, response)
+        sentinel = object()
+        if (config := getattr(response, "_csp_config", sentinel)) is sentinel:
+            config = settings.SECURE_CSP
+        if (report_only := getattr(response, "_csp_ro_config", sentinel)) is sentinel:
+            report_only = settings.SECURE_CSP_REPORT_ONLY
+        for header, policy in (
+            (CSP.HEADER_ENFORCE, config),
+            (CSP.HEADER_REPORT_ONLY, report_only),
+        ):
+            # As Django's: a header the view set is kept; an empty config adds none.
+            if policy and header not in response:
+                response.headers[str(header)] = self._render(policy)
+        return response
+
+    def _render(self, config: dict) -> str:
+        entry = self._rendered.get(id(config))
+        if entry is not None and entry[0] is config and entry[1] == config:
+            return entry[2]
+        rendered = build_policy(config, None)
+        if len(self._rendered) >= MAX_POLICIES:
+            self._rendered.clear()
+        self._rendered[id(config)] = (config, _copy(config), rendered)
+        return rendered
+
+
+def _copy(config: dict) -> dict:
+    return {key: value.copy() if hasattr(value, "copy") else value for key, value in config.items()}
+
+
+class MessageMiddleware(messages_middleware.MessageMiddleware):
+    def process_request(self, request: Any) -> None:
+        request._messages = SimpleLazyObject(lambda: default_storage(request))
+
+    def process_response(self, request: Any, response: Any) -> Any:
+        messages = request.__dict__.get("_messages")
+        if isinstance(messages, SimpleLazyObject) and messages._wrapped is empty:
+            return response  # never read nor added to: Django's update would store nothing
+        return super().process_response(request, response)
