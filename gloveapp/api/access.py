@@ -10,8 +10,7 @@ leak; and a GET never creates a session (Glove's coffee routes did, spec Decisio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -109,18 +108,29 @@ class NotFound(APIException):
         super().__init__({"error": message, **extra})
 
 
-@contextmanager
-def refused_input_as_400() -> Iterator[None]:
+class _RefusedInputAs400:
     """Services raise ValueError for input they refuse (before writing anything).
 
     The serializers already check shape, so this is the backstop that keeps a rule only a
     service knows (a column width, a NUL deep in JSON) a 400 instead of a 500. The named
     refusals (duplicates, transitions) are ValueErrors too; they pass through to the view,
-    which answers them with a 404 or 409.
+    which answers them with a 404 or 409. (A class, not a generator: it is on every write.)
     """
-    try:
-        yield
-    except (StoreError, DuplicateSession):
-        raise
-    except ValueError as exc:
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> bool:
+        if exc is None or not isinstance(exc, ValueError):
+            return False
+        if isinstance(exc, (StoreError, DuplicateSession)):
+            return False
         raise ValidationError(str(exc)) from None
+
+
+_REFUSED_INPUT_AS_400 = _RefusedInputAs400()  # holds no state: one for every request
+
+
+def refused_input_as_400() -> _RefusedInputAs400:
+    """A context: a service's ValueError becomes DRF's 400 naming it."""
+    return _REFUSED_INPUT_AS_400

@@ -27,16 +27,19 @@ without a second copy of any of its rules:
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import threading
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
+from django.utils.datastructures import MultiValueDict
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
-from rest_framework.request import Request, WrappedAttributeError
+from rest_framework.request import Empty, Request, WrappedAttributeError
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
@@ -158,11 +161,40 @@ def validated(serializer_class: type[BaseSerializer], data: Any) -> Any:
 
 class LightRequest(Request):
     """DRF's Request; `META`, which the views and authentication read, without DRF's
-    attribute fallback (an AttributeError raised and caught for every read)."""
+    attribute fallback (an AttributeError raised and caught for every read), and `data`
+    without a context manager per read; a body for DRF's JSON parser read as DRF reads it
+    (the whole body, then the parser), in fewer steps."""
 
     @property
     def META(self) -> dict:
         return self._request.META
+
+    @property
+    def data(self) -> Any:
+        if self._full_data is Empty:
+            try:
+                self._load_data_and_files()
+            except AttributeError as exc:
+                raise WrappedAttributeError(str(exc)).with_traceback(sys.exc_info()[2]) from exc
+        return self._full_data
+
+    def _parse(self) -> tuple[Any, Any]:
+        plain = self._request
+        if plain._read_started or plain.META.get("CONTENT_LENGTH") in (None, "", "0"):
+            return super()._parse()  # no body, or one read already: DRF's own way
+        parser = self.negotiator.select_parser(self, self.parsers)
+        if not isinstance(parser, JSONParser):
+            return super()._parse()
+        try:
+            # DRF's JSONParser branch: the body (Django checks its size) as a stream.
+            parsed = parser.parse(io.BytesIO(plain.body), self.content_type, self.parser_context)
+        except Exception:
+            # As DRF: empty data, so the error is not met again while answering it.
+            self._data = QueryDict("", encoding=plain._encoding)
+            self._files = MultiValueDict()
+            self._full_data = self._data
+            raise
+        return parsed, MultiValueDict()
 
 
 class LightAPIView(APIView):
