@@ -18,6 +18,11 @@ anew), with Redis (the production topology's; it wakes the live relays) and `wrk
   nine-statement transaction the append used before issue 13 (bench/append_before.sql),
   whose floor was 505 tps when the issue was filed.
 
+Beside each HTTP figure, the server's CPU per request (user + system time of the
+candidate's process group, read from /proc before and after the measure, over its
+requests): steadier than requests/s on a shared machine, where the load generator and any
+noisy neighbour take turns with the server.
+
 Candidates and measures are interleaved (floor, GET, POST per server; pgbench between
 servers), in `--rounds` rounds (3): each figure is the median round, and a noisy neighbour
 hits each about equally. Prints JSON: every measure, then the
@@ -81,6 +86,25 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def group_cpu_seconds(group: int) -> float:
+    """CPU time (user + system) of the live processes in process group `group`: a server
+    candidate and everything it started (its workers; for `prod` also the idle websocket
+    server and turn worker)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        # After the command's closing parenthesis: state, ppid, pgrp, ..., utime, stime.
+        if int(fields[2]) == group:
+            total += int(fields[11]) + int(fields[12])
+    return total / TICKS
 
 
 def psql(admin_url: str, sql: str) -> None:
@@ -263,7 +287,13 @@ class Bench:
         raise RuntimeError(f"{name} did not come up")
 
     # -- load -------------------------------------------------------------------------------
-    def wrk(self, url: str, method: str = "GET", body: dict | None = None) -> dict:
+    def wrk(
+        self, url: str, method: str = "GET", body: dict | None = None, *, server: int = 0
+    ) -> dict:
+        """wrk's figures; with `server` (the candidate's process group), also the server's
+        CPU per request: steadier than requests/s on a shared machine, where the load
+        generator and a noisy neighbour take turns with the server."""
+        cpu_before = group_cpu_seconds(server) if server else 0.0
         env = {
             **os.environ,
             "WRK_METHOD": method,
@@ -284,13 +314,17 @@ class Bench:
         out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
         line = next(line for line in out.splitlines() if line.startswith("{"))
         raw = json.loads(line)
-        return {
+        figures = {
             "requests_per_s": round(raw["requests"] / (raw["duration_us"] / 1e6), 1),
             "p50_ms": round(raw["p50_us"] / 1000, 2),
             "p99_ms": round(raw["p99_us"] / 1000, 2),
             "requests": raw["requests"],
             "errors": raw["errors"] + raw["status_errors"],
         }
+        if server and raw["requests"]:
+            cpu = group_cpu_seconds(server) - cpu_before
+            figures["server_cpu_us_per_request"] = round(cpu / raw["requests"] * 1e6, 1)
+        return figures
 
     def pgbench(self, script: Path) -> dict:
         variables = self.pgbench_vars.get(script)
@@ -403,12 +437,22 @@ def main() -> int:
                     bench.write_pgbench_files()
                     seeded = True
                 bench.wrk(f"{url}/api/sessions/bench_read/messages")  # warm-up (untimed)
-                add("static floor (GET /healthz)", name, bench.wrk(f"{url}/healthz"))
-                add("GET messages", name, bench.wrk(f"{url}/api/sessions/bench_read/messages"))
+                group = process.pid  # started in a session of its own: its process group
+                add("static floor (GET /healthz)", name, bench.wrk(f"{url}/healthz", server=group))
+                add(
+                    "GET messages",
+                    name,
+                    bench.wrk(f"{url}/api/sessions/bench_read/messages", server=group),
+                )
                 add(
                     "POST messages (one session)",
                     name,
-                    bench.wrk(f"{url}/api/sessions/bench_write/messages", "POST", ONE_MESSAGE),
+                    bench.wrk(
+                        f"{url}/api/sessions/bench_write/messages",
+                        "POST",
+                        ONE_MESSAGE,
+                        server=group,
+                    ),
                 )
             finally:
                 stop(process)

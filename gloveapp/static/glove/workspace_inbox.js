@@ -248,7 +248,7 @@
     const entry = detail.querySelector(".entry");
     const typing = entry && entry.querySelector(".reply-bar textarea");
     const draft = typing ? typing.value : "";
-    fetch("/inbox/entries/" + encodeURIComponent(id), { credentials: "same-origin" })
+    fetch(entryUrl(root.dataset.entryPageUrl, id), { credentials: "same-origin" })
       .then(function (response) { return response.ok ? response.text() : Promise.reject(response); })
       .then(function (html) {
         if (nav.selectedId !== id) return;
