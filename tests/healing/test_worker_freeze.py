@@ -1,0 +1,118 @@
+"""A turn worker frozen (SIGSTOP) past its lease, mid-turn: the other worker takes the turn
+back and finishes it; when the frozen one resumes (SIGCONT), its turn must store nothing
+more (its model call came back meanwhile, its reply ready), only stop. Every write of a
+turn is fenced by the turn still being this worker's (`turns.services.turn_fence`).
+Nothing lost, nothing duplicated, nothing stuck."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.api.liveserver import LiveServer
+from tests.healing.conftest import add_user
+from tests.healing.slow_model import SLOW_SECONDS
+from tests.healing.stack import (
+    PASSWORD,
+    Browser,
+    Load,
+    check_exactly_once,
+    query,
+    wait_until_finished,
+)
+
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
+
+LEASE_SECONDS = 2
+WAIT = 60.0
+
+
+@pytest.fixture
+def slow_stack(postgres) -> Iterator[LiveServer]:
+    """A server and two workers whose model takes longer than the lease (database queue:
+    the fault is the worker's, whichever queue brought the turn)."""
+    env = {
+        "DJANGO_SETTINGS_MODULE": "tests.healing.slow_model",
+        "GLOVE_TASKS_BACKEND": "db",
+        "GLOVE_TURN_LEASE_SECONDS": str(LEASE_SECONDS),
+        "GLOVE_TURN_DB_THREADS": "2",
+        "REDIS_URL": "",
+    }
+    with LiveServer(database_url=postgres.url(), extra_env=env) as server:
+        add_user(server.database_url, "ann", PASSWORD)
+        server.start_worker()
+        server.start_worker()
+        yield server
+
+
+def _until(what: str, check, timeout: float = WAIT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"never happened: {what}")
+
+
+def test_a_frozen_worker_stores_nothing_once_its_turn_was_taken_back(slow_stack):
+    server = slow_stack
+    ann = Browser(server)
+    load = Load(ann, [ann.new_session()])
+    load.post_round("frozen")
+    session_id = load.sessions[0]
+
+    turn_id, holder = _until(
+        "the turn runs",
+        lambda: query(
+            server.database_url,
+            "SELECT id, worker_id FROM turns_turn WHERE session_id = %s AND status = 'running'",
+            session_id,
+        ),
+    )[0]
+    pid = int(holder.split(":")[1])
+    index, frozen = next((i, w) for i, w in enumerate(server.workers) if w.pid == pid)
+    frozen.send_signal(signal.SIGSTOP)
+    try:
+        # The other worker takes the turn back after the lease and answers it.
+        _until(
+            "the other worker finishes the turn",
+            lambda: query(
+                server.database_url,
+                "SELECT 1 FROM turns_turn WHERE id = %s AND status = 'done' AND worker_id <> %s",
+                turn_id,
+                holder,
+            ),
+        )
+    finally:
+        frozen.send_signal(signal.SIGCONT)
+    log = Path(server._folder) / f"worker{index}.log"
+    _until(
+        "the resumed worker sees it lost the turn",
+        lambda: f"lost the lease of turn {turn_id}" in log.read_text(errors="replace"),
+    )
+    # Whatever its turn had in flight when it froze comes back at once (its model call's
+    # wait ran out meanwhile); a model call after that would take SLOW_SECONDS.
+    time.sleep(SLOW_SECONDS + 1)
+
+    assert wait_until_finished(server.database_url, WAIT) is not None
+    rows = query(
+        server.database_url,
+        "SELECT sender, tool_calls, tool_results FROM conversations_message "
+        "WHERE session_id = %s AND framework_context IS NULL ORDER BY seq",
+        session_id,
+    )
+    replies = sum(1 for sender, calls, _ in rows if sender == "agent" and not calls)
+    results = sum(len(results or []) for _, _, results in rows)
+    print(f"\n{len(rows)} messages, {replies} agent replies, {results} tool results: {rows}")
+    attempts = query(
+        server.database_url, "SELECT status, attempts FROM turns_turn WHERE id = %s", turn_id
+    )
+    assert attempts == [("done", 2)], attempts
+    assert replies == 1, rows
+    check_exactly_once(server.database_url, load)
+    assert frozen.poll() is None, "the resumed worker went on serving"
