@@ -57,6 +57,21 @@ class Appended:
     seq: int
 
 
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A condition the append itself checks, in its own statement (PostgreSQL) or its own
+    transaction (SQLite): a SQL boolean with `%s` placeholders, and their values. A turn's
+    writes carry one (`turns.services.turn_fence`: the turn is still this worker's), so a
+    worker that lost its turn stores nothing more. Nobody else pays for it."""
+
+    condition: str
+    params: tuple[Any, ...]
+
+
+class FencedOff(Exception):
+    """A fenced write found its fence closed: nothing was written."""
+
+
 def chat_title(fields: list[dict[str, Any]]) -> str:
     """The title an untitled chat takes from these messages: the first a person sent."""
     for values in fields:
@@ -74,9 +89,11 @@ def append_to_existing(
     usage: tuple[int, int, int, int] | None = None,
     counted: dict[str, Any] | None = None,
     owned_by: tuple[Any, str] | None = None,
+    fence: Fence | None = None,
 ) -> list[Appended] | None:
     """Append validated `fields` (one dict per message); None if the session row is missing,
-    or with `owned_by` (owner id, key) if the row is not that owner's session of that key.
+    or with `owned_by` (owner id, key) if the row is not that owner's session of that key,
+    or with `fence` if its condition is false (nothing written either way).
 
     With `usage` (PostgreSQL outside a transaction only: `record_turn`'s one-statement
     path) the same statement adds the usage and one turn and announces the counters; the
@@ -106,13 +123,16 @@ def append_to_existing(
             counted=counted,
             early_release=early,
             owned_by=owned_by,
+            fence=fence,
         )
         if early and rows is not None:
             wait_until_durable()
         return rows
     if connection.vendor == "postgresql":
         if connection.in_atomic_block:  # the rows must commit with the caller's transaction
-            return _append_postgresql(session_id, fields, wires, now, on_titled, owned_by=owned_by)
+            return _append_postgresql(
+                session_id, fields, wires, now, on_titled, owned_by=owned_by, fence=fence
+            )
         early = settings.GLOVE_EARLY_LOCK_RELEASE
         return append_grouped(
             session_id,
@@ -126,12 +146,15 @@ def append_to_existing(
                 on_titled,
                 early_release=early,
                 owned_by=owned_by,
+                fence=fence,
             ),
             settle=wait_until_durable if early else None,
-            batch_key=(session_id, owned_by),
+            batch_key=(session_id, owned_by, fence),
         )
     with transaction.atomic():
-        return _append_stepwise(session_id, fields, wires, now, on_titled, owned_by=owned_by)
+        return _append_stepwise(
+            session_id, fields, wires, now, on_titled, owned_by=owned_by, fence=fence
+        )
 
 
 def postgresql_statement(
@@ -143,6 +166,7 @@ def postgresql_statement(
     *,
     early_release: bool = False,
     owned_by: tuple[Any, str] | None = None,
+    fence: Fence | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The append's one statement and its parameters (bench/rest.py hands it to pgbench).
 
@@ -170,6 +194,9 @@ def postgresql_statement(
     # Relays LISTEN only when there is no Redis to wake them; NOTIFY also serialises every
     # committing transaction on a global lock, so it is left out when it has no listener.
     guard = ' AND t.owner_id = %(owner_id)s AND t."key" = %(key)s' if owned_by else ""
+    if fence is not None:
+        names = tuple(f"%(fence_{index})s" for index in range(len(fence.params)))
+        guard += f" AND {fence.condition % names}"
     notify = "" if settings.REDIS_URL else ", pg_notify(%(channel)s, %(stream)s) AS notified"
     if early_release:
         # Commit without waiting for the disk, so the locks go as soon as the rows are
@@ -250,7 +277,17 @@ def postgresql_statement(
         )
     if owned_by:
         params["owner_id"], params["key"] = owned_by
+    if fence is not None:
+        params.update((f"fence_{index}", value) for index, value in enumerate(fence.params))
     return sql, params
+
+
+def fence_holds(fence: Fence) -> bool:
+    """Whether the fence is open, read in the caller's transaction (on SQLite, whose
+    IMMEDIATE transactions hold the write lock, nothing can close it before the commit)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 WHERE {fence.condition}", list(fence.params))
+        return cursor.fetchone() is not None
 
 
 def wait_until_durable() -> None:
@@ -286,6 +323,7 @@ def _append_postgresql(
     counted: dict[str, Any] | None = None,
     early_release: bool = False,
     owned_by: tuple[Any, str] | None = None,
+    fence: Fence | None = None,
 ) -> list[Appended] | None:
     sql, params = postgresql_statement(
         session_id,
@@ -295,6 +333,7 @@ def _append_postgresql(
         usage=usage,
         early_release=early_release,
         owned_by=owned_by,
+        fence=fence,
     )
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
@@ -322,10 +361,13 @@ def _append_stepwise(
     on_titled: Callable[[], None] | None = None,
     *,
     owned_by: tuple[Any, str] | None = None,
+    fence: Fence | None = None,
 ) -> list[Appended] | None:
     candidate = chat_title(fields)
     table = Session._meta.db_table
     guard = ' AND owner_id = %s AND "key" = %s' if owned_by else ""
+    if fence is not None and not fence_holds(fence):
+        return None
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} SET updated_at = %s, last_seq = last_seq + %s WHERE id = %s"

@@ -16,7 +16,13 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from gloveapp.conversations import serialization
-from gloveapp.conversations.append import Appended, append_to_existing
+from gloveapp.conversations.append import (
+    Appended,
+    Fence,
+    FencedOff,
+    append_to_existing,
+    fence_holds,
+)
 from gloveapp.conversations.models import Permission, RetiredSessionKey, Session, Task
 from gloveapp.core import input_rules
 from gloveapp.core.store import apply_task_updates, permission_key
@@ -239,13 +245,19 @@ def lock_session(session_id: str) -> Session:
 
 
 def messages_append(
-    *, session_id: str, messages: list[CoreMessage], owned_by: tuple[Any, str] | None = None
+    *,
+    session_id: str,
+    messages: list[CoreMessage],
+    owned_by: tuple[Any, str] | None = None,
+    fence: Fence | None = None,
 ) -> list[Appended]:
     """Append in order, all or nothing; `seq` continues the session's history.
 
     With `owned_by` (owner id, key), only to that owner's session of that key, checked by
     the append itself: `SessionGone` (nothing written) when the row is missing or not that
-    (a caller that remembered the global id of a session deleted since)."""
+    (a caller that remembered the global id of a session deleted since). With `fence` (a
+    turn's writes), only while it holds, checked by the append itself: `FencedOff`
+    (nothing written) when it does not."""
     check_session_id(session_id)
     if not isinstance(messages, list):
         raise ValueError("messages must be a list")
@@ -262,10 +274,14 @@ def messages_append(
         fields=fields,
         on_titled=partial(_announce_title, session_id),
         owned_by=owned_by,
+        fence=fence,
     )
     rows = append()
     if rows is not None:
         return rows
+    if fence is not None:
+        # A turn's session exists while the turn does: the fence refused it.
+        raise FencedOff(session_id)
     if owned_by is not None:
         raise SessionGone(session_id)  # never create a row someone named by a remembered id
     with transaction.atomic():
@@ -337,12 +353,19 @@ def tokens_add(*, session_id: str, usage: TokenUsage) -> Session:
     return session
 
 
-def turn_record(*, session_id: str, messages: list[CoreMessage], usage: TokenUsage) -> Session:
+def turn_record(
+    *,
+    session_id: str,
+    messages: list[CoreMessage],
+    usage: TokenUsage,
+    fence: Fence | None = None,
+) -> Session:
     """A model reply's writes in one transaction: its messages, its token usage, one turn.
 
     The same rules as `messages_append`, `tokens_add` and `turn_increment` called in turn
     (everything is validated before anything is written), but one commit instead of three
-    and one `session.updated` event for the counters.
+    and one `session.updated` event for the counters. With `fence`, nothing is written
+    unless it holds (`FencedOff`), as in `messages_append`.
     """
     check_session_id(session_id)
     checked = _checked_usage(usage)
@@ -360,10 +383,15 @@ def turn_record(*, session_id: str, messages: list[CoreMessage], usage: TokenUsa
             on_titled=partial(_announce_title, session_id),
             usage=checked,
             counted=counted,
+            fence=fence,
         )
         if rows is not None:
             return Session(id=session_id, **counted)
+        if fence is not None:
+            raise FencedOff(session_id)
     with transaction.atomic():
+        if fence is not None and not fence_holds(fence):
+            raise FencedOff(session_id)
         if fields and append_to_existing(session_id=session_id, fields=fields) is None:
             lock_session(session_id)  # creates it, or raises SessionGone
             append_to_existing(session_id=session_id, fields=fields)

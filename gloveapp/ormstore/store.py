@@ -50,7 +50,8 @@ class DjangoStore:
     `resolved_by` labels resolutions made through `update_inbox_item` ("agent" for the
     runtime, "api" for the REST store, "mesh" for a mesh transport). With `inbox_ttl`, every
     pending item this store posts gets an `expires_at`, so `expire_inbox_items` can answer
-    it and an agent never waits forever.
+    it and an agent never waits forever. With `fence` (a turn's store), its messages and
+    replies are stored only while the fence holds (`FencedOff` otherwise, nothing written).
     """
 
     def __init__(
@@ -59,6 +60,7 @@ class DjangoStore:
         *,
         resolved_by: str = "agent",
         inbox_ttl: timedelta | None = None,
+        fence: services.Fence | None = None,
     ) -> None:
         self.identifier = (
             services.check_session_id(session_id)
@@ -69,6 +71,7 @@ class DjangoStore:
             raise ValueError(f"resolved_by must be one of {', '.join(inbox_services.RESOLVERS)}")
         self.resolved_by = resolved_by
         self.inbox_ttl = inbox_ttl
+        self.fence = fence
 
     def __repr__(self) -> str:
         return f"DjangoStore({self.identifier!r})"
@@ -81,7 +84,9 @@ class DjangoStore:
         return await _run(read_messages)(self.identifier, since_compaction=True)
 
     async def append_messages(self, messages: list[CoreMessage]) -> None:
-        await _run(services.messages_append)(session_id=self.identifier, messages=messages)
+        await _run(services.messages_append)(
+            session_id=self.identifier, messages=messages, fence=self.fence
+        )
 
     async def get_token_count(self) -> int:
         return await _run(read_counter)(self.identifier, "token_count")
@@ -100,7 +105,9 @@ class DjangoStore:
 
     async def record_turn(self, messages: list[CoreMessage], usage: TokenUsage) -> None:
         """The loop's reply, usage and turn count in one transaction (`turn_record`)."""
-        await _run(services.turn_record)(session_id=self.identifier, messages=messages, usage=usage)
+        await _run(services.turn_record)(
+            session_id=self.identifier, messages=messages, usage=usage, fence=self.fence
+        )
 
     async def reset_counters(self) -> None:
         await _run(services.counters_reset)(session_id=self.identifier)

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from gloveapp import db
 from gloveapp.approvals import services as approvals
+from gloveapp.conversations.append import Fence, fence_holds
 from gloveapp.conversations.models import Message, Session
 from gloveapp.conversations.services import messages_append
 from gloveapp.core import input_rules
@@ -232,6 +233,34 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
             {"turn": turn.pk, "text": turn.text, "attempt": turn.attempts},
         )
     return turn
+
+
+_FENCE_SQL = (
+    f"EXISTS (SELECT 1 FROM {_TURN} WHERE id = %s AND status = 'running' AND worker_id = %s "
+    "AND attempts = %s{lock})"
+)
+
+
+def turn_fence(turn: Turn) -> Fence:
+    """The condition every write of this attempt of the turn is made on: the turn is still
+    running, by this worker, in this attempt. A worker frozen past its lease (or cut off
+    from the database) whose turn another worker took back then stores nothing more: its
+    reply, tool results and prompts are refused (`FencedOff`) and the turn stops.
+
+    On PostgreSQL the write's statement share-locks the turn row, so a take-back waits for
+    the write to commit (and a write waits for a take-back, then sees it): the retry reads
+    the conversation with every write of the earlier attempt in it, or none."""
+    lock = " FOR SHARE" if transaction.get_connection().vendor == "postgresql" else ""
+    return Fence(
+        condition=_FENCE_SQL.replace("{lock}", lock),
+        params=(turn.pk, turn.worker_id, turn.attempts),
+    )
+
+
+def turn_holds(turn: Turn) -> bool:
+    """Whether this attempt of the turn is still its worker's (in the caller's transaction,
+    share-locked on PostgreSQL: see `turn_fence`)."""
+    return fence_holds(turn_fence(turn))
 
 
 def turn_release(*, turn: Turn, worker_id: str) -> bool:
@@ -459,8 +488,12 @@ def slot_public_id(turn_id: int, slot_id: str) -> str:
     return f"t{turn_id}-{slot_id}"
 
 
-def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot:
+def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot | None:
+    """Store a slot the turn's display pushed; None (nothing stored) when this attempt of
+    the turn is no longer its worker's (taken back: the retry shows its own)."""
     with transaction.atomic():
+        if turn.worker_id and not turn_holds(turn):
+            return None
         shown = slot.input
         if slot.renderer == APPROVAL_RENDERER and isinstance(slot.input, dict):
             # The request staff decide on is its own row; the chat keeps what a customer

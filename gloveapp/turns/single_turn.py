@@ -73,7 +73,8 @@ async def answer_turn(
     already stored resumes from the stored conversation instead of asking again."""
     session_id = turn.session_id
     glove = Glove(
-        store=DjangoStore(session_id, inbox_ttl=inbox_ttl()),
+        # Fenced: once another worker took the turn back, this attempt stores nothing more.
+        store=DjangoStore(session_id, inbox_ttl=inbox_ttl(), fence=services.turn_fence(turn)),
         model=configured_model(agent=spec.name, spec=spec.model),
         display_manager=display,
         system_prompt=spec.system_prompt,

@@ -35,6 +35,7 @@ from django.db import connections
 
 from gloveapp.approvals.services import decisions_for_turns
 from gloveapp.approvals.tasks import approval_deadlines
+from gloveapp.conversations.append import FencedOff
 from gloveapp.core.abort import AbortController
 from gloveapp.core.display import DisplayManager, Slot
 from gloveapp.core.types import AbortError
@@ -181,7 +182,7 @@ class TurnEngine:
         self.running[turn.pk] = state
         status, error, reply = Turn.Status.DONE, "", ""
         announcer: _Announcer | None = None
-        interrupted = False
+        interrupted = taken_back = False
         try:
             spec = await sync_to_async(turn_agent)(turn)
             tools = agent_tools(spec)
@@ -192,6 +193,10 @@ class TurnEngine:
             )
         except AbortError:
             status, error = Turn.Status.CANCELLED, "stopped"
+        except FencedOff:
+            # A write found the turn taken back (this worker stalled past its lease): it
+            # stored nothing, and the turn is another worker's now. Stop here, quietly.
+            taken_back = True
         except Exception as exc:
             if is_database_outage(exc):
                 interrupted = True
@@ -204,6 +209,9 @@ class TurnEngine:
         # before the turn ends (ending expires the prompts still open).
         with contextlib.suppress(Exception):
             await state.display.notified()
+        if taken_back:
+            logger.warning("lost the lease of turn %s; stopped it before it stored more", turn.pk)
+            return
         if interrupted:
             # The database went away mid-turn: not the turn's failure. What it stored is
             # kept; it goes back on the queue once the database is back, and the drain

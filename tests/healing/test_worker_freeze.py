@@ -108,7 +108,9 @@ def test_a_frozen_worker_stores_nothing_once_its_turn_was_taken_back(slow_stack)
     )
     replies = sum(1 for sender, calls, _ in rows if sender == "agent" and not calls)
     results = sum(len(results or []) for _, _, results in rows)
+    said = [line for line in log.read_text(errors="replace").splitlines() if "lease" in line]
     print(f"\n{len(rows)} messages, {replies} agent replies, {results} tool results: {rows}")
+    print("the resumed worker:", said)
     attempts = query(
         server.database_url, "SELECT status, attempts FROM turns_turn WHERE id = %s", turn_id
     )
