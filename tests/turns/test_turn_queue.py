@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 from django.utils import timezone
 
-from gloveapp.conversations.models import Message
+from gloveapp.conversations.models import Message, Session
 from gloveapp.conversations.services import session_create
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.live.models import LiveEvent
@@ -250,6 +250,43 @@ def test_it_shows_the_prompt_of_a_turn_that_died_as_expired(session_id, customer
     assert not services.slot_answer(
         session_id=session_id, public_id=f"t{turn.pk}-slot_1", value="confirm"
     )
+
+
+def test_a_turn_taken_back_from_its_worker_stores_nothing_more(session_id, customer):
+    """A worker that stalled past its lease may still try to store its reply, its tool
+    results or a prompt: the writes are fenced by the turn being its attempt's, so they
+    store nothing (`FencedOff`), even when the same worker claimed the retry."""
+    from gloveapp.conversations.services import FencedOff, messages_append, turn_record
+    from gloveapp.core.display import Slot
+    from gloveapp.core.types import TokenUsage
+
+    services.turn_submit(session_id=session_id, text="hello", user_id=customer.pk)
+    stalled = services.turn_claim_next(session_id=session_id, worker_id="worker-a")
+    fence = services.turn_fence(stalled)
+    messages_append(session_id=session_id, messages=[CoreMessage("user", "hello")], fence=fence)
+    services.turns_take_back(now=timezone.now() + timedelta(hours=1))
+    retry = services.turn_claim_next(session_id=session_id, worker_id="worker-a")
+    late = [CoreMessage(sender="agent", text="late reply")]
+    usage = TokenUsage(tokens_in=5, tokens_out=5)
+
+    with pytest.raises(FencedOff):
+        messages_append(session_id=session_id, messages=late, fence=fence)
+    with pytest.raises(FencedOff):
+        turn_record(session_id=session_id, messages=late, usage=usage, fence=fence)
+    prompt = Slot(id="slot_1", renderer="checkout", waits_for_answer=True, tool_name="checkout")
+    assert services.slot_push(turn=stalled, slot=prompt, template="tools/generic_slot.html") is None
+    turn_record(
+        session_id=session_id,
+        messages=[CoreMessage(sender="agent", text="the reply")],
+        usage=usage,
+        fence=services.turn_fence(retry),
+    )
+
+    texts = list(Message.objects.filter(session_id=session_id).values_list("text", flat=True))
+    assert retry.pk == stalled.pk and retry.attempts == 2
+    assert texts == ["hello", "the reply"]
+    assert not TurnSlot.objects.filter(turn_id=stalled.pk).exists()
+    assert Session.objects.get(pk=session_id).turn_count == 1
 
 
 def test_it_lists_running_queued_failed_and_retried_turns_in_the_admin(
