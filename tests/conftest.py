@@ -139,6 +139,17 @@ def _fresh_throttles():
 
 
 @pytest.fixture
+async def close_worker_connections():
+    """The entry points' database work happens in asgiref's worker thread, which keeps its own
+    connection: closed after the test, so PostgreSQL can drop the test database at the end."""
+    yield
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    await sync_to_async(connections.close_all)()
+
+
+@pytest.fixture
 async def turn_worker(transactional_db):
     """A turn worker in this test's process and event loop, on the configured (database)
     task queue: the same engine and fetcher `manage.py turn_worker` runs."""

@@ -180,8 +180,9 @@ class LightRequest(Request):
 
     def _parse(self) -> tuple[Any, Any]:
         plain = self._request
-        if plain._read_started or plain.META.get("CONTENT_LENGTH") in (None, "", "0"):
-            return super()._parse()  # no body, or one read already: DRF's own way
+        length = plain.META.get("CONTENT_LENGTH")
+        if plain._read_started or not (length and length.isdigit() and int(length) > 0):
+            return super()._parse()  # no body, an odd length, or read already: DRF's own way
         parser = self.negotiator.select_parser(self, self.parsers)
         if not isinstance(parser, JSONParser):
             return super()._parse()

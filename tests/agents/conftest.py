@@ -4,8 +4,6 @@ this process; the helpers that drive a chat are the demo tests' own."""
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import sync_to_async
-from django.db import connections
 
 from tests.demo.conftest import last_reply, next_slot, say
 
@@ -13,11 +11,8 @@ __all__ = ["last_reply", "next_slot", "say"]
 
 
 @pytest.fixture(autouse=True)
-async def close_worker_connections():
-    """The entry points' database work happens in asgiref's worker thread; close its
-    connection after each test so PostgreSQL can drop the test database at the end."""
-    yield
-    await sync_to_async(connections.close_all)()
+def _connections(close_worker_connections):
+    """Every test here drives a turn worker (the `worker` fixture) in its loop."""
 
 
 @pytest.fixture

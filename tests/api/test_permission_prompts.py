@@ -10,27 +10,20 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
-from django.db import connections
 from django.test import AsyncClient
 from rest_framework.authtoken.models import Token
 
 from gloveapp.conversations.services import session_create
 from gloveapp.turns import public as turns
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.postgres,
+    # A turn worker in the test's loop; its thread's database connection closed after.
+    pytest.mark.usefixtures("close_worker_connections", "turn_worker"),
+]
 
 HX = {"HX-Request": "true"}
-
-
-@pytest.fixture(autouse=True)
-async def close_worker_connections():
-    yield
-    await sync_to_async(connections.close_all)()
-
-
-@pytest.fixture(autouse=True)
-def _worker(turn_worker):
-    return turn_worker
 
 
 @pytest.fixture

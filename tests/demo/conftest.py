@@ -9,7 +9,6 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from gloveapp.conversations.models import Message
 from gloveapp.conversations.services import session_create
@@ -20,15 +19,7 @@ from inbox.models import InboxItem
 
 
 @pytest.fixture(autouse=True)
-async def close_worker_connections():
-    """The entry points' database work happens in asgiref's worker thread; close its connection
-    after each test so PostgreSQL can drop the test database at the end."""
-    yield
-    await sync_to_async(connections.close_all)()
-
-
-@pytest.fixture(autouse=True)
-def _worker(turn_worker):
+def _worker(close_worker_connections, turn_worker):
     return turn_worker
 
 

@@ -11,23 +11,19 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
-from django.db import connections
 from django.test import AsyncClient
 
 from gloveapp.conversations.services import session_create
 from gloveapp.turns import public as turns
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.postgres,
+    # A turn worker in the test's loop; its thread's database connection closed after.
+    pytest.mark.usefixtures("close_worker_connections", "turn_worker"),
+]
 
 HX = {"HX-Request": "true"}
-
-
-@pytest.fixture(autouse=True)
-async def close_worker_connections():
-    yield
-    # The database work runs in asgiref's worker thread, which keeps its own
-    # connection open; PostgreSQL will not drop the test database while it is.
-    await sync_to_async(connections.close_all)()
 
 
 @pytest.fixture
@@ -38,11 +34,6 @@ def customer(transactional_db):
 @pytest.fixture
 def session_id(customer) -> str:
     return session_create(owner=customer, agent_name="coffee", title="Brew").pk
-
-
-@pytest.fixture(autouse=True)
-def _worker(turn_worker):
-    return turn_worker
 
 
 @pytest.fixture
