@@ -66,11 +66,16 @@ def test_a_frozen_worker_stores_nothing_once_its_turn_was_taken_back(slow_stack)
     load.post_round("frozen")
     session_id = load.sessions[0]
 
+    # Frozen once its request is stored: the worker is then in its model call (for
+    # SLOW_SECONDS), in no transaction (a worker frozen inside one holds its locks, and
+    # holds up every writer of the session until it resumes: not the fault tested here).
     turn_id, holder = _until(
-        "the turn runs",
+        "the turn runs and its request is stored",
         lambda: query(
             server.database_url,
-            "SELECT id, worker_id FROM turns_turn WHERE session_id = %s AND status = 'running'",
+            "SELECT t.id, t.worker_id FROM turns_turn t WHERE t.session_id = %s "
+            "AND t.status = 'running' AND EXISTS (SELECT 1 FROM conversations_message m "
+            "WHERE m.session_id = t.session_id AND m.sender = 'user')",
             session_id,
         ),
     )[0]
