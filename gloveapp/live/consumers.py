@@ -25,9 +25,12 @@ import contextlib
 import logging
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from gloveapp.db import is_database_outage
+from gloveapp.live.auth import LOGIN_UNAVAILABLE
 from gloveapp.live.groups import stream_group
 from gloveapp.live.relay import StoredFrame, ensure_relay_started
 from gloveapp.live.replay import replay_after
@@ -61,11 +64,20 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
     _stream: str | None = None
 
     async def connect(self) -> None:
+        if self.scope.get(LOGIN_UNAVAILABLE):  # the login could not be read: not now
+            await self._not_now("the login could not be read")
+            return
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self._refuse(CLOSE_UNAUTHENTICATED)
             return
-        stream, refusal = await self.authorise(user)
+        try:
+            stream, refusal = await self.authorise(user)
+        except Exception as error:
+            if not is_database_outage(error):
+                raise
+            await self._not_now(f"{type(error).__name__}: {error}")
+            return
         if stream is None:
             await self._refuse(refusal)
             return
@@ -78,8 +90,7 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         try:
             self._relay = await ensure_relay_started()
         except Exception as error:  # the database is away: not now, rather than a 500
-            logger.warning("live: refused a socket for now (%s: %s)", type(error).__name__, error)
-            await self._refuse(CLOSE_UNAVAILABLE, reason=f"retry_after={RETRY_AFTER_SECONDS}")
+            await self._not_now(f"{type(error).__name__}: {error}")
             return
         self._stream = stream
         self._held: list[StoredFrame] | None = []
@@ -178,6 +189,13 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         if not self._ended:
             await self._end(CLOSE_UNAUTHENTICATED)
 
+    async def _not_now(self, why: str) -> None:
+        """Closed with 4503: the database did not answer while the socket was set up, and
+        the client comes back after `retry_after` (a failed handshake would look like a
+        network error to a browser, and a 4401 would tell it to give up)."""
+        logger.warning("live: refused a socket for now (%s)", why)
+        await self._refuse(CLOSE_UNAVAILABLE, reason=f"retry_after={RETRY_AFTER_SECONDS}")
+
     async def _refuse(self, code: int, reason: str | None = None) -> None:
         # Accept before closing: a browser reads the close code only of an accepted socket,
         # while a refused handshake looks like a network error that it would keep retrying.
@@ -209,6 +227,14 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         # large share of fan-out. The transient handler never touches the database.
         if message["type"] == "live.transient":
             await self.live_transient(message)
+            return
+        if self.scope.get(LOGIN_UNAVAILABLE):
+            # That thread may still be waiting on the database's pool for this socket's
+            # login: a socket that is only told "not now" needs no database, and does not
+            # queue behind it.
+            handler = getattr(self, get_handler_name(message), None)
+            if handler is not None:
+                await handler(message)
             return
         await super().dispatch(message)
 

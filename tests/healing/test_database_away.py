@@ -3,15 +3,19 @@
 A server on a PostgreSQL of the test's own (tests/servers.py); the database is stopped: an
 API call and a page that need it answer 503 (JSON on the API, text elsewhere) with
 Retry-After, and once the database is back the same requests answer as before, with no
-process restarted.
+process restarted. A websocket opened meanwhile is closed with 4503 and `retry_after`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
@@ -65,3 +69,79 @@ def test_requests_answer_503_with_retry_after_while_the_database_is_away():
             healed = until(lambda: api.get("/api/sessions").status_code == 200)
             assert healed, "the server did not answer again after the database came back"
             assert until(lambda: browser.client.get("/").status_code == 200)
+
+
+async def _socket_outcome(server: LiveServer, cookie: str, path: str, then=None) -> tuple:
+    """Open a socket on `path` with the login cookie: ("closed", code, reason) when the
+    server closes it, else ("frame", the first frame) after `then()` made something happen."""
+    try:
+        async with connect(
+            f"ws://127.0.0.1:{server.port}{path}",
+            additional_headers={
+                "Cookie": f"sessionid={cookie}",
+                "Origin": f"http://127.0.0.1:{server.port}",
+            },
+            open_timeout=30,
+        ) as socket:
+            if then is not None:
+                await asyncio.to_thread(then)
+            frame = await asyncio.wait_for(socket.recv(), 30)
+            return ("frame", json.loads(frame))
+    except ConnectionClosed as closed:
+        return (
+            "closed",
+            closed.rcvd.code if closed.rcvd else None,
+            closed.rcvd and closed.rcvd.reason,
+        )
+    except InvalidStatus as refused:
+        return ("refused", refused.response.status_code)
+
+
+@pytest.mark.parametrize("server_kind", ["uvicorn", "daphne"])
+def test_a_socket_opened_while_the_database_is_away_is_told_when_to_come_back(server_kind):
+    """Not a failed handshake (a 500, which a browser retries blindly): the socket opens and
+    closes with 4503 and `retry_after`, and once the database is back a socket works."""
+    if pg_bindir() is None:
+        service_missing("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
+    with PostgresServer() as postgres:
+        with LiveServer(
+            database_url=postgres.url(), extra_env={"REDIS_URL": ""}, server=server_kind
+        ) as server:
+            server.manage(
+                "shell",
+                "-c",
+                "from django.contrib.auth import get_user_model; "
+                f"get_user_model().objects.create_user('ann', password='{PASSWORD}')",
+            )
+            browser = Browser(server)
+            session_id = browser.new_session()
+            cookie = browser.client.cookies.get("sessionid")
+            path = f"/ws/sessions/{session_id}/"
+
+            def say(text: str):
+                return lambda: browser.post(f"/sessions/{session_id}/messages", {"text": text})
+
+            before = asyncio.run(_socket_outcome(server, cookie, path, then=say("hello")))
+            assert before[0] == "frame", before
+
+            postgres.stop()
+            try:
+                away = asyncio.run(_socket_outcome(server, cookie, path))
+                # Daphne (`make run`) sends no close reason; uvicorn (`make serve-prod`) does.
+                reason = "retry_after=5" if server_kind == "uvicorn" else ""
+                assert away == ("closed", 4503, reason), away
+            finally:
+                postgres.start()
+
+            back = until(
+                lambda: (
+                    (
+                        outcome := asyncio.run(
+                            _socket_outcome(server, cookie, path, then=say("again"))
+                        )
+                    )[0]
+                    == "frame"
+                    and outcome
+                )
+            )
+            assert back and back[0] == "frame", back
