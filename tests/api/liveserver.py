@@ -193,6 +193,16 @@ class LiveServer:
                 told.append(f"worker {index} exited {worker.returncode}:\n{tail}")
         return "\n".join(told)
 
+    def worker_logs(self, size: int = 2000) -> str:
+        """The end of every worker's log, alive or not: for a failure's message."""
+        told = []
+        for index, worker in enumerate(self.workers):
+            path = self._folder / f"worker{index}.log"
+            tail = path.read_text(errors="replace")[-size:] if path.exists() else ""
+            state = "alive" if worker.poll() is None else f"exited {worker.returncode}"
+            told.append(f"worker {index} ({state}):\n{tail}")
+        return "\n".join(told)
+
     # -- helpers --------------------------------------------------------------------------
     def manage(self, *args: str, database_url: str | None = None) -> str:
         """Run a management command against the server's database (or `database_url`);

@@ -70,7 +70,9 @@ def _kill_a_busy_worker(server) -> str:
             "GROUP BY 1 ORDER BY 2 DESC",
         )
         time.sleep(0.005)
-    assert holders, "no turn ever ran"
+    if not holders:  # say what the turns and the workers were doing
+        turns = query(server.database_url, "SELECT status, count(*) FROM turns_turn GROUP BY 1")
+        pytest.fail(f"no turn ever ran; turns by status: {turns}\n{server.worker_logs()}")
     worker_id = holders[0][0]
     pid = int(worker_id.split(":")[1])
     victim = next(worker for worker in server.workers if worker.pid == pid)
