@@ -10,8 +10,10 @@ supervisor running it (systemd, a container runtime) restarts the whole stack in
 leaving it half up. SIGTERM or SIGINT stops everything and exits 0.
 
 Configured by the environment (the Makefile passes its variables): HOST, PORT, WS_PORT,
-HTTP_WORKERS, HTTP_THREADS, WS_WORKERS, TURN_WORKERS. Standard library only; Linux (it
-becomes the child subreaper, so a master's orphaned workers are stopped too).
+HTTP_WORKERS, HTTP_THREADS, WS_WORKERS, TURN_WORKERS. Every process writes its Prometheus
+metrics to one folder (PROMETHEUS_MULTIPROC_DIR, emptied at start; a temporary one when
+unset), so `/metrics` on any server process adds up all of them. Standard library only; Linux
+(it becomes the child subreaper, so a master's orphaned workers are stopped too).
 
     HOST=127.0.0.1 PORT=8000 WS_PORT=8001 .venv/bin/python .ci/serve_prod.py
 """
@@ -21,9 +23,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,6 +36,7 @@ BIN = Path(sys.executable).parent
 GRACE_SECONDS = 20.0
 POLL_SECONDS = 0.2
 PR_SET_CHILD_SUBREAPER = 36
+FORGET_DEAD_SECONDS = 5.0
 
 
 def setting(name: str, default: str) -> str:
@@ -161,25 +166,60 @@ def stop_everything(running: dict[int, str]) -> None:
         time.sleep(POLL_SECONDS)
 
 
+def metrics_folder() -> tuple[Path, bool]:
+    """The folder every process writes its Prometheus metrics to (PROMETHEUS_MULTIPROC_DIR,
+    else a new temporary one, removed at the end), emptied: counts start at zero with the
+    stack, never carried over from a previous run's processes. Returns (folder, ours)."""
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+    if not given:
+        return Path(tempfile.mkdtemp(prefix="glove-metrics-")), True
+    folder = Path(given)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):
+        stale.unlink(missing_ok=True)
+    return folder, False
+
+
+def forget_dead_gauges(folder: Path) -> None:
+    """A dead process's live gauges (open websockets) must stop counting: remove its
+    `gauge_live*_<pid>.db` files, as the client's `mark_process_dead` does (a respawned
+    server worker is a new pid; the dead one's counters and histograms are kept)."""
+    for path in folder.glob("gauge_live*_*.db"):
+        pid = path.stem.rpartition("_")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            path.unlink(missing_ok=True)
+
+
 def main() -> int:
     become_subreaper()
+    metrics, metrics_ours = metrics_folder()
     asked: list[int] = []
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda signum, frame: asked.append(signum))
 
     running: dict[int, str] = {}
     for name, command, extra in processes():
-        environment = {**os.environ, "DB_CONN_MAX_AGE": "0", **extra}
+        environment = {
+            **os.environ,
+            "DB_CONN_MAX_AGE": "0",
+            "PROMETHEUS_MULTIPROC_DIR": str(metrics),
+            **extra,
+        }
         process = subprocess.Popen(command, cwd=ROOT, env=environment)
         process.returncode = 0  # reaped below by waitpid, never by Popen
         running[process.pid] = name
         say(f"started {name} (pid {process.pid}): {' '.join(command)}")
 
     ended: tuple[str, int] | None = None
+    next_forget = time.monotonic() + FORGET_DEAD_SECONDS
     while not asked and ended is None:
         for pid, code in reap().items():
             if pid in running:
                 ended = (running.pop(pid), code)
+        if time.monotonic() > next_forget:
+            next_forget = time.monotonic() + FORGET_DEAD_SECONDS
+            with contextlib.suppress(OSError):
+                forget_dead_gauges(metrics)
         time.sleep(POLL_SECONDS)
 
     if ended is not None:
@@ -189,6 +229,8 @@ def main() -> int:
     else:
         say(f"{signal.Signals(asked[0]).name} received; stopping everything")
     stop_everything(running)
+    if metrics_ours:
+        shutil.rmtree(metrics, ignore_errors=True)
     if ended is None:
         say("stopped")
         return 0

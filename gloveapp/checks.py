@@ -67,3 +67,35 @@ def check_conn_max_age(app_configs, **kwargs):
         )
         for alias in leaky_connection_settings()
     ]
+
+
+@register()
+def check_model_prices(app_configs, **kwargs):
+    from gloveapp.observe.cost import parse_prices
+
+    try:
+        parse_prices(settings.GLOVE_MODEL_PRICES)
+    except ValueError as error:
+        return [
+            Error(
+                f"GLOVE_MODEL_PRICES is not a price table: {error}.",
+                hint='Map each model to {"input": ..., "output": ..., "cache_read": ..., '
+                '"cache_write": ...} in US dollars per million tokens.',
+                id="glove.E020",
+            )
+        ]
+    return []
+
+
+@register()
+def check_metrics_token(app_configs, **kwargs):
+    token = settings.GLOVE_METRICS_TOKEN
+    if token and len(token) < 16:
+        return [
+            Warning(
+                "GLOVE_METRICS_TOKEN is shorter than 16 characters.",
+                hint="Use a long random token; it is all that keeps /metrics private.",
+                id="glove.W020",
+            )
+        ]
+    return []

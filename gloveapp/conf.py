@@ -15,6 +15,7 @@ Django-free on purpose: the settings module imports it before Django is configur
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ class Derived:
 @dataclass(frozen=True)
 class EnvVar:
     name: str
-    # bool | int | float | str | list (comma-separated) | pairs (a=x,b=y) | choice
+    # bool | int | float | str | list (comma-separated) | pairs (a=x,b=y) | choice | json
     kind: str
     default: Any
     meaning: str
@@ -55,6 +56,8 @@ class EnvVar:
             return "true" if self.default else "false"
         if self.kind == "list":
             return ",".join(self.default)
+        if self.kind == "json":
+            return json.dumps(self.default)
         return str(self.default)
 
 
@@ -69,6 +72,7 @@ APPROVALS = "Approvals"
 MESH = "The mesh"
 WORKSPACE = "The workspace inbox"
 LOGINS = "Logins and the demo"
+OBSERVE = "Metrics and cost"
 
 # In the order the reference shows them, group by group.
 DECLARATIONS: tuple[EnvVar, ...] = (
@@ -836,6 +840,37 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         LOGINS,
         read_by="`setup_demo`",
     ),
+    # -- Metrics and cost
+    EnvVar(
+        "GLOVE_METRICS_TOKEN",
+        "str",
+        "",
+        "The bearer token `GET /metrics` asks for (`Authorization: Bearer <token>`); unset, "
+        "`/metrics` answers 404, so the metrics are never public by default.",
+        OBSERVE,
+        secret=True,
+    ),
+    EnvVar(
+        "GLOVE_MODEL_PRICES",
+        "json",
+        {"demo": {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}},
+        "The price table: a JSON object of model name (as its adapter reports it, or "
+        "`provider:model`) to US dollars per million tokens, "
+        '`{"claude-sonnet-4-5": {"input": 3, "output": 15, "cache_read": 0.3, '
+        '"cache_write": 3.75}}`. A model not in it is shown as of unknown cost, never as '
+        "free. The default prices only the offline demo model (at 0).",
+        OBSERVE,
+    ),
+    EnvVar(
+        "PROMETHEUS_MULTIPROC_DIR",
+        "str",
+        "",
+        "A folder the processes of one server write their metrics to, so `/metrics` adds up "
+        "every process's (the Prometheus client's multiprocess mode). `make serve-prod` sets "
+        "it to a fresh folder and empties it at start; unset, a process exports its own.",
+        OBSERVE,
+        read_by="the Prometheus client (`make serve-prod` sets it)",
+    ),
 )
 
 SETTINGS: Mapping[str, EnvVar] = {var.name: var for var in DECLARATIONS}
@@ -869,6 +904,13 @@ def _parse_list(name: str, raw: str) -> list[str]:
     return [part.strip() for part in raw.split(",") if part.strip()]
 
 
+def _parse_json(name: str, raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        raise ValueError(f"{name} must be JSON ({error})") from None
+
+
 def _parse_pairs(name: str, raw: str) -> dict[str, str]:
     pairs = {}
     for part in _parse_list(name, raw):
@@ -887,6 +929,7 @@ PARSERS: dict[str, Callable[[str, str], Any]] = {
     "choice": lambda name, raw: raw.strip(),
     "list": _parse_list,
     "pairs": _parse_pairs,
+    "json": _parse_json,
 }
 
 

@@ -41,6 +41,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.utils import InterfaceError, OperationalError
 
+from gloveapp.observe import metrics
+
 logger = logging.getLogger("gloveapp.db")
 
 
@@ -205,6 +207,7 @@ class _Outage:
             if self.since is None:
                 return
             away, self.since = time.monotonic() - self.since, None
+        metrics.database_reconnected()
         logger.warning("the database is back (after %.1f s, seen by %s)", away, label)
 
 

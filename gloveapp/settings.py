@@ -370,6 +370,10 @@ GLOVE_DEFAULT_AGENT = env("GLOVE_DEFAULT_AGENT")
 # How long a signed chat URL (`POST /api/sessions/<id>/chat-url`) stays valid.
 GLOVE_CHAT_URL_TTL_SECONDS = env("GLOVE_CHAT_URL_TTL_SECONDS")
 GLOVE_WEBHOOK_SECRET = env("GLOVE_WEBHOOK_SECRET")
+# Metrics and cost (docs/howto/observe.md): `/metrics` answers only with this bearer token;
+# the price table turns stored token usage into cost (a model without a price: unknown).
+GLOVE_METRICS_TOKEN = env("GLOVE_METRICS_TOKEN")
+GLOVE_MODEL_PRICES = env("GLOVE_MODEL_PRICES")
 GLOVE_WEBHOOK_MAX_SKEW_SECONDS = env("GLOVE_WEBHOOK_MAX_SKEW_SECONDS")
 # Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`
 # then answers them with an "Expired" response so no agent waits forever.

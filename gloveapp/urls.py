@@ -11,6 +11,7 @@ from django.views.decorators.csp import csp_override
 from django.views.generic import RedirectView, TemplateView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from gloveapp.api.metrics import metrics_view
 from gloveapp.demo.login import LoginView
 from gloveapp.health import healthz
 
@@ -36,6 +37,8 @@ handler500 = "gloveapp.api.errors.server_error"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Prometheus' scrape (GLOVE_METRICS_TOKEN; 404 while it is unset).
+    path("metrics", metrics_view, name="metrics"),
     # The remote store first: its clients' calls are most of the traffic, and every include
     # tried before the one that matches costs a Resolver404 raised and caught.
     path("api/", include("gloveapp.api.urls")),

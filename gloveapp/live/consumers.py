@@ -36,6 +36,7 @@ from gloveapp.live.relay import StoredFrame, ensure_relay_started
 from gloveapp.live.replay import replay_after
 from gloveapp.live.signout import SIGNED_OUT, user_group
 from gloveapp.live.streams import user_stream
+from gloveapp.observe import metrics
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -62,6 +63,7 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
     _ended = False
     _relay = None
     _stream: str | None = None
+    _counted: str | None = None
 
     async def connect(self) -> None:
         if self.scope.get(LOGIN_UNAVAILABLE):  # the login could not be read: not now
@@ -121,9 +123,15 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
             await super().__call__(scope, receive, send)
         finally:
             self._unwatch()
+            if self._counted is not None:
+                metrics.websocket_closed(self._counted)
+                self._counted = None
 
     async def _accept_and_replay(self, stream: str) -> None:
         await self.accept()
+        # Counted while open (glove_websockets_open), by kind: `session`, `approvals`...
+        self._counted = stream.partition(":")[0]
+        metrics.websocket_opened(self._counted)
         replay = await database_sync_to_async(replay_after)(stream, self._last_event_id())
         self._replayed = {frame["id"] for frame in replay.frames}
         for frame in replay.frames:

@@ -43,6 +43,7 @@ from gloveapp.db import Backoff, close_broken_connections
 from gloveapp.live import outbox
 from gloveapp.live.eventlog import LIVE_EVENTS_CHANNEL
 from gloveapp.live.models import LiveEvent
+from gloveapp.observe import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -267,6 +268,8 @@ class Relay:
             try:
                 async with client.pubsub() as pubsub:
                     await pubsub.subscribe(channel)
+                    if failures:
+                        metrics.redis_reconnected("live_relay")
                     failures = 0
                     self.wake()  # catch up on whatever was announced while unsubscribed
                     async for message in pubsub.listen():

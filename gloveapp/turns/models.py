@@ -55,6 +55,14 @@ class Turn(models.Model):
     # What the page says about the turn besides its reply (an MCP server that was down).
     notice = models.TextField(blank=True, default="")
     task_id = models.CharField(max_length=64, blank=True, default="")
+    # The model the finishing attempt talked to and the tokens it used: the turn's cost is
+    # this usage priced by GLOVE_MODEL_PRICES. Written once, by the finishing UPDATE (no
+    # index holds them, so the row is rewritten in place).
+    model = models.CharField(max_length=200, blank=True, default="")
+    tokens_in = models.BigIntegerField(default=0)
+    tokens_out = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -31,6 +31,7 @@ from gloveapp.core.types import ToolResult, ToolResultData
 from gloveapp.db import prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import session_stream
+from gloveapp.observe.cost import Usage
 from gloveapp.turns.models import Turn, TurnSlot
 
 # The permission vocabulary, in one place: what a prompt offers (value, button label), what
@@ -305,7 +306,9 @@ def turn_request_stored(turn: Turn) -> bool:
 
 
 _FINISH_SQL = f"""
-    UPDATE {_TURN} SET status = %s, error = %s, finished_at = %s, lease_until = NULL
+    UPDATE {_TURN} SET status = %s, error = %s, finished_at = %s, lease_until = NULL,
+           model = %s, tokens_in = %s, tokens_out = %s, cache_read_tokens = %s,
+           cache_write_tokens = %s
      WHERE id = %s AND status = 'running' AND worker_id = %s
     RETURNING session_id
 """
@@ -319,14 +322,30 @@ def turn_finish(
     error: str = "",
     reply: str = "",
     prompted: bool = True,
+    model: str = "",
+    usage: Usage | None = None,
 ) -> bool:
     """End a running turn; False when this worker no longer holds it (taken back).
 
-    `prompted=False` (the turn pushed no prompt) skips looking for prompts to expire."""
+    `prompted=False` (the turn pushed no prompt) skips looking for prompts to expire.
+    `model` and `usage`: the model the attempt talked to and the tokens it used (its cost)."""
+    usage = usage or Usage()
     with transaction.atomic():
         with prepared_cursor() as cursor:
             cursor.execute(
-                _FINISH_SQL, [status, error, sql_datetime(timezone.now()), turn_id, worker_id]
+                _FINISH_SQL,
+                [
+                    status,
+                    error,
+                    sql_datetime(timezone.now()),
+                    model[: Turn._meta.get_field("model").max_length],
+                    usage.tokens_in,
+                    usage.tokens_out,
+                    usage.cache_read,
+                    usage.cache_write,
+                    turn_id,
+                    worker_id,
+                ],
             )
             row = cursor.fetchone()
         if row is None:

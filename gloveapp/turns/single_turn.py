@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
+from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec, model_spec
 from gloveapp.conversations.models import Session
 from gloveapp.core.abort import AbortSignal
 from gloveapp.core.approvals import APPROVAL_RENDERER
@@ -32,6 +32,7 @@ from gloveapp.ormstore.store import DjangoStore
 from gloveapp.turns import services
 from gloveapp.turns.extensions import mount_extensions
 from gloveapp.turns.models import MeshPeer, Turn
+from gloveapp.turns.observe_turn import TurnObserver
 from mesh.core import AgentIdentity, mount_mesh, unmount_mesh
 from mesh.layers import build_transport, get_mesh_transport, mesh_config
 from mesh.transports.database import DatabaseMeshTransport
@@ -57,6 +58,11 @@ def turn_agent(turn: Turn) -> AgentSpec:
     return get_agent_spec(agent_name)
 
 
+def model_provider(spec: AgentSpec) -> str:
+    """The provider part of the agent's model spec (`anthropic`, `openai`, `demo`...)."""
+    return (spec.model.strip() or model_spec()).partition(":")[0].strip().lower()
+
+
 def agent_tools(spec: AgentSpec) -> dict[str, Tool]:
     return {tool.name: tool for tool in spec.tools}
 
@@ -68,14 +74,19 @@ async def answer_turn(
     abort: AbortSignal,
     spec: AgentSpec,
     tools: dict[str, Tool],
+    observer: TurnObserver | None = None,
 ) -> str:
     """Run the turn to its end; returns the reply text. A retried turn whose request is
-    already stored resumes from the stored conversation instead of asking again."""
+    already stored resumes from the stored conversation instead of asking again.
+    `observer` times and counts its model and tool calls (metrics, usage)."""
     session_id = turn.session_id
+    model = configured_model(agent=spec.name, spec=spec.model)
+    if observer is not None:
+        model = observer.observe_model(model)
     glove = Glove(
         # Fenced: once another worker took the turn back, this attempt stores nothing more.
         store=DjangoStore(session_id, inbox_ttl=inbox_ttl(), fence=services.turn_fence(turn)),
-        model=configured_model(agent=spec.name, spec=spec.model),
+        model=model,
         display_manager=display,
         system_prompt=spec.system_prompt,
         compaction_config=CompactionConfig(compaction_instructions=spec.compaction_instructions),
@@ -87,7 +98,10 @@ async def answer_turn(
         if event_type in FORWARDED_EVENTS:
             await broadcast(session_id, event_type, payload)
 
-    glove.add_subscriber(forward).build()
+    glove.add_subscriber(forward)
+    if observer is not None:
+        glove.add_subscriber(observer.on_event)
+    glove.build()
     resume = turn.retried and await sync_to_async(services.turn_request_stored)(turn)
     if resume:
         stored = await sync_to_async(services.turn_stored_reply)(turn)

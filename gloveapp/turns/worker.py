@@ -47,11 +47,13 @@ from gloveapp.db import (
     retry_while_unreachable,
 )
 from gloveapp.live.relay import listen_params, listen_postgres
-from gloveapp.turns import services
+from gloveapp.turns import observe_turn, services
 from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.observe_turn import TurnObserver
 from gloveapp.turns.single_turn import (
     agent_tools,
     answer_turn,
+    model_provider,
     readable_error,
     slot_template,
     turn_agent,
@@ -182,14 +184,22 @@ class TurnEngine:
         self.running[turn.pk] = state
         status, error, reply = Turn.Status.DONE, "", ""
         announcer: _Announcer | None = None
+        observer: TurnObserver | None = None
         interrupted = taken_back = False
         try:
             spec = await sync_to_async(turn_agent)(turn)
             tools = agent_tools(spec)
+            observer = TurnObserver(turn, agent=spec.name, provider=model_provider(spec))
+            observe_turn.turn_started(turn, agent=spec.name)
             announcer = _Announcer(turn, tools)
             state.display.subscribe(announcer.announce)
             reply = await answer_turn(
-                turn, display=state.display, abort=state.abort.signal, spec=spec, tools=tools
+                turn,
+                display=state.display,
+                abort=state.abort.signal,
+                spec=spec,
+                tools=tools,
+                observer=observer,
             )
         except AbortError:
             status, error = Turn.Status.CANCELLED, "stopped"
@@ -221,7 +231,7 @@ class TurnEngine:
             await self._db(services.turn_release, turn=turn, worker_id=self.worker_id)
             return
         # False when another worker took the turn back meanwhile: it is theirs now.
-        await self._db(
+        finished = await self._db(
             services.turn_finish,
             turn_id=turn.pk,
             worker_id=self.worker_id,
@@ -229,7 +239,11 @@ class TurnEngine:
             error=error,
             reply=reply,
             prompted=announcer is None or announcer.pushed_any,
+            model=observer.model if observer is not None else "",
+            usage=observer.usage if observer is not None else None,
         )
+        if finished and observer is not None:
+            observer.finished(status)
 
     # -- the watcher ---------------------------------------------------------------------------
     async def watch(self) -> None:

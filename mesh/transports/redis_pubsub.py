@@ -37,6 +37,7 @@ from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from gloveapp.observe import metrics
 from mesh.core.adapter import MeshHandler, Unsubscribe
 from mesh.core.errors import MeshAccessDeniedError, MeshUnknownAgentError, MeshUnknownMessageError
 from mesh.core.security import DEFAULT_MAX_AGE, MeshGuard
@@ -237,6 +238,7 @@ class RedisMeshAdapter:
                         self.agent_id,
                         failures,
                     )
+                    metrics.redis_reconnected("mesh")
                     failures = 0
                 for message in early:
                     await self._dispatch(message.get("data"), handler)

@@ -1,0 +1,162 @@
+"""The process's Prometheus metrics, built from `catalogue.METRICS`, and their exposition.
+
+Every process keeps its own (a turn worker, each granian and uvicorn worker); with
+`PROMETHEUS_MULTIPROC_DIR` set (`make serve-prod` sets it, and empties the folder at start)
+the client library writes them to files there and `render()` adds up those of every process,
+so whichever server process answers a scrape tells the whole. Without it (`make run`, the
+tests) a process's own metrics are exported.
+
+Recording is a few dictionary lookups and a locked add (an mmap write in multiprocess mode):
+cheap enough for every model and tool call. Django-free.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from gloveapp.observe.catalogue import METRICS, MetricSpec
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+_lock = threading.Lock()
+_built: dict[str, Any] | None = None
+_registry: Any = None
+
+
+def multiprocess_dir() -> str:
+    return os.environ.get(MULTIPROC_ENV, "")
+
+
+def _build(spec: MetricSpec, registry: Any) -> Any:
+    from prometheus_client import Counter, Gauge, Histogram
+
+    name = spec.name
+    if spec.kind == "counter":
+        return Counter(name, spec.meaning, spec.labels, registry=registry)
+    if spec.kind == "histogram":
+        return Histogram(name, spec.meaning, spec.labels, buckets=spec.buckets, registry=registry)
+    return Gauge(
+        name,
+        spec.meaning,
+        spec.labels,
+        registry=registry,
+        multiprocess_mode=spec.multiprocess_mode or "all",
+    )
+
+
+def _metrics() -> dict[str, Any]:
+    global _built, _registry
+    if _built is None:
+        with _lock:
+            if _built is None:
+                from prometheus_client import CollectorRegistry
+
+                # Single process: a registry of ours (never the client's global one, which
+                # also carries its process and platform collectors). Multiprocess: values go
+                # to files, read back by `render`.
+                _registry = CollectorRegistry(auto_describe=True)
+                _built = {
+                    spec.name: _build(spec, None if multiprocess_dir() else _registry)
+                    for spec in METRICS
+                    if not spec.scraped
+                }
+    return _built
+
+
+def metric(name: str) -> Any:
+    return _metrics()[name]
+
+
+# -- recording ------------------------------------------------------------------------------
+def turn_started(*, agent: str, retried: bool, queue_wait: float | None) -> None:
+    metric("glove_turns_started").labels(agent).inc()
+    if retried:
+        metric("glove_turns_retried").labels(agent).inc()
+    elif queue_wait is not None:
+        metric("glove_turn_queue_wait_seconds").labels(agent).observe(max(queue_wait, 0.0))
+
+
+def turn_finished(*, agent: str, status: str, duration: float) -> None:
+    metric("glove_turns_finished").labels(agent, status).inc()
+    metric("glove_turn_duration_seconds").labels(agent, status).observe(duration)
+
+
+def model_call(
+    *,
+    agent: str,
+    provider: str,
+    model: str,
+    duration: float,
+    tokens: dict[str, int] | None = None,
+    cost_usd: float | None = None,
+    error_type: str = "",
+) -> None:
+    """One model call; `tokens` by type (input, output, cache_read, cache_write); `cost_usd`
+    None when the model has no price."""
+    metric("gen_ai_client_operation_duration_seconds").labels(
+        "chat", provider, model, agent, error_type
+    ).observe(duration)
+    if error_type:
+        return
+    tokens = tokens or {}
+    usage = metric("gen_ai_client_token_usage")
+    total = metric("glove_model_tokens")
+    for kind, count in tokens.items():
+        if kind in ("input", "output"):
+            usage.labels("chat", provider, model, agent, kind).observe(count)
+        if count:
+            total.labels(agent, model, kind).inc(count)
+    if cost_usd is None:
+        metric("glove_model_calls_unpriced").labels(agent, model).inc()
+    elif cost_usd:
+        metric("glove_model_cost_usd").labels(agent, model).inc(cost_usd)
+
+
+def tool_call(*, agent: str, tool: str, outcome: str, duration: float) -> None:
+    metric("glove_tool_calls").labels(agent, tool, outcome).inc()
+    metric("glove_tool_call_duration_seconds").labels(agent, tool).observe(duration)
+
+
+def websocket_opened(stream: str) -> None:
+    metric("glove_websockets_open").labels(stream).inc()
+
+
+def websocket_closed(stream: str) -> None:
+    metric("glove_websockets_open").labels(stream).dec()
+
+
+def database_reconnected() -> None:
+    metric("glove_database_reconnects").inc()
+
+
+def redis_reconnected(component: str) -> None:
+    metric("glove_redis_reconnects").labels(component).inc()
+
+
+# -- exposition -----------------------------------------------------------------------------
+def render(extra: Iterable[Any] = ()) -> tuple[bytes, str]:
+    """The exposition text of every process's metrics plus the `extra` collectors (the
+    gauges read from the database), and its content type."""
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+    _metrics()
+    registry = CollectorRegistry(auto_describe=False)
+    if multiprocess_dir():
+        from prometheus_client import multiprocess
+
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry.register(_Own())
+    for collector in extra:
+        registry.register(collector)
+    return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+class _Own:
+    """This process's registry as a collector of another registry."""
+
+    def collect(self) -> Iterable[Any]:
+        return _registry.collect()
