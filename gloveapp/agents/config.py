@@ -24,6 +24,8 @@ it, added to what the factory returns (docs/howto/agents.md):
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,6 +37,7 @@ from django.utils.module_loading import import_string
 from gloveapp.core.providers.base import ModelAdapter
 from gloveapp.core.providers.registry import get_model, register_model_provider
 from gloveapp.core.tools import Tool
+from gloveapp.observe.cost import Price, parse_prices
 
 DEMO_PROVIDER = "demo"
 # The offline demo model (a dotted path: the demo app sits above this registry).
@@ -240,3 +243,22 @@ def model_label() -> str:
     if spec.partition(":")[0].strip().lower() == DEMO_PROVIDER:
         return DEMO_MODEL_LABEL
     return spec
+
+
+@functools.cache
+def _parsed_prices(raw: str) -> dict[str, Price]:
+    try:
+        return parse_prices(json.loads(raw))
+    except ValueError:
+        return {}  # the system check (glove.E020) says why; nothing is priced meanwhile
+
+
+def model_prices() -> dict[str, Price]:
+    """GLOVE_MODEL_PRICES as a price table (parsed once per value); an invalid table prices
+    nothing, so every cost reads "unknown" until it is fixed."""
+    raw = getattr(settings, "GLOVE_MODEL_PRICES", None) or {}
+    try:
+        key = json.dumps(raw, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return {}
+    return _parsed_prices(key)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,6 +11,7 @@ from gloveapp.api.access import ApiView, Conflict, owned_session, refused_input_
 from gloveapp.api.fields import ErrorSerializer, OkSerializer, Schema
 from gloveapp.conversations import selectors, services
 from gloveapp.core.input_rules import SESSION_ID_RE
+from gloveapp.turns.usage import session_usage_cost
 
 
 class SessionOutputSerializer(serializers.Serializer):
@@ -126,6 +127,44 @@ class SessionListApi(ApiView):
         return Response(SessionOutputSerializer(session).data, status=status.HTTP_201_CREATED)
 
 
+class UsageSerializer(serializers.Serializer):
+    tokensIn = serializers.IntegerField(source="tokens_in_total")
+    tokensOut = serializers.IntegerField(source="tokens_out_total")
+    cacheReadTokens = serializers.IntegerField(source="cache_read_input_tokens_total")
+    cacheWriteTokens = serializers.IntegerField(source="cache_creation_input_tokens_total")
+
+
+class CostSerializer(serializers.Serializer):
+    usd = serializers.CharField(
+        allow_null=True,
+        help_text="US dollars as a decimal string, over the models with a price; null when "
+        "no model used had one.",
+    )
+    complete = serializers.BooleanField(
+        help_text="False when a model used has no price (GLOVE_MODEL_PRICES): the true cost "
+        "is then more than `usd`, by an unknown amount."
+    )
+    unknownModels = serializers.ListField(
+        child=serializers.CharField(), source="unknown_models", help_text="Models without a price."
+    )
+    byModel = serializers.DictField(
+        child=serializers.CharField(allow_null=True),
+        source="by_model",
+        help_text="US dollars per model used (null: the model has no price).",
+    )
+
+
+class SessionDetailOutputSerializer(SessionOutputSerializer):
+    """A session with its token usage and what it cost (its turns' usage, priced)."""
+
+    usage = UsageSerializer(source="*")
+    cost = serializers.SerializerMethodField()
+
+    @extend_schema_field(CostSerializer)
+    def get_cost(self, session) -> dict:
+        return CostSerializer(session_usage_cost(session).as_dict()).data
+
+
 class SessionDetailApi(ApiView):
     class InputSerializer(Schema):
         class Meta:
@@ -141,10 +180,11 @@ class SessionDetailApi(ApiView):
 
     @extend_schema(
         operation_id="sessions_retrieve",
-        responses={200: SessionOutputSerializer, 404: ErrorSerializer},
+        responses={200: SessionDetailOutputSerializer, 404: ErrorSerializer},
     )
     def get(self, request: Request, session_id: str) -> Response:
-        return Response(SessionOutputSerializer(owned_session(request.user, session_id)).data)
+        session = owned_session(request.user, session_id)
+        return Response(SessionDetailOutputSerializer(session).data)
 
     @extend_schema(
         operation_id="sessions_update",

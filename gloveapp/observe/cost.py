@@ -80,6 +80,10 @@ class Cost:
             "usd": str(self.amount.quantize(QUANTUM)) if self.amount is not None else None,
             "complete": self.complete,
             "unknown_models": list(self.unknown),
+            "by_model": {
+                model: (str(part.quantize(QUANTUM)) if part is not None else None)
+                for model, part in self.by_model.items()
+            },
         }
 
 

@@ -19,15 +19,14 @@ from typing import Any
 
 from gloveapp.observe.catalogue import METRICS, MetricSpec
 
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
-
 _lock = threading.Lock()
 _built: dict[str, Any] | None = None
 _registry: Any = None
 
 
 def multiprocess_dir() -> str:
-    return os.environ.get(MULTIPROC_ENV, "")
+    # The client library reads the same variable when it is imported.
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
 
 
 def _build(spec: MetricSpec, registry: Any) -> Any:

@@ -7,7 +7,10 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from gloveapp.conversations.admin import SessionAdmin
+from gloveapp.conversations.models import Session
 from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.usage import session_usage_cost, turn_cost
 
 
 class RetriedFilter(admin.SimpleListFilter):
@@ -46,12 +49,44 @@ class TurnAdmin(admin.ModelAdmin):
         "created_at",
         "started_at",
         "finished_at",
+        "cost",
     )
     list_filter = ("status", RetriedFilter, "source")
     search_fields = ("session__id", "user__username", "text", "worker_id")
-    readonly_fields = [field.name for field in Turn._meta.fields]
+    readonly_fields = [field.name for field in Turn._meta.fields] + ["cost"]
     inlines = [TurnSlotInline]
+
+    @admin.display(description="cost")
+    def cost(self, turn: Turn) -> str:
+        """Its usage priced by GLOVE_MODEL_PRICES; a model without a price: unknown."""
+        if not (turn.tokens_in or turn.tokens_out or turn.cache_read_tokens):
+            return "\u2014"
+        return turn_cost(turn).text()
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Turns are posted through the chat, where the queue and the user's limit apply.
         return False
+
+
+# The session's page gains its cost (the turns' usage, priced): the conversations app knows
+# nothing of turns, so the turns app extends its admin, as one extends the User admin.
+admin.site.unregister(Session)
+
+
+@admin.register(Session)
+class SessionWithCostAdmin(SessionAdmin):
+    readonly_fields = (*SessionAdmin.readonly_fields, "cost")
+    fields = (*SessionAdmin.fields, "cost")
+
+    @admin.display(description="cost")
+    def cost(self, session: Session) -> str:
+        """The turns' usage priced by GLOVE_MODEL_PRICES, per model; a model without a price
+        (or tokens no turn recorded) makes the cost unknown, never 0."""
+        found = session_usage_cost(session)
+        if not found.by_model:
+            return "\u2014 (no model calls yet)"
+        parts = ", ".join(
+            f"{model}: {'unknown' if amount is None else f'${amount:.6f}'}"
+            for model, amount in found.by_model.items()
+        )
+        return f"{found.text()} ({parts})"

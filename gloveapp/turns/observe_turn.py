@@ -10,36 +10,20 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from gloveapp.agents.config import model_prices
 from gloveapp.core.events import TOOL_USE_RESULT
 from gloveapp.observe import metrics
-from gloveapp.observe.cost import Price, Usage, parse_prices, price_for
+from gloveapp.observe.cost import Usage, cost_of, price_for
 from gloveapp.turns.models import Turn
 
 
-@cache
-def _prices(raw: str) -> dict[str, Price]:
-    try:
-        return parse_prices(settings.GLOVE_MODEL_PRICES)
-    except ValueError:
-        return {}  # the system check (glove.E020) says why; nothing is priced meanwhile
-
-
-def configured_prices() -> dict[str, Price]:
-    """The price table of the settings (parsed once per value)."""
-    return _prices(repr(settings.GLOVE_MODEL_PRICES))
-
-
 def call_cost(model: str, usage: Usage) -> float | None:
-    from gloveapp.observe.cost import cost_of
-
-    price = price_for(model, configured_prices())
+    price = price_for(model, model_prices())
     return None if price is None else float(cost_of(usage, price))
 
 
