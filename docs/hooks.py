@@ -6,6 +6,7 @@ rendered (so the strict build checks its links and anchors like any other text):
     <!-- generated: settings -->   the environment variables, from gloveapp/conf.py
     <!-- generated: commands -->   each management command's --help
     <!-- generated: openapi -->    the REST routes, from drf-spectacular's OpenAPI schema
+    <!-- generated: metrics -->    the Prometheus metrics, from gloveapp/observe/catalogue.py
 
 Links are written as they resolve in the repository, so they work on GitHub too: a page
 links CHANGELOG.md as `../../CHANGELOG.md` and a screenshot where the browser test writes
@@ -207,8 +208,16 @@ def openapi_reference() -> str:
     return "\n".join(out)
 
 
+def metrics_reference() -> str:
+    sys.path.insert(0, str(ROOT))
+    from gloveapp.observe.catalogue import reference_markdown
+
+    return reference_markdown()
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "settings": settings_reference,
+    "metrics": metrics_reference,
     "commands": commands_reference,
     "openapi": openapi_reference,
 }
