@@ -72,7 +72,7 @@ APPROVALS = "Approvals"
 MESH = "The mesh"
 WORKSPACE = "The workspace inbox"
 LOGINS = "Logins and the demo"
-OBSERVE = "Metrics and cost"
+OBSERVE = "Metrics, cost and the turn timeline"
 
 # In the order the reference shows them, group by group.
 DECLARATIONS: tuple[EnvVar, ...] = (
@@ -840,7 +840,7 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         LOGINS,
         read_by="`setup_demo`",
     ),
-    # -- Metrics and cost
+    # -- Metrics, cost and the turn timeline
     EnvVar(
         "GLOVE_METRICS_TOKEN",
         "str",
@@ -859,6 +859,22 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         '`{"claude-sonnet-4-5": {"input": 3, "output": 15, "cache_read": 0.3, '
         '"cache_write": 3.75}}`. A model not in it is shown as of unknown cost, never as '
         "free. The default prices only the offline demo model (at 0).",
+        OBSERVE,
+    ),
+    EnvVar(
+        "GLOVE_TIMELINE_MAX_STEPS",
+        "int",
+        200,
+        "The most timeline steps (model calls, tool calls, waits) one attempt of a turn "
+        "stores; later ones are counted in the metrics only.",
+        OBSERVE,
+    ),
+    EnvVar(
+        "GLOVE_TIMELINE_RETENTION_DAYS",
+        "int",
+        30,
+        "How long a turn's timeline steps are kept (0: as long as the turn); the turn "
+        "worker's scheduler deletes older ones.",
         OBSERVE,
     ),
     EnvVar(

@@ -374,6 +374,9 @@ GLOVE_WEBHOOK_SECRET = env("GLOVE_WEBHOOK_SECRET")
 # the price table turns stored token usage into cost (a model without a price: unknown).
 GLOVE_METRICS_TOKEN = env("GLOVE_METRICS_TOKEN")
 GLOVE_MODEL_PRICES = env("GLOVE_MODEL_PRICES")
+# A turn's timeline (its steps, stored as it runs): bounded per attempt, kept this long.
+GLOVE_TIMELINE_MAX_STEPS = env("GLOVE_TIMELINE_MAX_STEPS")
+GLOVE_TIMELINE_RETENTION_DAYS = env("GLOVE_TIMELINE_RETENTION_DAYS")
 GLOVE_WEBHOOK_MAX_SKEW_SECONDS = env("GLOVE_WEBHOOK_MAX_SKEW_SECONDS")
 # Items chat agents post expire after this long (0: never); `manage.py expire_inbox_items`
 # then answers them with an "Expired" response so no agent waits forever.

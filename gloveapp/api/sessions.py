@@ -11,6 +11,7 @@ from gloveapp.api.access import ApiView, Conflict, owned_session, refused_input_
 from gloveapp.api.fields import ErrorSerializer, OkSerializer, Schema
 from gloveapp.conversations import selectors, services
 from gloveapp.core.input_rules import SESSION_ID_RE
+from gloveapp.turns.timeline import DEFAULT_TURNS, MAX_TURNS, session_timelines
 from gloveapp.turns.usage import session_usage_cost
 
 
@@ -202,3 +203,42 @@ class SessionDetailApi(ApiView):
     def delete(self, request: Request, session_id: str) -> Response:
         services.session_delete(session=owned_session(request.user, session_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TimelineQuery(Schema):
+    class Meta:
+        ref_name = "TimelineQuery"
+
+    limit = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_TURNS,
+        default=DEFAULT_TURNS,
+        help_text=f"How many turns (at most {MAX_TURNS}), newest first.",
+    )
+    before = serializers.IntegerField(
+        required=False, min_value=1, help_text="Only turns older than this turn id (the `next`)."
+    )
+
+
+class SessionTimelineApi(ApiView):
+    """A session's turns as timelines: each turn's steps (its wait in the queue, attempts,
+    model calls with their tokens, tool calls, waits on a person) with their start, duration
+    and outcome, newest turn first. Staff also see which worker ran each step."""
+
+    @extend_schema(
+        operation_id="sessions_timeline",
+        parameters=[TimelineQuery],
+        responses={200: OpenApiResponse(description="`{turns: [...], next: turn id or null}`")},
+    )
+    def get(self, request: Request, session_id: str) -> Response:
+        query = self.validated(TimelineQuery, request.query_params)
+        session = owned_session(request.user, session_id)
+        found = session_timelines(session.pk, before=query.get("before"), limit=query["limit"])
+        staff = bool(request.user.is_staff)
+        return Response(
+            {
+                "turns": [timeline.to_dict(with_workers=staff) for timeline in found],
+                "next": found[-1].turn_id if len(found) == query["limit"] else None,
+            }
+        )

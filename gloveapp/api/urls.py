@@ -26,6 +26,11 @@ urlpatterns = [
     path("sessions", sessions.SessionListApi.as_view(), name="api-sessions"),
     path("sessions/<str:session_id>", sessions.SessionDetailApi.as_view(), name="api-session"),
     path(
+        "sessions/<str:session_id>/timeline",
+        sessions.SessionTimelineApi.as_view(),
+        name="api-session-timeline",
+    ),
+    path(
         "sessions/<str:session_id>/messages",
         store_views.MessagesApi.as_view(),
         name="api-session-messages",

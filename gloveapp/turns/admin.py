@@ -3,6 +3,8 @@ records are in its admin too: django-tasks-db's task results, RQ's dashboard).""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -10,6 +12,7 @@ from django.http import HttpRequest
 from gloveapp.conversations.admin import SessionAdmin
 from gloveapp.conversations.models import Session
 from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.timeline import session_timelines
 from gloveapp.turns.usage import session_usage_cost, turn_cost
 
 
@@ -68,8 +71,9 @@ class TurnAdmin(admin.ModelAdmin):
         return False
 
 
-# The session's page gains its cost (the turns' usage, priced): the conversations app knows
-# nothing of turns, so the turns app extends its admin, as one extends the User admin.
+# The session's page gains its cost (the turns' usage, priced) and its turns' timeline: the
+# conversations app knows nothing of turns, so the turns app extends its admin, as one
+# extends the User admin.
 admin.site.unregister(Session)
 
 
@@ -77,6 +81,23 @@ admin.site.unregister(Session)
 class SessionWithCostAdmin(SessionAdmin):
     readonly_fields = (*SessionAdmin.readonly_fields, "cost")
     fields = (*SessionAdmin.fields, "cost")
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Session | None = None,
+    ) -> Any:
+        if obj is not None:
+            # The newest turns' waterfalls (`?timeline_before=<turn id>` pages back).
+            before = request.GET.get("timeline_before", "")
+            context["timelines"] = session_timelines(
+                obj.pk, before=int(before) if before.isdigit() else None
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     @admin.display(description="cost")
     def cost(self, session: Session) -> str:

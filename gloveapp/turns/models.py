@@ -145,3 +145,44 @@ class MeshPeer(models.Model):
 
     def __str__(self) -> str:
         return f"mesh peer {self.mesh_id} ({self.session_id})"
+
+
+class TurnStep(models.Model):
+    """One step of a turn, stored as the turn runs (its timeline): an attempt (which worker
+    claimed the turn, the first or a retry), a model call, a tool call, a wait on a person.
+
+    Written inside the turn's fence, so a worker that lost the turn writes none; at most
+    GLOVE_TIMELINE_MAX_STEPS per attempt, and kept GLOVE_TIMELINE_RETENTION_DAYS (the turn
+    worker's scheduler deletes older ones; they go with their turn too).
+    """
+
+    class Kind(models.TextChoices):
+        ATTEMPT = "attempt"
+        MODEL = "model"
+        TOOL = "tool"
+        WAIT = "wait"
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="steps")
+    attempt = models.PositiveSmallIntegerField()
+    worker_id = models.CharField(max_length=64, blank=True, default="")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    # The model, the tool, the kind of wait (approval, permission, a slot's renderer).
+    name = models.CharField(max_length=200, blank=True, default="")
+    started_at = models.DateTimeField()
+    # Null while it runs (an attempt whose worker died never gets one).
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    # success | error | aborted | resolved | rejected | expired | done | failed | cancelled
+    outcome = models.CharField(max_length=20, blank=True, default="")
+    # Tokens and finish reason of a model call, a tool call's id, a wait's answer channel.
+    detail = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["turn_id", "started_at", "id"]
+        indexes = [
+            models.Index(fields=["turn", "started_at"]),
+            # The scheduler's retention sweep.
+            models.Index(fields=["started_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name} of turn {self.turn_id}"

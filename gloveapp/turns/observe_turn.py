@@ -1,25 +1,34 @@
-"""What one turn reports while it runs: its model calls, tool calls and token usage.
+"""What one turn reports while it runs: its model calls, tool calls, waits and token usage.
 
 A `TurnObserver` wraps the turn's model adapter (each call timed, its tokens counted, an error
-typed) and listens to the turn's `tool_use_result` events; it feeds the Prometheus metrics
-(`gloveapp.observe.metrics`) and keeps the turn's usage, which the worker stores on the turn
-when it finishes it (cost is that usage priced by GLOVE_MODEL_PRICES).
+typed), listens to the turn's `tool_use_result` events and is told of the prompts that wait on
+a person; it feeds the Prometheus metrics (`gloveapp.observe.metrics`), stores each step of
+the turn's timeline as it ends (`services.step_record`, inside the turn's fence: a worker
+that lost the turn writes none) and keeps the turn's usage, which the worker stores on the
+turn when it finishes it (cost is that usage priced by GLOVE_MODEL_PRICES).
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from gloveapp.agents.config import model_prices
 from gloveapp.core.events import TOOL_USE_RESULT
+from gloveapp.db import is_database_outage
 from gloveapp.observe import metrics
 from gloveapp.observe.cost import Usage, cost_of, price_for
-from gloveapp.turns.models import Turn
+from gloveapp.turns import services
+from gloveapp.turns.models import Turn, TurnStep
+
+logger = logging.getLogger(__name__)
 
 
 def call_cost(model: str, usage: Usage) -> float | None:
@@ -35,6 +44,62 @@ class TurnObserver:
         self.model = ""
         self.usage = Usage()
         self.started = time.monotonic()
+        self.steps_left = settings.GLOVE_TIMELINE_MAX_STEPS
+        self._waits: dict[str, datetime] = {}
+
+    async def step(
+        self,
+        kind: str,
+        name: str,
+        *,
+        started_at: datetime,
+        duration: float | None = None,
+        outcome: str = "",
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """Store one timeline step (bounded per attempt). A database outage propagates (the
+        turn is interrupted and runs again); any other failure loses only the step."""
+        if self.steps_left <= 0:
+            return
+        self.steps_left -= 1
+        try:
+            await sync_to_async(services.step_record)(
+                turn=self.turn,
+                kind=kind,
+                name=name,
+                started_at=started_at,
+                duration_ms=None if duration is None else max(int(duration * 1000), 0),
+                outcome=outcome,
+                detail=detail,
+            )
+        except Exception as error:
+            if is_database_outage(error):
+                raise
+            logger.exception("could not store a timeline step of turn %s", self.turn.pk)
+
+    async def attempt_started(self) -> None:
+        await self.step(
+            TurnStep.Kind.ATTEMPT,
+            f"attempt {self.turn.attempts}",
+            started_at=timezone.now(),
+        )
+
+    def wait_opened(self, slot_id: str) -> None:
+        self._waits.setdefault(slot_id, timezone.now())
+
+    async def wait_closed(self, slot: Any) -> None:
+        """A prompt that waited on a person closed: its wait is a step."""
+        opened = self._waits.pop(slot.id, None)
+        if opened is None:
+            return
+        await self.step(
+            TurnStep.Kind.WAIT,
+            str(slot.renderer or "prompt"),
+            started_at=opened,
+            duration=(timezone.now() - opened).total_seconds(),
+            outcome=str(slot.status or ""),
+            detail={"slot_id": slot.id, "tool_name": slot.tool_name},
+        )
 
     def observe_model(self, adapter: Any) -> ObservedModel:
         self.model = getattr(adapter, "name", "") or self.provider
@@ -44,12 +109,45 @@ class TurnObserver:
         if event_type != TOOL_USE_RESULT:
             return
         result = payload.get("result") or {}
-        outcome = result.get("status") if isinstance(result, dict) else None
-        metrics.tool_call(
-            agent=self.agent,
-            tool=str(payload.get("tool_name") or payload.get("name") or ""),
-            outcome=str(outcome or "success"),
-            duration=(payload.get("duration_ms") or 0) / 1000,
+        outcome = str((result.get("status") if isinstance(result, dict) else None) or "success")
+        tool = str(payload.get("tool_name") or payload.get("name") or "")
+        duration = (payload.get("duration_ms") or 0) / 1000
+        metrics.tool_call(agent=self.agent, tool=tool, outcome=outcome, duration=duration)
+        await self.step(
+            TurnStep.Kind.TOOL,
+            tool,
+            started_at=timezone.now() - timedelta(seconds=duration),
+            duration=duration,
+            outcome=outcome,
+            detail={"call_id": payload.get("call_id")},
+        )
+
+    async def model_step(
+        self, model: str, started_at: datetime, duration: float, result: Any, error: Any
+    ) -> None:
+        if error is not None:
+            await self.step(
+                TurnStep.Kind.MODEL,
+                model,
+                started_at=started_at,
+                duration=duration,
+                outcome="error",
+                detail={"error_type": type(error).__name__},
+            )
+            return
+        await self.step(
+            TurnStep.Kind.MODEL,
+            model,
+            started_at=started_at,
+            duration=duration,
+            outcome="success",
+            detail={
+                "input_tokens": result.tokens_in or 0,
+                "output_tokens": result.tokens_out or 0,
+                "cache_read_tokens": result.cache_read_input_tokens or 0,
+                "cache_write_tokens": result.cache_creation_input_tokens or 0,
+                "finish_reason": result.stop_reason or "",
+            },
         )
 
     def model_answered(self, model: str, result: Any, duration: float) -> None:
@@ -101,13 +199,17 @@ class ObservedModel:
 
     async def prompt(self, messages: Any, tools: Any, notify: Any, abort: Any = None) -> Any:
         model = getattr(self._inner, "name", "") or self._observer.model
-        started = time.perf_counter()
+        started, started_at = time.perf_counter(), timezone.now()
         try:
             result = await self._inner.prompt(messages, tools, notify, abort)
-        except BaseException as error:
-            self._observer.model_failed(model, error, time.perf_counter() - started)
+        except Exception as error:
+            duration = time.perf_counter() - started
+            self._observer.model_failed(model, error, duration)
+            await self._observer.model_step(model, started_at, duration, None, error)
             raise
-        self._observer.model_answered(model, result, time.perf_counter() - started)
+        duration = time.perf_counter() - started
+        self._observer.model_answered(model, result, duration)
+        await self._observer.model_step(model, started_at, duration, result, None)
         return result
 
 

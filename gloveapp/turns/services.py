@@ -32,7 +32,7 @@ from gloveapp.db import prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import session_stream
 from gloveapp.observe.cost import Usage
-from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.models import Turn, TurnSlot, TurnStep
 
 # The permission vocabulary, in one place: what a prompt offers (value, button label), what
 # each answer tells the executor, and how a remembered decision is named on the page.
@@ -351,6 +351,7 @@ def turn_finish(
         if row is None:
             return False
         turn = Turn(id=turn_id, session_id=row[0])
+        _close_attempt_step(turn_id, worker_id=worker_id, outcome=status)
         if prompted:
             _expire_slots(turn)
         if status in (Turn.Status.CANCELLED, Turn.Status.FAILED):
@@ -644,3 +645,80 @@ def _expire_slots(turn: Turn) -> None:
         _event(turn, "slot.resolved", {"turn": turn.pk, "expired": expired})
     # Nothing waits for its approvals any more: they can no longer be decided.
     approvals.approvals_withdraw(turn_id=turn.pk)
+
+
+# -- the timeline -------------------------------------------------------------------------------
+def step_record(
+    *,
+    turn: Turn,
+    kind: str,
+    name: str = "",
+    started_at: Any,
+    duration_ms: int | None = None,
+    outcome: str = "",
+    detail: dict[str, Any] | None = None,
+) -> bool:
+    """Store one step of `turn`'s timeline, inside the turn's fence: False (nothing written)
+    when this attempt no longer holds the turn. An attempt step names the worker that ran
+    the attempt before it (`previous_worker`), read from the earlier attempt's step."""
+    fence = turn_fence(turn)
+    with transaction.atomic():
+        if not fence_holds(fence):
+            return False
+        if kind == TurnStep.Kind.ATTEMPT and turn.attempts > 1:
+            previous = (
+                TurnStep.objects.filter(
+                    turn_id=turn.pk, kind=TurnStep.Kind.ATTEMPT, attempt__lt=turn.attempts
+                )
+                .order_by("-attempt")
+                .values_list("worker_id", flat=True)
+                .first()
+            )
+            detail = {**(detail or {}), "previous_worker": previous or ""}
+        TurnStep.objects.create(
+            turn_id=turn.pk,
+            attempt=turn.attempts,
+            worker_id=turn.worker_id,
+            kind=kind,
+            name=name[: TurnStep._meta.get_field("name").max_length],
+            started_at=started_at,
+            duration_ms=duration_ms,
+            outcome=outcome[: TurnStep._meta.get_field("outcome").max_length],
+            detail=detail,
+        )
+    return True
+
+
+def _close_attempt_step(turn_id: int, *, worker_id: str, outcome: str) -> None:
+    step = (
+        TurnStep.objects.filter(
+            turn_id=turn_id,
+            kind=TurnStep.Kind.ATTEMPT,
+            worker_id=worker_id,
+            duration_ms__isnull=True,
+        )
+        .order_by("-attempt")
+        .first()
+    )
+    if step is not None:
+        elapsed = (timezone.now() - step.started_at).total_seconds()
+        step.duration_ms = max(int(elapsed * 1000), 0)
+        step.outcome = outcome
+        step.save(update_fields=["duration_ms", "outcome"])
+
+
+def turn_steps_prune(*, now: Any = None, batch: int = 5000) -> int:
+    """Delete timeline steps older than GLOVE_TIMELINE_RETENTION_DAYS (0: keep them), at
+    most `batch` per call; returns how many."""
+    days = settings.GLOVE_TIMELINE_RETENTION_DAYS
+    if not days:
+        return 0
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    ids = list(
+        TurnStep.objects.filter(started_at__lt=cutoff)
+        .order_by("started_at")
+        .values_list("id", flat=True)[:batch]
+    )
+    if not ids:
+        return 0
+    return TurnStep.objects.filter(pk__in=ids).delete()[0]

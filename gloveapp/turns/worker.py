@@ -191,7 +191,8 @@ class TurnEngine:
             tools = agent_tools(spec)
             observer = TurnObserver(turn, agent=spec.name, provider=model_provider(spec))
             observe_turn.turn_started(turn, agent=spec.name)
-            announcer = _Announcer(turn, tools)
+            await observer.attempt_started()
+            announcer = _Announcer(turn, tools, observer=observer)
             state.display.subscribe(announcer.announce)
             reply = await answer_turn(
                 turn,
@@ -468,9 +469,18 @@ class TurnEngine:
         return self._stopping
 
 
+_next_prune = 0.0
+PRUNE_EVERY_SECONDS = 600.0
+
+
 def _run_scheduled() -> None:
+    global _next_prune
     try:
         approval_deadlines.call()
+        if time.monotonic() >= _next_prune:
+            # The timeline's retention (GLOVE_TIMELINE_RETENTION_DAYS), a batch at a time.
+            _next_prune = time.monotonic() + PRUNE_EVERY_SECONDS
+            services.turn_steps_prune()
     finally:
         close_broken_connections()
 
@@ -505,9 +515,12 @@ def _answers_and_cancels(
 class _Announcer:
     """Mirrors a turn's display stack into TurnSlot rows (pushes and closes)."""
 
-    def __init__(self, turn: Turn, tools: dict[str, Any]) -> None:
+    def __init__(
+        self, turn: Turn, tools: dict[str, Any], *, observer: TurnObserver | None = None
+    ) -> None:
         self.turn = turn
         self.tools = tools
+        self.observer = observer
         self.announced: dict[str, Slot] = {}
         self.pushed_any = False  # a row was written: the turn's end looks for prompts to expire
 
@@ -519,6 +532,8 @@ class _Announcer:
         self.announced = current
         self.pushed_any = self.pushed_any or bool(pushed)
         for slot in pushed:
+            if self.observer is not None and slot.waits_for_answer:
+                self.observer.wait_opened(slot.id)
             await sync_to_async(services.slot_push)(
                 turn=self.turn, slot=slot, template=slot_template(self.tools, slot)
             )
@@ -526,3 +541,5 @@ class _Announcer:
             await sync_to_async(services.slot_close)(
                 turn=self.turn, slot_id=slot.id, status=slot.status
             )
+            if self.observer is not None:
+                await self.observer.wait_closed(slot)
