@@ -15,11 +15,13 @@ from gloveapp.conversations.timeline import timeline
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
 from gloveapp.turns.services import PERMISSION_CHOICES, REMEMBERED_PERMISSION_LABELS
+from gloveapp.turns.timeline import session_timelines
 from inbox import selectors as inbox_selectors
 from inbox.models import InboxItem
 from mesh.core.inbound import WAITING_PREFIX
 
 # The partials a page can ask for by their element id (htmx sends it as HX-Target).
+STAFF_TIMELINE_TURNS = 3
 PARTIALS = ("messages", "tasks", "inbox", "slots", "turn-status", "permissions")
 
 
@@ -147,4 +149,8 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
         "busy": turn_selectors.is_busy(session.pk),
         "turn": turn_selectors.newest_turn(session.pk),
         "parent_ref": address_of(user, session.parent) if session.parent_id else None,
+        # Staff read the newest turns' timelines beside the chat.
+        "timelines": session_timelines(session.pk, limit=STAFF_TIMELINE_TURNS)
+        if getattr(user, "is_staff", False)
+        else None,
     }

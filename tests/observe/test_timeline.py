@@ -130,3 +130,21 @@ async def test_staff_read_the_waterfall_on_the_sessions_admin_page(turn_worker, 
     assert 'timeline__step--tool"' in page and "get_catalogue" in page
     assert "test-worker" in page  # staff see the worker of each step
     assert "<rect " in page
+
+
+@pytest.mark.usefixtures("close_worker_connections")
+async def test_staff_read_the_timeline_beside_the_chat_and_customers_do_not(
+    turn_worker, async_client
+):
+    gus = await sync_to_async(get_user_model().objects.create_user)("gus", password="pw-1")
+    staff = await sync_to_async(get_user_model().objects.create_superuser)("sam", password="pw-1")
+    session = await run_turn(gus, "beside-chat")
+
+    await sync_to_async(async_client.force_login)(gus)
+    own_page = (await async_client.get("/sessions/beside-chat/")).content.decode()
+    await sync_to_async(async_client.force_login)(staff)
+    staff_page = (await async_client.get(f"/sessions/{session.pk}/")).content.decode()
+
+    assert "Turn timeline" not in own_page
+    assert "Turn timeline (staff)" in staff_page
+    assert 'timeline__step--tool"' in staff_page
