@@ -7,6 +7,7 @@ rendered (so the strict build checks its links and anchors like any other text):
     <!-- generated: commands -->   each management command's --help
     <!-- generated: openapi -->    the REST routes, from drf-spectacular's OpenAPI schema
     <!-- generated: metrics -->    the Prometheus metrics, from gloveapp/observe/catalogue.py
+    <!-- generated: spans -->      the trace spans and their attributes, from the same file
 
 Links are written as they resolve in the repository, so they work on GitHub too: a page
 links CHANGELOG.md as `../../CHANGELOG.md` and a screenshot where the browser test writes
@@ -215,9 +216,17 @@ def metrics_reference() -> str:
     return reference_markdown()
 
 
+def spans_reference() -> str:
+    sys.path.insert(0, str(ROOT))
+    from gloveapp.observe.catalogue import spans_reference_markdown
+
+    return spans_reference_markdown()
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "settings": settings_reference,
     "metrics": metrics_reference,
+    "spans": spans_reference,
     "commands": commands_reference,
     "openapi": openapi_reference,
 }

@@ -1,4 +1,4 @@
-"""Every Prometheus metric glove-django exports, declared once: name, kind, labels, meaning.
+"""Every Prometheus metric glove-django exports and every span it traces, declared once.
 
 `gloveapp.observe.metrics` builds the client library's objects from this list, the `/metrics`
 view adds the gauges read from the database at scrape time (`SCRAPED`), and the reference
@@ -221,3 +221,92 @@ def reference_markdown() -> str:
             meaning += " Read from the database at each scrape."
         rows.append(f"| `{spec.exported}` | {spec.kind} | {labels} | {meaning} |")
     return "\n".join(rows)
+
+
+# -- spans (OpenTelemetry) ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpanSpec:
+    name: str  # the span's name; `{x}` is filled in (the agent, the model, the tool)
+    meaning: str
+    attributes: tuple[tuple[str, str], ...]
+
+
+TURN_ATTRIBUTES = (
+    ("gen_ai.conversation.id", "The session's global id."),
+    ("glove.turn.id", "The turn's id (the `Turn` row)."),
+    ("glove.turn.attempt", "Which attempt of the turn this is (above 1: a retry)."),
+    ("glove.worker.id", "The turn worker that ran the attempt."),
+)
+
+SPANS: tuple[SpanSpec, ...] = (
+    SpanSpec(
+        "invoke_agent {agent}",
+        "One attempt of a chat turn on a turn worker (GenAI conventions). Its parent is the "
+        "HTTP request that posted the message (its trace context is stored with the turn), "
+        "so the request and the turn it started are one trace across processes.",
+        (
+            ("gen_ai.operation.name", "`invoke_agent`."),
+            ("gen_ai.agent.name", "The agent (`GLOVE_AGENTS`)."),
+            *TURN_ATTRIBUTES,
+            ("glove.turn.status", "How the attempt ended: `done`, `failed`, `cancelled`."),
+        ),
+    ),
+    SpanSpec(
+        "chat {model}",
+        "One model call (GenAI conventions), a child of `invoke_agent`. Prompt and completion "
+        "text are never recorded.",
+        (
+            ("gen_ai.operation.name", "`chat`."),
+            ("gen_ai.provider.name", "The provider part of the model spec (`anthropic`...)."),
+            ("gen_ai.request.model", "The model the adapter reports."),
+            ("gen_ai.usage.input_tokens", "Input tokens, as stored with the reply."),
+            ("gen_ai.usage.output_tokens", "Output tokens."),
+            ("gen_ai.usage.cache_read.input_tokens", "Input tokens read from the cache."),
+            ("gen_ai.usage.cache_creation.input_tokens", "Input tokens written to the cache."),
+            ("gen_ai.response.finish_reasons", "Why the model stopped, as one-item list."),
+            ("error.type", "The exception's class when the call failed."),
+        ),
+    ),
+    SpanSpec(
+        "execute_tool {tool}",
+        "One tool call (GenAI conventions), a child of `invoke_agent`, timed by the runtime.",
+        (
+            ("gen_ai.operation.name", "`execute_tool`."),
+            ("gen_ai.tool.name", "The tool."),
+            ("gen_ai.tool.call.id", "The model's id for the call."),
+            ("glove.tool.outcome", "`success`, `error` or `aborted`."),
+            ("error.type", "`tool_error` when the tool answered with an error."),
+        ),
+    ),
+    SpanSpec(
+        "glove.wait {kind}",
+        "A wait on a person inside a turn (a permission prompt, an approval, a display slot "
+        "that waits for an answer), from the prompt's push to its close.",
+        (
+            ("glove.wait.kind", "The prompt's renderer (`permission_request`, an approval...)."),
+            ("glove.wait.outcome", "How it closed: `resolved`, `rejected`, `expired`."),
+            ("glove.wait.seconds", "How long it waited."),
+            ("gen_ai.tool.name", "The tool that asked."),
+        ),
+    ),
+    SpanSpec(
+        "glove.retry",
+        "A turn claimed again after its worker died or stalled past its lease, a child of the "
+        "new attempt's `invoke_agent`.",
+        (
+            ("glove.turn.attempt", "The new attempt's number."),
+            ("glove.retry.previous_worker", "The worker that ran the attempt before."),
+        ),
+    ),
+)
+
+
+def spans_reference_markdown() -> str:
+    """The spans reference: one table per span."""
+    out: list[str] = []
+    for spec in SPANS:
+        out += [f"### `{spec.name}`", "", spec.meaning, ""]
+        out += ["| attribute | meaning |", "| --- | --- |"]
+        out += [f"| `{name}` | {meaning} |" for name, meaning in spec.attributes]
+        out.append("")
+    return "\n".join(out)

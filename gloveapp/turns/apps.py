@@ -10,3 +10,9 @@ class TurnsConfig(AppConfig):
     label = "turns"
     verbose_name = "Chat turns"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Traces, when OTEL_EXPORTER_OTLP_ENDPOINT asks for them (docs/howto/observe.md).
+        from gloveapp.telemetry import setup_tracing
+
+        setup_tracing()

@@ -55,6 +55,9 @@ class Turn(models.Model):
     # What the page says about the turn besides its reply (an MCP server that was down).
     notice = models.TextField(blank=True, default="")
     task_id = models.CharField(max_length=64, blank=True, default="")
+    # The W3C traceparent of the request that posted the turn: its worker's spans join that
+    # trace (empty when tracing is off).
+    trace_parent = models.CharField(max_length=64, blank=True, default="")
     # The model the finishing attempt talked to and the tokens it used: the turn's cost is
     # this usage priced by GLOVE_MODEL_PRICES. Written once, by the finishing UPDATE (no
     # index holds them, so the row is rewritten in place).

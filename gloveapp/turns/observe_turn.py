@@ -23,7 +23,7 @@ from django.utils.dateparse import parse_datetime
 from gloveapp.agents.config import model_prices
 from gloveapp.core.events import TOOL_USE_RESULT
 from gloveapp.db import is_database_outage
-from gloveapp.observe import metrics
+from gloveapp.observe import metrics, tracing
 from gloveapp.observe.cost import Usage, cost_of, price_for
 from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnStep
@@ -45,7 +45,39 @@ class TurnObserver:
         self.usage = Usage()
         self.started = time.monotonic()
         self.steps_left = settings.GLOVE_TIMELINE_MAX_STEPS
-        self._waits: dict[str, datetime] = {}
+        self._waits: dict[str, tuple[datetime, int]] = {}
+        self._span: Any = None
+        self._token: object = None
+
+    # -- the trace ------------------------------------------------------------------------
+    def begin_span(self, worker_id: str) -> None:
+        """`invoke_agent <agent>`, current until `end_span`, a child of the request that
+        posted the turn (its stored traceparent)."""
+        if not tracing.wanted_here():
+            return
+        self._span = tracing.start(
+            f"invoke_agent {self.agent}",
+            parent=tracing.context_from(self.turn.trace_parent),
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": self.agent,
+                "gen_ai.conversation.id": self.turn.session_id,
+                "glove.turn.id": self.turn.pk,
+                "glove.turn.attempt": self.turn.attempts,
+                "glove.worker.id": worker_id,
+            },
+        )
+        self._token = tracing.attach(self._span)
+
+    def end_span(self, status: str, error: str = "") -> None:
+        if self._span is None:
+            return
+        self._span.set_attribute("glove.turn.status", status)
+        if status == Turn.Status.FAILED:
+            self._span.set_status(tracing.error_status(error or "failed"))
+        self._span.end()
+        tracing.detach(self._token)
+        self._span = None
 
     async def step(
         self,
@@ -78,26 +110,57 @@ class TurnObserver:
             logger.exception("could not store a timeline step of turn %s", self.turn.pk)
 
     async def attempt_started(self) -> None:
+        """The attempt's timeline step; a retry names the worker of the attempt before it
+        (and is a `glove.retry` span)."""
+        detail = None
+        if self.turn.retried:
+            previous = await sync_to_async(services.previous_attempt_worker)(self.turn)
+            detail = {"previous_worker": previous}
+            now = time.time_ns()
+            tracing.span_between(
+                "glove.retry",
+                start_ns=now,
+                end_ns=now,
+                attributes={
+                    "glove.turn.attempt": self.turn.attempts,
+                    "glove.retry.previous_worker": previous,
+                },
+            )
         await self.step(
             TurnStep.Kind.ATTEMPT,
             f"attempt {self.turn.attempts}",
             started_at=timezone.now(),
+            detail=detail,
         )
 
     def wait_opened(self, slot_id: str) -> None:
-        self._waits.setdefault(slot_id, timezone.now())
+        self._waits.setdefault(slot_id, (timezone.now(), time.time_ns()))
 
     async def wait_closed(self, slot: Any) -> None:
-        """A prompt that waited on a person closed: its wait is a step."""
+        """A prompt that waited on a person closed: its wait is a step and a span."""
         opened = self._waits.pop(slot.id, None)
         if opened is None:
             return
+        opened_at, opened_ns = opened
+        waited = (timezone.now() - opened_at).total_seconds()
+        kind, outcome = str(slot.renderer or "prompt"), str(slot.status or "")
+        tracing.span_between(
+            f"glove.wait {kind}",
+            start_ns=opened_ns,
+            end_ns=time.time_ns(),
+            attributes={
+                "glove.wait.kind": kind,
+                "glove.wait.outcome": outcome,
+                "glove.wait.seconds": waited,
+                "gen_ai.tool.name": str(slot.tool_name or ""),
+            },
+        )
         await self.step(
             TurnStep.Kind.WAIT,
-            str(slot.renderer or "prompt"),
-            started_at=opened,
-            duration=(timezone.now() - opened).total_seconds(),
-            outcome=str(slot.status or ""),
+            kind,
+            started_at=opened_at,
+            duration=waited,
+            outcome=outcome,
             detail={"slot_id": slot.id, "tool_name": slot.tool_name},
         )
 
@@ -113,6 +176,20 @@ class TurnObserver:
         tool = str(payload.get("tool_name") or payload.get("name") or "")
         duration = (payload.get("duration_ms") or 0) / 1000
         metrics.tool_call(agent=self.agent, tool=tool, outcome=outcome, duration=duration)
+        end_ns = time.time_ns()
+        tracing.span_between(
+            f"execute_tool {tool}",
+            start_ns=end_ns - int(duration * 1e9),
+            end_ns=end_ns,
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool,
+                "gen_ai.tool.call.id": str(payload.get("call_id") or ""),
+                "glove.tool.outcome": outcome,
+                **({"error.type": "tool_error"} if outcome == "error" else {}),
+            },
+            error="tool_error" if outcome == "error" else "",
+        )
         await self.step(
             TurnStep.Kind.TOOL,
             tool,
@@ -199,15 +276,46 @@ class ObservedModel:
 
     async def prompt(self, messages: Any, tools: Any, notify: Any, abort: Any = None) -> Any:
         model = getattr(self._inner, "name", "") or self._observer.model
+        span = token = None
+        if tracing.recording():
+            span = tracing.start(
+                f"chat {model}",
+                kind=tracing.CLIENT,
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": self._observer.provider,
+                    "gen_ai.request.model": model,
+                },
+            )
+            token = tracing.attach(span)
         started, started_at = time.perf_counter(), timezone.now()
         try:
             result = await self._inner.prompt(messages, tools, notify, abort)
         except Exception as error:
             duration = time.perf_counter() - started
+            if span is not None:
+                span.set_attribute("error.type", type(error).__name__)
+                span.set_status(tracing.error_status(type(error).__name__))
+                span.end()
+                tracing.detach(token)
             self._observer.model_failed(model, error, duration)
             await self._observer.model_step(model, started_at, duration, None, error)
             raise
         duration = time.perf_counter() - started
+        if span is not None:
+            span.set_attributes(
+                {
+                    "gen_ai.usage.input_tokens": result.tokens_in or 0,
+                    "gen_ai.usage.output_tokens": result.tokens_out or 0,
+                    "gen_ai.usage.cache_read.input_tokens": result.cache_read_input_tokens or 0,
+                    "gen_ai.usage.cache_creation.input_tokens": (
+                        result.cache_creation_input_tokens or 0
+                    ),
+                    "gen_ai.response.finish_reasons": [result.stop_reason or ""],
+                }
+            )
+            span.end()
+            tracing.detach(token)
         self._observer.model_answered(model, result, duration)
         await self._observer.model_step(model, started_at, duration, result, None)
         return result

@@ -31,6 +31,7 @@ from gloveapp.core.types import ToolResult, ToolResultData
 from gloveapp.db import prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import session_stream
+from gloveapp.observe import tracing
 from gloveapp.observe.cost import Usage
 from gloveapp.turns.models import Turn, TurnSlot, TurnStep
 
@@ -127,7 +128,13 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
                 f"{waiting} messages are already waiting for this chat; "
                 "wait for the agent to answer."
             )
-        turn = Turn.objects.create(session_id=session_id, text=text, user_id=user_id, source=source)
+        turn = Turn.objects.create(
+            session_id=session_id,
+            text=text,
+            user_id=user_id,
+            source=source,
+            trace_parent=tracing.current_traceparent(),
+        )
         # How many turns run or wait before this one (as this transaction saw them).
         turn.ahead = waiting + live["running"]
         # Every page of the chat lists what waits (a second tab, after a reload).
@@ -185,7 +192,7 @@ _CLAIM_SQL = f"""
            attempts = attempts + 1, started_at = %s,
            base_seq = COALESCE(base_seq, (SELECT last_seq FROM {_SESSION} WHERE id = %s))
      WHERE id = (SELECT id FROM next WHERE status = 'queued') AND status = 'queued'
-    RETURNING id, text, source, user_id, attempts, base_seq, created_at
+    RETURNING id, text, source, user_id, attempts, base_seq, created_at, trace_parent
 """
 
 
@@ -211,7 +218,7 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
         return None
     if row is None:
         return None
-    turn_id, text, source, user_id, attempts, base_seq, created_at = row
+    turn_id, text, source, user_id, attempts, base_seq, created_at, trace_parent = row
     turn = Turn(
         id=turn_id,
         session_id=session_id,
@@ -225,6 +232,7 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
         base_seq=base_seq,
         created_at=created_at,
         started_at=now,
+        trace_parent=trace_parent or "",
     )
     turn._state.adding = False
     with transaction.atomic():
@@ -659,22 +667,11 @@ def step_record(
     detail: dict[str, Any] | None = None,
 ) -> bool:
     """Store one step of `turn`'s timeline, inside the turn's fence: False (nothing written)
-    when this attempt no longer holds the turn. An attempt step names the worker that ran
-    the attempt before it (`previous_worker`), read from the earlier attempt's step."""
+    when this attempt no longer holds the turn."""
     fence = turn_fence(turn)
     with transaction.atomic():
         if not fence_holds(fence):
             return False
-        if kind == TurnStep.Kind.ATTEMPT and turn.attempts > 1:
-            previous = (
-                TurnStep.objects.filter(
-                    turn_id=turn.pk, kind=TurnStep.Kind.ATTEMPT, attempt__lt=turn.attempts
-                )
-                .order_by("-attempt")
-                .values_list("worker_id", flat=True)
-                .first()
-            )
-            detail = {**(detail or {}), "previous_worker": previous or ""}
         TurnStep.objects.create(
             turn_id=turn.pk,
             attempt=turn.attempts,
@@ -687,6 +684,19 @@ def step_record(
             detail=detail,
         )
     return True
+
+
+def previous_attempt_worker(turn: Turn) -> str:
+    """The worker that ran the attempt before this one (from its timeline step), or ""."""
+    return (
+        TurnStep.objects.filter(
+            turn_id=turn.pk, kind=TurnStep.Kind.ATTEMPT, attempt__lt=turn.attempts
+        )
+        .order_by("-attempt")
+        .values_list("worker_id", flat=True)
+        .first()
+        or ""
+    )
 
 
 def _close_attempt_step(turn_id: int, *, worker_id: str, outcome: str) -> None:

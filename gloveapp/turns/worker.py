@@ -191,6 +191,7 @@ class TurnEngine:
             tools = agent_tools(spec)
             observer = TurnObserver(turn, agent=spec.name, provider=model_provider(spec))
             observe_turn.turn_started(turn, agent=spec.name)
+            observer.begin_span(self.worker_id)
             await observer.attempt_started()
             announcer = _Announcer(turn, tools, observer=observer)
             state.display.subscribe(announcer.announce)
@@ -216,6 +217,11 @@ class TurnEngine:
                 status, error = Turn.Status.FAILED, readable_error(exc)
         finally:
             self.running.pop(turn.pk, None)
+            if observer is not None:
+                observer.end_span(
+                    "taken_back" if taken_back else "interrupted" if interrupted else status,
+                    error,
+                )
         # The announcer records a prompt's answer on a task of the display's: let it land
         # before the turn ends (ending expires the prompts still open).
         with contextlib.suppress(Exception):

@@ -1,0 +1,123 @@
+"""Traces with the OpenTelemetry SDK, configured by the standard `OTEL_*` variables.
+
+Tracing is on when an OTLP endpoint is configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or
+`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`; OTLP over HTTP, protobuf), unless `OTEL_SDK_DISABLED`
+is true or `OTEL_TRACES_EXPORTER` says `none`. Otherwise no SDK is set up: the API's tracer
+is a no-op and a span costs a function call. The spans and their attributes are declared in
+`catalogue.SPANS` (the docs' reference). Prompt and completion text are never recorded.
+
+Django-free: the Django, Redis and httpx instrumentation is switched on by `gloveapp.telemetry`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+
+TRACER_NAME = "gloveapp"
+CLIENT = trace.SpanKind.CLIENT
+_lock = threading.Lock()
+_configured = False
+
+
+def wanted(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the environment asks for traces to be exported."""
+    environ = os.environ if environ is None else environ
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    exporters = environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
+    if "otlp" not in exporters.split(","):
+        return False
+    return bool(
+        environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+        or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    )
+
+
+def configure(service_name: str = "glove-django") -> bool:
+    """Set up the SDK's tracer provider with an OTLP/HTTP exporter, once per process, when
+    the environment asks for it; returns whether tracing is on."""
+    global _configured
+    if _configured:
+        return True
+    if not wanted():
+        return False
+    with _lock:
+        if _configured:
+            return True
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read by Resource.create.
+        resource = Resource.create({"service.name": service_name}).merge(Resource.create())
+        provider = TracerProvider(resource=resource)
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        trace.set_tracer_provider(provider)
+        _configured = True
+    return True
+
+
+def tracer() -> trace.Tracer:
+    return trace.get_tracer(TRACER_NAME)
+
+
+def current_traceparent() -> str:
+    """The W3C `traceparent` of the current span ("" when none is recording): stored with
+    a turn, so the worker's spans join the trace of the request that posted it."""
+    span = trace.get_current_span()
+    if not span.get_span_context().is_valid:
+        return ""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier.get("traceparent", "")
+
+
+def context_from(traceparent: str) -> otel_context.Context | None:
+    if not traceparent:
+        return None
+    return propagate.extract({"traceparent": traceparent})
+
+
+def start(name: str, *, parent: otel_context.Context | None = None, **kwargs: Any) -> Any:
+    return tracer().start_span(name, context=parent, **kwargs)
+
+
+def attach(span: Any) -> object:
+    """Make `span` the current one (for the spans started under it); `detach` the token."""
+    return otel_context.attach(trace.set_span_in_context(span))
+
+
+def detach(token: object) -> None:
+    otel_context.detach(token)  # type: ignore[arg-type]
+
+
+def recording() -> bool:
+    return trace.get_current_span().is_recording()
+
+
+def span_between(
+    name: str, *, start_ns: int, end_ns: int, attributes: dict[str, Any], error: str = ""
+) -> None:
+    """A span for something already over (a tool call, a wait), under the current span."""
+    if not recording():
+        return
+    span = tracer().start_span(name, start_time=start_ns, attributes=attributes)
+    if error:
+        span.set_status(trace.Status(trace.StatusCode.ERROR, error))
+    span.end(end_time=end_ns)
+
+
+def wanted_here() -> bool:
+    """Whether this process exports traces (`configure` set the SDK up)."""
+    return _configured
+
+
+def error_status(description: str) -> trace.Status:
+    return trace.Status(trace.StatusCode.ERROR, description)

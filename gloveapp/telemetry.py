@@ -1,0 +1,35 @@
+"""Switch tracing on in this process when the `OTEL_*` environment asks for it: the SDK's
+exporter (`gloveapp.observe.tracing`) and the instrumentation packages for Django (every
+request a span; WSGI and ASGI), Redis and httpx (the model providers' SDKs use httpx).
+
+Called from the turns app's `ready()`, before any server builds its middleware, so every
+process (granian's and uvicorn's workers, the turn workers, commands) is set up alike.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from gloveapp.observe import tracing
+
+logger = logging.getLogger(__name__)
+_instrumented = False
+
+
+def setup_tracing() -> bool:
+    global _instrumented
+    if not tracing.configure():
+        return False
+    if _instrumented:
+        return True
+    _instrumented = True
+    from opentelemetry.instrumentation.django import DjangoInstrumentor
+    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+    from opentelemetry.instrumentation.redis import RedisInstrumentor
+
+    for instrumentor in (DjangoInstrumentor(), RedisInstrumentor(), HTTPXClientInstrumentor()):
+        try:
+            instrumentor.instrument()
+        except Exception:
+            logger.exception("could not switch on %s", type(instrumentor).__name__)
+    return True
