@@ -14,6 +14,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from gloveapp.api.metrics import metrics_view
 from gloveapp.demo.login import LoginView
 from gloveapp.health import healthz
+from gloveapp.turns.admin import usage_page
 
 
 def _moved_admin(new_app: str):
@@ -44,6 +45,8 @@ urlpatterns = [
     path("api/", include("gloveapp.api.urls")),
     re_path(r"^admin/agents/(?P<rest>(?:coffee|order|cartline)/.*)$", _moved_admin("demo")),
     re_path(r"^admin/conversations/(?P<rest>liveevent/.*)$", _moved_admin("live")),
+    # The usage charts (gloveapp/turns/usage_report.py), inside the admin's login.
+    path("admin/usage/", admin.site.admin_view(usage_page), name="admin-usage"),
     path("admin/", admin.site.urls),
     # Browsers ask for /favicon.ico on pages that name no icon (the admin's).
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),

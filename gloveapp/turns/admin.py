@@ -6,14 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 
 from gloveapp.conversations.admin import SessionAdmin
 from gloveapp.conversations.models import Session
 from gloveapp.turns.models import Turn, TurnSlot
 from gloveapp.turns.timeline import session_timelines
 from gloveapp.turns.usage import session_usage_cost, turn_cost
+from gloveapp.turns.usage_report import MAX_DAYS, report_days, usage_report
 
 
 class RetriedFilter(admin.SimpleListFilter):
@@ -111,3 +114,21 @@ class SessionWithCostAdmin(SessionAdmin):
             for model, amount in found.by_model.items()
         )
         return f"{found.text()} ({parts})"
+
+
+def usage_page(request: HttpRequest) -> TemplateResponse:
+    """`/admin/usage/`: turns, durations, tokens, cost, tool failures, waits and the queue,
+    per day (`?days=`, at most MAX_DAYS), drawn as charts (staff who may view turns)."""
+    if not request.user.has_perm("turns.view_turn"):
+        raise PermissionDenied
+    days = report_days(request.GET.get("days", ""))
+    report = usage_report(days=days)
+    context = {
+        **admin.site.each_context(request),
+        "title": "Usage",
+        "report": report,
+        "chart_data": {"days": report.days, "charts": report.charts},
+        "days": days,
+        "day_choices": [7, 14, 30, MAX_DAYS],
+    }
+    return TemplateResponse(request, "admin/turns/usage.html", context)
