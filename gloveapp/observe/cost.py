@@ -75,9 +75,14 @@ class Cost:
         return f"{shown} + unknown ({missing})" if missing else shown
 
     def as_dict(self) -> dict[str, Any]:
-        """The REST shape: dollars as a string (exact), null when unknown."""
+        """The REST shape: dollars as a string (exact), null when no model used had a price
+        ("0.000000" when nothing was used)."""
         return {
-            "usd": str(self.amount.quantize(QUANTUM)) if self.amount is not None else None,
+            "usd": (
+                str(self.amount.quantize(QUANTUM))
+                if self.amount is not None
+                else (None if self.unknown else "0.000000")
+            ),
             "complete": self.complete,
             "unknown_models": list(self.unknown),
             "by_model": {

@@ -29,6 +29,8 @@ from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnStep
 
 logger = logging.getLogger(__name__)
+# Kept steps are stored at the latest after this many (a long turn's timeline fills as it runs).
+FLUSH_EVERY = 16
 
 
 def call_cost(model: str, usage: Usage) -> float | None:
@@ -46,6 +48,7 @@ class TurnObserver:
         self.started = time.monotonic()
         self.steps_left = settings.GLOVE_TIMELINE_MAX_STEPS
         self._waits: dict[str, tuple[datetime, int]] = {}
+        self.pending: list[services.StepData] = []
         self._span: Any = None
         self._token: object = None
 
@@ -88,15 +91,16 @@ class TurnObserver:
         duration: float | None = None,
         outcome: str = "",
         detail: dict[str, Any] | None = None,
+        now: bool = False,
     ) -> None:
-        """Store one timeline step (bounded per attempt). A database outage propagates (the
-        turn is interrupted and runs again); any other failure loses only the step."""
+        """Keep one timeline step (bounded per attempt). Steps are stored together: with
+        the turn's end, before a wait on a person (so the timeline shows the turn so far
+        while it waits), every FLUSH_EVERY steps, and at once with `now`."""
         if self.steps_left <= 0:
             return
         self.steps_left -= 1
-        try:
-            await sync_to_async(services.step_record)(
-                turn=self.turn,
+        self.pending.append(
+            services.StepData(
                 kind=kind,
                 name=name,
                 started_at=started_at,
@@ -104,10 +108,28 @@ class TurnObserver:
                 outcome=outcome,
                 detail=detail,
             )
+        )
+        if now or len(self.pending) >= FLUSH_EVERY:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Store the steps kept so far, inside the turn's fence. A database outage
+        propagates (the turn is interrupted and runs again); any other failure loses only
+        the steps."""
+        steps, self.pending = self.pending, []
+        if not steps:
+            return
+        try:
+            await sync_to_async(services.steps_record)(turn=self.turn, steps=steps)
         except Exception as error:
             if is_database_outage(error):
                 raise
-            logger.exception("could not store a timeline step of turn %s", self.turn.pk)
+            logger.exception("could not store timeline steps of turn %s", self.turn.pk)
+
+    def take_pending(self) -> list[services.StepData]:
+        """The steps not stored yet, for the turn's end to store."""
+        steps, self.pending = self.pending, []
+        return steps
 
     async def attempt_started(self) -> None:
         """The attempt's timeline step; a retry names the worker of the attempt before it
@@ -131,10 +153,13 @@ class TurnObserver:
             f"attempt {self.turn.attempts}",
             started_at=timezone.now(),
             detail=detail,
+            now=True,  # a worker that dies mid-turn still leaves who ran the attempt
         )
 
-    def wait_opened(self, slot_id: str) -> None:
+    async def wait_opened(self, slot_id: str) -> None:
         self._waits.setdefault(slot_id, (timezone.now(), time.time_ns()))
+        # A person may take minutes: what the turn did so far is readable meanwhile.
+        await self.flush()
 
     async def wait_closed(self, slot: Any) -> None:
         """A prompt that waited on a person closed: its wait is a step and a span."""

@@ -8,6 +8,7 @@ same session, so two workers (or two processes) racing for a session cannot both
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -332,11 +333,15 @@ def turn_finish(
     prompted: bool = True,
     model: str = "",
     usage: Usage | None = None,
+    steps: list[StepData] | None = None,
+    attempt: int = 1,
 ) -> bool:
     """End a running turn; False when this worker no longer holds it (taken back).
 
     `prompted=False` (the turn pushed no prompt) skips looking for prompts to expire.
-    `model` and `usage`: the model the attempt talked to and the tokens it used (its cost)."""
+    `model` and `usage`: the model the attempt talked to and the tokens it used (its cost);
+    `steps`: its timeline steps not stored yet (of attempt `attempt`), stored with the end
+    (the same fence)."""
     usage = usage or Usage()
     with transaction.atomic():
         with prepared_cursor() as cursor:
@@ -360,6 +365,9 @@ def turn_finish(
             return False
         turn = Turn(id=turn_id, session_id=row[0])
         _close_attempt_step(turn_id, worker_id=worker_id, outcome=status)
+        if steps:
+            ran = Turn(id=turn_id, worker_id=worker_id, attempts=attempt)
+            TurnStep.objects.bulk_create(_step_rows(ran, steps))
         if prompted:
             _expire_slots(turn)
         if status in (Turn.Status.CANCELLED, Turn.Status.FAILED):
@@ -656,6 +664,49 @@ def _expire_slots(turn: Turn) -> None:
 
 
 # -- the timeline -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class StepData:
+    """A timeline step not stored yet (a worker keeps a few and stores them together)."""
+
+    kind: str
+    name: str
+    started_at: Any
+    duration_ms: int | None = None
+    outcome: str = ""
+    detail: dict[str, Any] | None = None
+
+
+def _step_rows(turn: Turn, steps: list[StepData]) -> list[TurnStep]:
+    name_length = TurnStep._meta.get_field("name").max_length
+    outcome_length = TurnStep._meta.get_field("outcome").max_length
+    return [
+        TurnStep(
+            turn_id=turn.pk,
+            attempt=turn.attempts,
+            worker_id=turn.worker_id,
+            kind=step.kind,
+            name=step.name[:name_length],
+            started_at=step.started_at,
+            duration_ms=step.duration_ms,
+            outcome=step.outcome[:outcome_length],
+            detail=step.detail,
+        )
+        for step in steps
+    ]
+
+
+def steps_record(*, turn: Turn, steps: list[StepData]) -> bool:
+    """Store steps of `turn`'s timeline in one insert, inside the turn's fence: False
+    (nothing written) when this attempt no longer holds the turn."""
+    if not steps:
+        return True
+    with transaction.atomic():
+        if not fence_holds(turn_fence(turn)):
+            return False
+        TurnStep.objects.bulk_create(_step_rows(turn, steps))
+    return True
+
+
 def step_record(
     *,
     turn: Turn,
@@ -666,24 +717,9 @@ def step_record(
     outcome: str = "",
     detail: dict[str, Any] | None = None,
 ) -> bool:
-    """Store one step of `turn`'s timeline, inside the turn's fence: False (nothing written)
-    when this attempt no longer holds the turn."""
-    fence = turn_fence(turn)
-    with transaction.atomic():
-        if not fence_holds(fence):
-            return False
-        TurnStep.objects.create(
-            turn_id=turn.pk,
-            attempt=turn.attempts,
-            worker_id=turn.worker_id,
-            kind=kind,
-            name=name[: TurnStep._meta.get_field("name").max_length],
-            started_at=started_at,
-            duration_ms=duration_ms,
-            outcome=outcome[: TurnStep._meta.get_field("outcome").max_length],
-            detail=detail,
-        )
-    return True
+    """Store one step of `turn`'s timeline, inside the turn's fence (see `steps_record`)."""
+    step = StepData(kind, name, started_at, duration_ms, outcome, detail)
+    return steps_record(turn=turn, steps=[step])
 
 
 def previous_attempt_worker(turn: Turn) -> str:

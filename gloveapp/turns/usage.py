@@ -42,6 +42,8 @@ def session_usage_cost(session: Session) -> Cost:
     """A session's cost: its turns' usage by model, priced. Tokens the session counted that
     no turn recorded (a remote client's own loop, a turn whose worker died) are of a model
     nobody stored: their cost is said to be unknown."""
+    if not (session.tokens_in_total or session.tokens_out_total):
+        return Cost()  # nothing used yet: no read of its turns
     rows = [
         (row["model"], _usage(row))
         for row in Turn.objects.filter(session_id=session.pk)

@@ -248,6 +248,8 @@ class TurnEngine:
             prompted=announcer is None or announcer.pushed_any,
             model=observer.model if observer is not None else "",
             usage=observer.usage if observer is not None else None,
+            steps=observer.take_pending() if observer is not None else None,
+            attempt=turn.attempts,
         )
         if finished and observer is not None:
             observer.finished(status)
@@ -539,7 +541,7 @@ class _Announcer:
         self.pushed_any = self.pushed_any or bool(pushed)
         for slot in pushed:
             if self.observer is not None and slot.waits_for_answer:
-                self.observer.wait_opened(slot.id)
+                await self.observer.wait_opened(slot.id)
             await sync_to_async(services.slot_push)(
                 turn=self.turn, slot=slot, template=slot_template(self.tools, slot)
             )

@@ -13,7 +13,8 @@ from django.core.management.base import SystemCheckError
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from gloveapp.conversations.services import session_create
+from gloveapp.conversations.services import session_create, tokens_add
+from gloveapp.core.types import TokenUsage
 from gloveapp.observe.cost import Usage
 from gloveapp.turns import public as turns
 from gloveapp.turns import services
@@ -31,7 +32,17 @@ def api_for(user) -> APIClient:
 
 
 def finished_turn(session_id: str, user, *, model: str, usage: Usage) -> Turn:
-    """A turn a worker ran and finished with this usage (through the services it uses)."""
+    """A turn a worker ran and finished with this usage (through the services it uses: the
+    store counts the tokens on the session, the worker stores them on the turn)."""
+    tokens_add(
+        session_id=session_id,
+        usage=TokenUsage(
+            tokens_in=usage.tokens_in,
+            tokens_out=usage.tokens_out,
+            cache_read_input_tokens=usage.cache_read,
+            cache_creation_input_tokens=usage.cache_write,
+        ),
+    )
     services.turn_submit(session_id=session_id, text="hello", user_id=user.pk)
     turn = services.turn_claim_next(session_id=session_id, worker_id="worker-a")
     services.turn_finish(
