@@ -287,6 +287,9 @@ SPANS: tuple[SpanSpec, ...] = (
             ("glove.wait.outcome", "How it closed: `resolved`, `rejected`, `expired`."),
             ("glove.wait.seconds", "How long it waited."),
             ("gen_ai.tool.name", "The tool that asked."),
+            ("glove.wait.decider", "An approval's decider (their username; empty: expiry)."),
+            ("glove.wait.channel", "Through which channel it was decided (page, admin, ...)."),
+            ("glove.wait.decision", "The decision (`approve`, `reject`, ...)."),
         ),
     ),
     SpanSpec(

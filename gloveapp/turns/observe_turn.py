@@ -21,6 +21,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from gloveapp.agents.config import model_prices
+from gloveapp.approvals.models import ApprovalDecision
+from gloveapp.core.approvals import APPROVAL_RENDERER
 from gloveapp.core.events import TOOL_USE_RESULT
 from gloveapp.db import is_database_outage
 from gloveapp.observe import metrics, tracing
@@ -169,6 +171,9 @@ class TurnObserver:
         opened_at, opened_ns = opened
         waited = (timezone.now() - opened_at).total_seconds()
         kind, outcome = str(slot.renderer or "prompt"), str(slot.status or "")
+        decided: dict[str, str] = {}
+        if slot.renderer == APPROVAL_RENDERER:
+            decided = await sync_to_async(approval_decider)(self.turn.pk, slot.id)
         tracing.span_between(
             f"glove.wait {kind}",
             start_ns=opened_ns,
@@ -178,6 +183,7 @@ class TurnObserver:
                 "glove.wait.outcome": outcome,
                 "glove.wait.seconds": waited,
                 "gen_ai.tool.name": str(slot.tool_name or ""),
+                **{f"glove.wait.{key}": value for key, value in decided.items()},
             },
         )
         await self.step(
@@ -186,7 +192,7 @@ class TurnObserver:
             started_at=opened_at,
             duration=waited,
             outcome=outcome,
-            detail={"slot_id": slot.id, "tool_name": slot.tool_name},
+            detail={"slot_id": slot.id, "tool_name": slot.tool_name, **decided},
         )
 
     def observe_model(self, adapter: Any) -> ObservedModel:
@@ -344,6 +350,18 @@ class ObservedModel:
         self._observer.model_answered(model, result, duration)
         await self._observer.model_step(model, started_at, duration, result, None)
         return result
+
+
+def approval_decider(turn_id: int, slot_id: str) -> dict[str, str]:
+    """Who decided the approval a turn's slot waited on, and through which channel."""
+    found = (
+        ApprovalDecision.objects.filter(request__turn_id=turn_id, request__slot_id=slot_id)
+        .values("username", "channel", "kind")
+        .first()
+    )
+    if found is None:
+        return {}
+    return {"decider": found["username"], "channel": found["channel"], "decision": found["kind"]}
 
 
 def _aware(moment: Any) -> datetime | None:
