@@ -43,9 +43,14 @@ run: install-run
 	@sh .ci/check-port $(HOST) $(PORT) $(PY)
 	$(PY) manage.py migrate --noinput
 	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py setup_demo
+	@# Where this server is reached: e-mail links and .mcp.json files name it, and commands
+	@# run from another shell (create_workspace) read it from .make-run-url.
+	@url=$${GLOVE_PUBLIC_URL:-http://$$(test "$(HOST)" = 0.0.0.0 && echo 127.0.0.1 || echo "$(HOST)"):$(PORT)}; \
+	echo "$$url" > .make-run-url
 	@# The turn worker and the mesh demo's roastery peer run beside the server; Ctrl-C (or the
 	@# server exiting) stops all three.
-	@export MESH_TRANSPORT=$${MESH_TRANSPORT:-database} GLOVE_CHAT_MESH=$${GLOVE_CHAT_MESH:-true}; \
+	@export GLOVE_PUBLIC_URL=$$(cat .make-run-url); \
+	export MESH_TRANSPORT=$${MESH_TRANSPORT:-database} GLOVE_CHAT_MESH=$${GLOVE_CHAT_MESH:-true}; \
 	$(PY) manage.py run_agent roastery --mesh-id roastery --capability stock & roastery=$$!; \
 	DEBUG=$${DEBUG:-true} $(PY) manage.py turn_worker & worker=$$!; \
 	trap 'kill $$roastery $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
