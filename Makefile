@@ -13,6 +13,8 @@ HTTP_WORKERS ?= 2
 HTTP_THREADS ?= 6
 WS_WORKERS ?= 2
 TURN_WORKERS ?= 1
+# Set to also run nginx there, routing as the production proxy does (try it in a browser).
+PROXY_PORT ?=
 DOCS_PORT ?= 8002
 
 .PHONY: run serve-prod test install install-run lint format bench chaos clean docs docs-serve
@@ -66,6 +68,7 @@ serve-prod: install-run
 	$(PY) manage.py migrate --noinput
 	@HOST=$(HOST) PORT=$(PORT) WS_PORT=$(WS_PORT) HTTP_WORKERS=$(HTTP_WORKERS) \
 		HTTP_THREADS=$(HTTP_THREADS) WS_WORKERS=$(WS_WORKERS) TURN_WORKERS=$(TURN_WORKERS) \
+		PROXY_PORT=$(PROXY_PORT) \
 		exec $(PY) .ci/serve_prod.py
 
 lint: install
