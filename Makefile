@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 # dev extra (pytest, Playwright, ruff...) on top.
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
+DOCS_STAMP := $(VENV)/.installed-docs
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -32,6 +33,11 @@ $(RUN_STAMP): pyproject.toml | $(PY)
 $(DEV_STAMP): $(RUN_STAMP)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(DEV_STAMP)
+
+# `make docs` adds only what the site needs (MkDocs), not the test tools.
+$(DOCS_STAMP): $(RUN_STAMP)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	@touch $(DOCS_STAMP)
 
 install-run: $(RUN_STAMP)
 
@@ -91,11 +97,11 @@ test: lint
 # The documentation site (mkdocs.yml, docs/): built offline into site/, every warning an error
 # and every internal link and anchor checked; the reference's generated parts come from the
 # code. `make test` builds it too (tests/suite/test_docs.py).
-docs: install
+docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The site on http://127.0.0.1:8002 (search needs HTTP), rebuilt as pages change.
-docs-serve: install
+docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict -a $(HOST):$(DOCS_PORT)
 
 # Every bench/*.py in turn; bench/run_all.py writes bench/results.json and bench/results.md

@@ -2,7 +2,8 @@
 installs what running needs, not the test tools (pytest, Playwright, ruff: the dev extra).
 Then the README's step 3, its commands read from the README itself, on the port `make run`
 was given: the workspace's `.mcp.json` names that server, stays out of git, and the
-example's push (a note and a file) reaches the demo user's inbox."""
+example's push (a note and a file) reaches the demo user's inbox. Last, `make docs` builds
+the site adding MkDocs only."""
 
 from __future__ import annotations
 
@@ -81,6 +82,14 @@ def test_make_run_in_a_fresh_clone_serves_the_first_page_without_test_tools(tmp_
         assert (site / "django").exists() and (site / "daphne").exists()
 
         follow_readme_step_3(clone, port)
+
+        # `make docs` adds MkDocs, still without the test tools.
+        docs = in_clone(clone, ["make", "docs"], timeout=600)
+        assert docs.returncode == 0, docs.stdout[-3000:] + docs.stderr[-3000:]
+        assert (clone / "site" / "index.html").exists()
+        assert (site / "mkdocs").exists() and (site / "material").exists()
+        for test_tool in ("pytest", "playwright", "ruff", "schemathesis"):
+            assert not (site / test_tool).exists(), f"make docs installed {test_tool}"
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGTERM)
@@ -98,9 +107,9 @@ def readme_step_3(clone: Path) -> list[list[str]]:
     return [shlex.split(command) for command in re.findall(r"`(\.venv/bin/python [^`]+)`", step)]
 
 
-def in_clone(clone: Path, args: list[str]) -> subprocess.CompletedProcess:
+def in_clone(clone: Path, args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(
-        args, cwd=clone, env=newcomer_env(), capture_output=True, text=True, timeout=120
+        args, cwd=clone, env=newcomer_env(), capture_output=True, text=True, timeout=timeout
     )
 
 
