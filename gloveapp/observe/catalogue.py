@@ -293,6 +293,18 @@ SPANS: tuple[SpanSpec, ...] = (
         ),
     ),
     SpanSpec(
+        "glove.mesh.send",
+        "A mesh message sent (or broadcast) by an agent's tool, a child of `invoke_agent` (beside "
+        "the `execute_tool` span of the tool that sent it).",
+        (
+            ("glove.mesh.message_id", "The message's id."),
+            ("glove.mesh.from", "The sending agent's mesh id."),
+            ("glove.mesh.to", "The recipient's mesh id (`*`: a broadcast)."),
+            ("glove.mesh.blocking", "Whether the sender waits for an answer."),
+            ("glove.mesh.outcome", "`sent`, or `failed` (refused or unreachable)."),
+        ),
+    ),
+    SpanSpec(
         "glove.retry",
         "A turn claimed again after its worker died or stalled past its lease, a child of the "
         "new attempt's `invoke_agent`.",

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -121,3 +122,14 @@ def wanted_here() -> bool:
 
 def error_status(description: str) -> trace.Status:
     return trace.Status(trace.StatusCode.ERROR, description)
+
+
+@contextmanager
+def child_span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
+    """A span under the current one while the block runs; nothing at all (None) when no
+    span is recording, so code outside a traced turn pays nothing."""
+    if not recording():
+        yield None
+        return
+    with tracer().start_as_current_span(name, attributes=attributes) as span:
+        yield span

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gloveapp.core.tools import Tool, ToolContext
 from gloveapp.core.types import InboxItem, ToolResultData, now_iso
+from gloveapp.observe import tracing
 from mesh.core.adapter import MeshAdapter
 from mesh.core.types import AgentIdentity, MeshMessage, new_message_id
 
@@ -239,14 +240,25 @@ def build_mesh_tools(mount: MeshMember) -> list[Tool]:
         if params.blocking:
             peer = await mount.peer_name(params.to)
             request = f'Waiting for response from "{peer}" ({params.to}) to message {message.id}'
-        failed = await deliver(
-            message,
-            tool_name=SEND_TOOL,
-            waiting_request=request,
-            record_context=f" (to={params.to})",
-            failure_word="Send",
-            transmit=adapter.send,
-        )
+        with tracing.child_span(
+            "glove.mesh.send",
+            {
+                "glove.mesh.message_id": message.id,
+                "glove.mesh.from": identity.id,
+                "glove.mesh.to": params.to,
+                "glove.mesh.blocking": params.blocking,
+            },
+        ) as span:
+            failed = await deliver(
+                message,
+                tool_name=SEND_TOOL,
+                waiting_request=request,
+                record_context=f" (to={params.to})",
+                failure_word="Send",
+                transmit=adapter.send,
+            )
+            if span is not None:
+                span.set_attribute("glove.mesh.outcome", "failed" if failed else "sent")
         return failed or ToolResultData.success(
             {"message_id": message.id, "to": params.to, "blocking": params.blocking}
         )
@@ -261,14 +273,25 @@ def build_mesh_tools(mount: MeshMember) -> list[Tool]:
         request = None
         if params.blocking:
             request = f"Broadcast {message.id}: waiting for at least one acknowledgement"
-        failed = await deliver(
-            message,
-            tool_name=BROADCAST_TOOL,
-            waiting_request=request,
-            record_context="",
-            failure_word="Broadcast",
-            transmit=adapter.broadcast,
-        )
+        with tracing.child_span(
+            "glove.mesh.send",
+            {
+                "glove.mesh.message_id": message.id,
+                "glove.mesh.from": identity.id,
+                "glove.mesh.to": "*",
+                "glove.mesh.blocking": params.blocking,
+            },
+        ) as span:
+            failed = await deliver(
+                message,
+                tool_name=BROADCAST_TOOL,
+                waiting_request=request,
+                record_context="",
+                failure_word="Broadcast",
+                transmit=adapter.broadcast,
+            )
+            if span is not None:
+                span.set_attribute("glove.mesh.outcome", "failed" if failed else "sent")
         return failed or ToolResultData.success(
             {"message_id": message.id, "blocking": params.blocking}
         )
