@@ -252,6 +252,17 @@ SPANS: tuple[SpanSpec, ...] = (
         ),
     ),
     SpanSpec(
+        "invoke_agent {subagent}",
+        "A delegation to a subagent, nested under the `invoke_agent` of the turn that "
+        "delegated it; the subagent's `chat` and `execute_tool` spans are under it.",
+        (
+            ("gen_ai.operation.name", "`invoke_agent`."),
+            ("gen_ai.agent.name", "The subagent."),
+            ("gen_ai.conversation.id", "The subagent's own session."),
+            ("glove.subagent.depth", "How deep it is nested (1: delegated by the chat's agent)."),
+        ),
+    ),
+    SpanSpec(
         "chat {model}",
         "One model call (GenAI conventions), a child of `invoke_agent`. Prompt and completion "
         "text are never recorded.",

@@ -20,7 +20,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
+from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec, model_spec
 from gloveapp.agents.extensions import apply_skills_and_hooks
 from gloveapp.conversations.selectors import session_depth
 from gloveapp.conversations.services import session_child
@@ -32,9 +32,11 @@ from gloveapp.core.glove import Glove
 from gloveapp.core.mcp import TOOL_LISTS, McpConfigError, McpServerConfig, McpToolbox
 from gloveapp.core.tools import Tool
 from gloveapp.core.types import AbortError, Message, ModelResult
+from gloveapp.observe import tracing
 from gloveapp.ormstore.store import DjangoStore
 from gloveapp.turns import services
 from gloveapp.turns.models import Turn
+from gloveapp.turns.observe_turn import TurnObserver
 
 logger = logging.getLogger(__name__)
 
@@ -222,9 +224,16 @@ class DurableSubagent:
         finished = _finished_reply(stored)
         if finished is not None:
             return ModelResult(messages=[finished], tokens_in=0, tokens_out=0)
+        # The subagent's model and tool calls count under its own agent in the metrics, are
+        # steps of the parent turn's timeline and spans under its `invoke_agent`.
+        observer = TurnObserver(
+            self.turn, agent=self.spec.name, provider=model_provider_of(self.spec)
+        )
         glove = Glove(
             store=store,
-            model=configured_model(agent=self.spec.name, spec=self.spec.model),
+            model=observer.observe_model(
+                configured_model(agent=self.spec.name, spec=self.spec.model)
+            ),
             display_manager=self.display,
             system_prompt=self.spec.system_prompt,
             compaction_config=CompactionConfig(
@@ -236,6 +245,7 @@ class DurableSubagent:
             glove.fold(tool)
         for subscriber in self._subscribers:
             glove.add_subscriber(subscriber)
+        glove.add_subscriber(observer.on_event)
         child_abort = AbortController()
         budget = settings.GLOVE_SUBAGENT_MAX_TOKENS
         spent = 0
@@ -252,20 +262,30 @@ class DurableSubagent:
         glove.add_subscriber(count).build()
         follow = asyncio.ensure_future(_follow(abort, child_abort))
         try:
-            async with mount_extensions(
-                glove,
-                turn=self.turn,
-                worker_id=self.worker_id,
-                spec=self.spec,
-                tools={},
-                session_id=self.session_id,
-                depth=self.depth,
-                inbox_ttl=self.inbox_ttl,
+            with tracing.child_span(
+                f"invoke_agent {self.spec.name}",
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": self.spec.name,
+                    "gen_ai.conversation.id": self.session_id,
+                    "glove.subagent.depth": self.depth,
+                },
             ):
-                if stored:
-                    result = await glove.resume_request(abort=child_abort.signal)
-                else:
-                    result = await glove.process_request(prompt, abort=child_abort.signal)
+                async with mount_extensions(
+                    glove,
+                    turn=self.turn,
+                    worker_id=self.worker_id,
+                    spec=self.spec,
+                    tools={},
+                    session_id=self.session_id,
+                    depth=self.depth,
+                    inbox_ttl=self.inbox_ttl,
+                ):
+                    if stored:
+                        result = await glove.resume_request(abort=child_abort.signal)
+                    else:
+                        result = await glove.process_request(prompt, abort=child_abort.signal)
+                await observer.flush()
         except AbortError:
             if child_abort.signal.reason == "budget" and not (abort and abort.aborted):
                 raise SubagentBudgetExceeded(
@@ -292,3 +312,8 @@ def _finished_reply(stored: list[Message]) -> Message | None:
     if last.sender == "agent" and not last.tool_calls:
         return last
     return None
+
+
+def model_provider_of(spec: AgentSpec) -> str:
+    """The provider part of the agent's model spec (`anthropic`, `openai`, `demo`...)."""
+    return (spec.model.strip() or model_spec()).partition(":")[0].strip().lower()

@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec, model_spec
+from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
 from gloveapp.conversations.models import Session
 from gloveapp.core.abort import AbortSignal
 from gloveapp.core.approvals import APPROVAL_RENDERER
@@ -30,7 +30,7 @@ from gloveapp.core.types import Message
 from gloveapp.live.transient import broadcast_transient
 from gloveapp.ormstore.store import DjangoStore
 from gloveapp.turns import services
-from gloveapp.turns.extensions import mount_extensions
+from gloveapp.turns.extensions import model_provider_of, mount_extensions
 from gloveapp.turns.models import MeshPeer, Turn
 from gloveapp.turns.observe_turn import TurnObserver
 from mesh.core import AgentIdentity, mount_mesh, unmount_mesh
@@ -60,7 +60,7 @@ def turn_agent(turn: Turn) -> AgentSpec:
 
 def model_provider(spec: AgentSpec) -> str:
     """The provider part of the agent's model spec (`anthropic`, `openai`, `demo`...)."""
-    return (spec.model.strip() or model_spec()).partition(":")[0].strip().lower()
+    return model_provider_of(spec)
 
 
 def agent_tools(spec: AgentSpec) -> dict[str, Tool]:

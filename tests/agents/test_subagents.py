@@ -153,3 +153,43 @@ async def test_it_stops_a_child_over_its_token_budget(settings, lead):
         'Subagent "roaster" failed: it spent 120 tokens, over its budget of 50 '
         "(GLOVE_SUBAGENT_MAX_TOKENS)"
     )
+
+
+async def test_a_delegation_is_traced_nested_and_its_calls_are_steps_of_the_parent_turn(lead):
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from gloveapp.observe import tracing
+    from gloveapp.turns.models import TurnStep
+
+    exporter = InMemorySpanExporter()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing._configured = True
+    try:
+        _, session_id = lead
+        await delegate(session_id)
+    finally:
+        tracing._configured = False
+    spans = exporter.get_finished_spans()
+    exporter.shutdown()
+
+    [parent] = [s for s in spans if s.name == "invoke_agent lead"]
+    [child] = [s for s in spans if s.name == "invoke_agent roaster"]
+    assert child.context.trace_id == parent.context.trace_id
+    assert child.parent.span_id == parent.context.span_id
+    assert child.attributes["glove.subagent.depth"] == 1
+    child_chats = [
+        s for s in spans if s.name.startswith("chat ") and s.parent.span_id == child.context.span_id
+    ]
+    assert child_chats, [s.name for s in spans]
+    names = [
+        step.name
+        async for step in TurnStep.objects.filter(turn__session_id=session_id, kind="model")
+    ]
+    assert len(names) > 2  # the lead's calls and the roaster's, on the lead's turn
