@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db.models import Count, JSONField, Q, QuerySet
+from django.db.models import JSONField, Q, QuerySet
 
 from gloveapp.conversations import serialization
-from gloveapp.conversations.models import PERSON_MESSAGE, Message, Permission, Session, Task
+from gloveapp.conversations.models import Message, Permission, Session, Task
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
 from gloveapp.db import prepared_cursor
+from gloveapp.paging import Cursor
 
 _FIELDS = serialization.MESSAGE_VALUES
 # Which of them a raw cursor hands over as JSON text.
@@ -166,13 +167,35 @@ def sessions_with_parents(
     return sessions
 
 
-def sessions_listed_for(owner: Any) -> list[Session]:
-    """`sessions_owned_by`, each with `person_turns`: the messages the person sent (the
-    runtime's `turn_count` counts model calls, two or more per answer that used a tool)."""
-    sent = Q(messages__in=Message.objects.filter(PERSON_MESSAGE))
-    # Subagents' conversations are shown under their parent's, not as chats of their own.
-    listed = sessions_owned_by(owner).filter(parent__isnull=True)
-    return list(listed.annotate(person_turns=Count("messages", filter=sent)))
+def sessions_page(
+    sessions: QuerySet[Session], *, limit: int, cursor: Cursor | None = None
+) -> tuple[list[Session], Cursor | None]:
+    """One page of `sessions` (a `sessions_owned_by` queryset), newest first, from `cursor`
+    on; and the cursor of the next page, None on the last. A keyset page: one probe of the
+    (owner, created_at, key) index, the same cost for the first page and the thousandth."""
+    if cursor is not None:
+        # The plain bound lets the index scan start at the cursor; the OR breaks the ties.
+        sessions = sessions.filter(
+            Q(created_at__lte=cursor.at)
+            & (Q(created_at__lt=cursor.at) | Q(created_at=cursor.at, key__lt=cursor.tie))
+        )
+    rows = list(sessions[: limit + 1])
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    return rows, Cursor(at=rows[-1].created_at, tie=rows[-1].key)
+
+
+def sessions_listed_for(
+    owner: Any, *, limit: int, cursor: Cursor | None = None
+) -> tuple[list[Session], Cursor | None]:
+    """The chat list: one page of the chats `owner` started (subagents' conversations are
+    shown under their parent's), each with `person_message_count`, the messages the person
+    sent (the runtime's `turn_count` counts model calls, two or more per answer that used a
+    tool), kept on the row by the append: no history is read."""
+    return sessions_page(
+        sessions_owned_by(owner).filter(parent__isnull=True), limit=limit, cursor=cursor
+    )
 
 
 def session_messages(session_id: str) -> list[Message]:

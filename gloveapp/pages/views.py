@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
+from gloveapp import paging
 from gloveapp.conversations import access, idempotency
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations import services as conversation_services
@@ -31,6 +32,8 @@ from gloveapp.turns import public as turns
 from gloveapp.turns import services as turn_services
 
 CHAT_TEMPLATE = "conversations/chat.html"
+# Chats per page of the chat list (`/`).
+CHAT_LIST_PAGE = 50
 MAX_MESSAGE_CHARS = 20_000
 
 
@@ -47,12 +50,26 @@ def _see_other(url: str) -> HttpResponseRedirect:
 
 @login_required
 @require_GET
+@vary_on_headers("HX-Request")
 def session_list(request: HttpRequest) -> HttpResponse:
-    return render(
-        request,
-        "conversations/session_list.html",
-        {"sessions": conversation_selectors.sessions_listed_for(request.user)},
+    """One page of the chat list (`CHAT_LIST_PAGE` chats, newest first); `?cursor=` names
+    the next, and htmx asks for the rows alone when the "more" row scrolls into view."""
+    try:
+        cursor = paging.parse_cursor(request.GET.get("cursor"))
+    except paging.PageParamError as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain")
+    sessions, next_cursor = conversation_selectors.sessions_listed_for(
+        request.user, limit=CHAT_LIST_PAGE, cursor=cursor
     )
+    template = "conversations/session_list.html"
+    if request.htmx and cursor is not None:
+        template += "#rows"
+    context = {
+        "sessions": sessions,
+        "cursor": cursor,
+        "next_cursor": next_cursor.encode() if next_cursor else None,
+    }
+    return render(request, template, context)
 
 
 @login_required
