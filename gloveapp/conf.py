@@ -413,6 +413,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         INBOX,
     ),
     EnvVar(
+        "GLOVE_HISTORY_UNPAGED_MAX",
+        "int",
+        10000,
+        "The most messages `GET /api/sessions/<id>/messages` returns without paging (Glove's "
+        "store GET); a longer history answers 400 `history_too_long`, naming `limit` with "
+        "`before` / `after` (keyset pages) and `since_compaction` as the ways to read it.",
+        INBOX,
+    ),
+    EnvVar(
         "GLOVE_MAX_QUEUED_MESSAGES",
         "int",
         5,

@@ -417,6 +417,7 @@ GLOVE_SUBAGENT_MAX_TOKENS = env("GLOVE_SUBAGENT_MAX_TOKENS")
 # Messages one chat may have waiting behind its running turn; more are refused (429).
 GLOVE_MAX_QUEUED_MESSAGES = env("GLOVE_MAX_QUEUED_MESSAGES")
 GLOVE_LAZY_SESSIONS = env("GLOVE_LAZY_SESSIONS")
+GLOVE_HISTORY_UNPAGED_MAX = env("GLOVE_HISTORY_UNPAGED_MAX")
 
 # Chat turns run as Django Tasks (gloveapp/turns). "db" (default): django-tasks-db's queue in
 # this database, worked by `manage.py turn_worker` (`make run` starts one). "rq": RQ on

@@ -86,17 +86,47 @@ def session_new(request: HttpRequest) -> HttpResponse:
 # One URL answers with the page or a partial: caches (and the back button) must tell them apart.
 @vary_on_headers("HX-Request", "HX-Target")
 def chat(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The chat page at its newest messages; `?before=<seq>` the page of older ones (the
+    "earlier messages" link without JavaScript); `?from=<seq>` (a refresh of the page's
+    history) everything it shows from that message on, within `HISTORY_WIDEST`."""
     session = access.viewable_session(request.user, session_id)
-    context = pages.chat_context(session, user=request.user)
+    try:
+        before = paging.parse_seq(request.GET.get("before"), field="before")
+        start = paging.parse_seq(request.GET.get("from"), field="from")
+    except paging.PageParamError as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain")
+    context = pages.chat_context(session, user=request.user, before=before, start=start)
     target = request.htmx.target if request.htmx else None
     template = f"{CHAT_TEMPLATE}#{target}" if target in pages.PARTIALS else CHAT_TEMPLATE
     return render(request, template, context)
 
 
+@login_required
+@require_GET
+def chat_history(request: HttpRequest, session_id: str) -> HttpResponse:
+    """One page of a chat's history older than `before` (a seq), as the page's "earlier"
+    loader swaps it in when it scrolls into view."""
+    session = access.viewable_session(request.user, session_id)
+    try:
+        before = paging.parse_seq(request.GET.get("before"), field="before")
+    except paging.PageParamError as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain")
+    if before is None:
+        return HttpResponse("before: required.", status=400, content_type="text/plain")
+    context = pages.history_context(session, user=request.user, before=before)
+    return render(request, f"{CHAT_TEMPLATE}#earlier", context)
+
+
 def _messages_partial(request: HttpRequest, session: Session) -> HttpResponse:
     # A sent message is listed under the history, queued or running, until its turn stores
-    # it: the list is read from the database, so every tab and a reload show the same.
-    context = pages.chat_context(session, user=request.user)
+    # it: the list is read from the database, so every tab and a reload show the same. The
+    # page sends the oldest message it shows (`from`): what it shows is rendered again, no
+    # more (the earlier pages a reader loaded stay), within `HISTORY_WIDEST`.
+    try:
+        start = paging.parse_seq(request.POST.get("from"), field="from")
+    except paging.PageParamError:
+        start = None
+    context = pages.chat_context(session, user=request.user, start=start)
     return render(request, f"{CHAT_TEMPLATE}#messages", context)
 
 
