@@ -20,15 +20,21 @@ def read_inbox_items(session_id: str, status: str | None = None) -> list[CoreInb
     `CONSUMED_UNPAGED` consumed ones; or those of one `status` (consumed: the newest
     `CONSUMED_UNPAGED`)."""
     rows = InboxItem.objects.filter(session_id=session_id)
-    picked: list[InboxItem] = []
-    if status != InboxItem.Status.CONSUMED:
-        wanted = [status] if status else [InboxItem.Status.PENDING, InboxItem.Status.RESOLVED]
-        # Ties broken by the session's own ids, never by the global ones it must not see.
-        picked = list(rows.filter(status__in=wanted).order_by("created_at", "key"))
-    if status in (None, InboxItem.Status.CONSUMED):
-        newest = rows.filter(status=InboxItem.Status.CONSUMED).order_by("-created_at", "-key")
-        picked += list(newest[:CONSUMED_UNPAGED])
-        picked.sort(key=lambda row: (row.created_at, row.key))
+    # One query: the newest consumed items are a subquery (a LIMIT inside IN).
+    newest_consumed = Q(
+        pk__in=rows.filter(status=InboxItem.Status.CONSUMED)
+        .order_by("-created_at", "-key")
+        .values("pk")[:CONSUMED_UNPAGED]
+    )
+    if status == InboxItem.Status.CONSUMED:
+        wanted = newest_consumed
+    elif status:
+        wanted = Q(status=status)
+    else:
+        wanted = Q(status__in=[InboxItem.Status.PENDING, InboxItem.Status.RESOLVED])
+        wanted |= newest_consumed
+    # Ties broken by the session's own ids, never by the global ones it must not see.
+    picked = rows.filter(wanted).order_by("created_at", "key")
     return [inbox_item_to_core(row) for row in picked]
 
 

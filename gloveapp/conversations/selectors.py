@@ -96,14 +96,17 @@ def _owned_wire_texts(
         lower = _owned_lower_bound(cursor, owner_id, session_id, since_compaction)
         if lower is None:
             return None
-        # A LIMIT of its own on every read (an unread bound is the whole history).
-        limit = _UNCAPPED if cap is None else cap + 1
-        cursor.execute(_OWNED_WIRES_SQL, [lower, owner_id, session_id, limit])
+        # A history past the cap joins no message (its length is the session's last_seq,
+        # no row is read); the LIMIT holds even so (seqs are contiguous from 1).
+        bound = _UNCAPPED if cap is None else cap
+        first = max(lower, 1)
+        cursor.execute(_OWNED_WIRES_SQL, [lower, first, bound, owner_id, session_id, bound + 1])
         rows = cursor.fetchall()
     if not rows:
         return None
-    if cap is not None and len(rows) > cap:
-        raise HistoryTooLong(rows[0][3] - max(lower - 1, 0), cap)
+    length = rows[0][3] - first + 1
+    if cap is not None and (len(rows) > cap or (rows[0][0] is None and length > cap)):
+        raise HistoryTooLong(length, cap)
     return _texts_of(rows[0][2], [(seq, wire) for seq, wire, *_ in rows if seq is not None])
 
 
@@ -207,7 +210,8 @@ _SESSION_TABLE = Session._meta.db_table
 _OWNED_WIRES_SQL = f"""
     SELECT m.seq, m.wire, s.id, s.last_seq
       FROM {_SESSION_TABLE} s
-      LEFT JOIN {_MESSAGE_TABLE} m ON m.session_id = s.id AND m.seq >= %s
+      LEFT JOIN {_MESSAGE_TABLE} m
+             ON m.session_id = s.id AND m.seq >= %s AND s.last_seq - %s < %s
      WHERE s.owner_id = %s AND s."key" = %s
      ORDER BY m.seq
      LIMIT %s
