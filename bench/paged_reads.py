@@ -174,9 +174,9 @@ def measure(name: str, request, requests: int) -> dict:
             status, size, queries = response.status_code, len(response.content), len(captured)
     except Exception as exc:  # a statement timeout on the old code: reported, not fatal
         connection.close()
-        return {"path": name, "error": f"{type(exc).__name__}: {str(exc)[:120]}"}
+        return {"measure": name, "error": f"{type(exc).__name__}: {str(exc)[:120]}"}
     return {
-        "path": name,
+        "measure": name,
         "status": status,
         "p50_ms": round(percentile(times, 0.5), 1),
         "p95_ms": round(percentile(times, 0.95), 1),

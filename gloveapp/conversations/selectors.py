@@ -96,8 +96,9 @@ def _owned_wire_texts(
         lower = _owned_lower_bound(cursor, owner_id, session_id, since_compaction)
         if lower is None:
             return None
-        # A history past the cap joins no message (its length is the session's last_seq,
-        # no row is read); the LIMIT holds even so (seqs are contiguous from 1).
+        # A history past the cap joins no message: the range's upper bound (an index
+        # condition, from the session row) is then empty, so no message is read; its length
+        # is the session's last_seq. The LIMIT holds even so (seqs are contiguous from 1).
         bound = _UNCAPPED if cap is None else cap
         first = max(lower, 1)
         cursor.execute(_OWNED_WIRES_SQL, [lower, first, bound, owner_id, session_id, bound + 1])
@@ -211,7 +212,8 @@ _OWNED_WIRES_SQL = f"""
     SELECT m.seq, m.wire, s.id, s.last_seq
       FROM {_SESSION_TABLE} s
       LEFT JOIN {_MESSAGE_TABLE} m
-             ON m.session_id = s.id AND m.seq >= %s AND s.last_seq - %s < %s
+             ON m.session_id = s.id AND m.seq >= %s
+            AND m.seq <= CASE WHEN s.last_seq - %s < %s THEN s.last_seq ELSE -1 END
      WHERE s.owner_id = %s AND s."key" = %s
      ORDER BY m.seq
      LIMIT %s
