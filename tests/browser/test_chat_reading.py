@@ -95,7 +95,8 @@ def test_it_loads_earlier_pages_on_scroll_and_keeps_them_through_a_refresh(serve
                 break
             before = page.evaluate(shown)
             page.evaluate("window.scrollTo(0, 0)")
-            page.wait_for_function(f"{shown} > {before}")
+            # (Locators, not wait_for_function: the page's CSP forbids evaluating strings.)
+            page.locator("#messages li.msg").nth(before).wait_for(state="attached")
         assert page.evaluate(shown) == 3 * HISTORY_PAGE
         assert page.locator("#messages li.msg").first.inner_text().strip() == "Line 0."
 
@@ -104,9 +105,6 @@ def test_it_loads_earlier_pages_on_scroll_and_keeps_them_through_a_refresh(serve
             f"/api/sessions/{session_id}/messages",
             json={"messages": [{"sender": "agent", "text": "One more line."}]},
         )
-        page.wait_for_function(
-            "[...document.querySelectorAll('#messages li.msg')]"
-            ".some((li) => li.innerText.includes('One more line.'))"
-        )
+        page.locator("#messages li.msg", has_text="One more line.").wait_for()
         assert page.evaluate(shown) == 3 * HISTORY_PAGE + 1
         context.close()
