@@ -165,7 +165,7 @@ def chat_context(
         "entries": _entries(session, window, newest=newest),
         "has_earlier": window.has_earlier,
         "first_seq": window.first_seq,
-        # Not the newest page: the page links back to it and follows no live updates.
+        # An older page (`?before=`, without JavaScript): it links back to the newest.
         "older_page": not newest,
         # What waits behind the running turn, from the database: a reload shows the same.
         "queue": turn_selectors.live_turns(session.pk),

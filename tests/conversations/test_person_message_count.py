@@ -136,3 +136,24 @@ def test_the_migration_fills_the_count_of_existing_sessions():
 
     assert counted("old") == real("old") == 2
     assert counted("empty") == 0
+
+
+@pytest.mark.django_db
+def test_a_retried_post_counts_once(django_user_model):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    owner = django_user_model.objects.create_user("owner")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=owner).key}")
+    assert client.post("/api/sessions", {"sessionId": "mine"}, format="json").status_code == 201
+    body = {"messages": [{"sender": "user", "text": "A cortado."}]}
+
+    for _ in range(2):  # the client's retry of an acknowledged request
+        response = client.post(
+            "/api/sessions/mine/messages", body, format="json", HTTP_IDEMPOTENCY_KEY="k-1"
+        )
+        assert response.status_code == 200
+
+    session = Session.objects.get(owner=owner, key="mine")
+    assert counted(session.pk) == real(session.pk) == 1
