@@ -329,7 +329,7 @@ def history_window(
     rows = Message.objects.filter(session_id=session_id)
     if start is not None and before is None and widest is not None:
         tail = list(rows.filter(seq__gte=max(start, 1)).order_by("seq")[: widest + 1])
-        if len(tail) <= widest:
+        if 0 < len(tail) <= widest:
             earlier = bool(tail) and tail[0].seq > 1 and rows.filter(seq__lt=tail[0].seq).exists()
             return HistoryWindow(messages=tail, has_earlier=earlier)
     if before is not None:

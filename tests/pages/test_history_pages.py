@@ -128,6 +128,16 @@ def test_a_refresh_keeps_what_the_page_shows(session, owner_client):
     assert _seqs(html) == list(range(first, 3 * HISTORY_PAGE + 1))
 
 
+def test_a_refresh_from_past_the_end_shows_the_newest_page(session, owner_client):
+    _seed(session, 2 * HISTORY_PAGE)
+
+    html = owner_client.get(
+        f"/sessions/{session.key}/?from=99999", **htmx_target("messages")
+    ).content.decode()
+
+    assert _seqs(html) == list(range(HISTORY_PAGE + 1, 2 * HISTORY_PAGE + 1))
+
+
 def test_a_post_renders_the_newest_page_not_the_history(session, owner_client):
     _seed(session, 2000)
 
