@@ -28,7 +28,7 @@ from gloveapp.core.display import PERMISSION_RENDERER
 from gloveapp.core.executor import ABORTED_MESSAGE, PERMISSION_DENY_ONCE, PERMISSION_ONCE
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import ToolResult, ToolResultData
-from gloveapp.db import prepared_cursor, sql_datetime
+from gloveapp.db import delete_in_batches, prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import session_stream
 from gloveapp.turns.models import Turn, TurnSlot
@@ -625,3 +625,29 @@ def _expire_slots(turn: Turn) -> None:
         _event(turn, "slot.resolved", {"turn": turn.pk, "expired": expired})
     # Nothing waits for its approvals any more: they can no longer be decided.
     approvals.approvals_withdraw(turn_id=turn.pk)
+
+
+FINISHED_STATUSES = (Turn.Status.DONE, Turn.Status.FAILED, Turn.Status.CANCELLED)
+
+
+def turns_prune(*, older_than: timedelta) -> int:
+    """Forget turns that finished more than `older_than` ago, with their prompts, in bounded
+    batches; returns how many. A turn not finished (queued, running, waiting) stays whatever
+    its age; the messages a turn wrote belong to the session and stay. The turn worker's
+    scheduler runs it (GLOVE_RETAIN_TURNS_DAYS)."""
+    if older_than <= timedelta(0):
+        raise ValueError("older_than must be positive")
+    cut = timezone.now() - older_than
+    # Turns are created in id order: the first turn created after the cut bounds the scan
+    # (read from the primary key's start, where only the turns about to go lie before it),
+    # so no index on the timestamps is needed and each batch reads only its candidates.
+    boundary = (
+        Turn.objects.filter(created_at__gte=cut).order_by("id").values_list("id", flat=True)[:1]
+    )
+    candidates = Turn.objects.filter(
+        status__in=FINISHED_STATUSES, created_at__lt=cut, finished_at__lt=cut
+    )
+    first_kept = list(boundary)
+    if first_kept:
+        candidates = candidates.filter(id__lt=first_kept[0])
+    return delete_in_batches(candidates)

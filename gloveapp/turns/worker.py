@@ -49,6 +49,7 @@ from gloveapp.db import (
 from gloveapp.live.relay import listen_params, listen_postgres
 from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.retention import retention_apply
 from gloveapp.turns.single_turn import (
     agent_tools,
     answer_turn,
@@ -113,6 +114,11 @@ class TurnEngine:
         ]
         self._scheduler_thread = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="glove-turns-schedule"
+        )
+        # Retention on a thread of its own: a long round of deletes never delays the
+        # approvals' deadlines.
+        self._retention_thread = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="glove-turns-retention"
         )
 
     # -- handing sessions to the loop --------------------------------------------------------
@@ -281,7 +287,10 @@ class TurnEngine:
     async def schedule(self) -> None:
         """The scheduler: the approvals' periodic task (deadlines, then notifications) every
         GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own so a slow SMTP server or
-        webhook never holds up the watcher's heartbeats. No cron line is needed."""
+        webhook never holds up the watcher's heartbeats; and retention (`turns.retention`)
+        every GLOVE_RETENTION_SECONDS on another. No cron line is needed."""
+        if settings.GLOVE_RETENTION_SECONDS > 0:
+            self._spawn(self._retain(), name="glove-turns:retention")
         loop = asyncio.get_running_loop()
         # The database away: one line, not a traceback per round; any other failure is
         # logged whole. It runs again either way.
@@ -294,6 +303,18 @@ class TurnEngine:
             else:
                 backoff.succeeded()
             await asyncio.sleep(settings.GLOVE_APPROVAL_SWEEP_SECONDS)
+
+    async def _retain(self) -> None:
+        loop = asyncio.get_running_loop()
+        backoff = Backoff("retention")
+        while not self._stopping:
+            try:
+                await loop.run_in_executor(self._retention_thread, _run_retention)
+            except Exception as error:
+                backoff.failed(error)
+            else:
+                backoff.succeeded()
+            await asyncio.sleep(settings.GLOVE_RETENTION_SECONDS)
 
     def _task_event(self) -> asyncio.Event:
         if self._task_enqueued is None:
@@ -428,7 +449,7 @@ class TurnEngine:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.sleep(0)
-        for executor in [*self._db_threads, self._scheduler_thread]:
+        for executor in [*self._db_threads, self._scheduler_thread, self._retention_thread]:
             # Their connections belong to those threads: close them there.
             await asyncio.wrap_future(executor.submit(connections.close_all))
             executor.shutdown(wait=False)
@@ -457,6 +478,13 @@ class TurnEngine:
 def _run_scheduled() -> None:
     try:
         approval_deadlines.call()
+    finally:
+        close_broken_connections()
+
+
+def _run_retention() -> None:
+    try:
+        retention_apply()
     finally:
         close_broken_connections()
 
