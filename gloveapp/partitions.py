@@ -303,24 +303,37 @@ def partition_table(
             f"FOR VALUES FROM (MINVALUE) TO (%s)",
             [today],
         )
+        cursor.execute(f"CREATE TABLE {qn(table + '_default')} PARTITION OF {qn(table)} DEFAULT")
+        # Today's rows land in DEFAULT, and move to today's partition as it is made below.
         cursor.execute(f"INSERT INTO {qn(table)} SELECT * FROM {qn(old)}")
         cursor.execute(f"DROP TABLE {qn(old)}")
-        cursor.execute(f"CREATE TABLE {qn(table + '_default')} PARTITION OF {qn(table)} DEFAULT")
     partitions_ensure(table, column=column, now=today, connection=connection)
 
 
 def unpartition_table(schema_editor: Any, *, table: str) -> None:
-    """The reverse migration: keep the rows in a plain table of the same name."""
+    """The reverse migration: the rows in a plain table of the same name, keyed by `id`."""
     connection = schema_editor.connection
     if not is_partitioned(table, connection=connection):
         return
     qn = connection.ops.quote_name
     old = f"{table}_partitioned"
     with connection.cursor() as cursor:
-        cursor.execute(f"ALTER TABLE {qn(table)} RENAME TO {qn(old)}")
         cursor.execute(
-            f"CREATE TABLE {qn(table)} (LIKE {qn(old)} INCLUDING DEFAULTS INCLUDING INDEXES)"
+            "SELECT indexdef FROM pg_indexes WHERE tablename = %s AND schemaname = "
+            "current_schema() AND indexname NOT LIKE %s",
+            [table, "%pkey%"],
         )
+        index_defs = [row[0] for row in cursor.fetchall()]
+        cursor.execute(f"ALTER TABLE {qn(table)} RENAME TO {qn(old)}")
+        cursor.execute(f"CREATE TABLE {qn(table)} (LIKE {qn(old)} INCLUDING DEFAULTS)")
         cursor.execute(f"INSERT INTO {qn(table)} SELECT * FROM {qn(old)}")
         cursor.execute(f"ALTER SEQUENCE {qn(f'{table}_id_seq_p')} OWNED BY {qn(table)}.id")
         cursor.execute(f"DROP TABLE {qn(old)} CASCADE")
+        cursor.execute(
+            f"ALTER SEQUENCE {qn(f'{table}_id_seq_p')} RENAME TO {qn(f'{table}_id_seq')}"
+        )
+        cursor.execute(
+            f"ALTER TABLE {qn(table)} ADD CONSTRAINT {qn(table + '_pkey')} PRIMARY KEY (id)"
+        )
+        for definition in index_defs:
+            cursor.execute(definition.replace(" ON ONLY ", " ON "))
