@@ -476,17 +476,21 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_TURN_POLL_SECONDS",
         "float",
         0.02,
-        "How often a worker looks at the database for prompt answers and stops, and for new "
-        "tasks on the database queue (SQLite, or PostgreSQL while its LISTEN connection is "
-        "down).",
+        "How often a worker running turns looks at the database for prompt answers and "
+        "stops; and how often it looks for new tasks on the database queue where nothing "
+        "wakes it (PostgreSQL while its LISTEN connection is down, a SQLite file whose "
+        "wake-up socket cannot be made). On a SQLite file the processes of the machine wake "
+        "the worker and the mesh peer through Unix sockets beside the database "
+        "(`<database>.wake/`), so idle they sleep.",
         TURNS,
     ),
     EnvVar(
         "GLOVE_TURN_ANSWER_RECHECK_SECONDS",
         "float",
         1.0,
-        "PostgreSQL: answers, stops and database-queue tasks reach the worker by NOTIFY; it "
-        "still looks this often, a safety net for a lost notification.",
+        "Answers, stops and database-queue tasks reach the worker by NOTIFY (PostgreSQL) or "
+        "a local wake-up (a SQLite file); it still looks this often, a safety net for a "
+        "lost one.",
         TURNS,
     ),
     # -- Live updates

@@ -41,6 +41,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.utils import InterfaceError, OperationalError
 
+from gloveapp.wake import TURNS, wake_after_commit
+
 logger = logging.getLogger("gloveapp.db")
 
 
@@ -75,11 +77,14 @@ TURNS_CHANNEL = "glove_turns"
 
 def notify_turn_worker(turn_id: int) -> None:
     """Tell the worker running the turn to look now: NOTIFY on PostgreSQL, delivered when the
-    current transaction commits and dropped if it rolls back. Elsewhere workers poll."""
+    current transaction commits and dropped if it rolls back; on SQLite a local wake-up."""
     connection = transaction.get_connection()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [TURNS_CHANNEL, str(turn_id)])
+    else:
+        # SQLite: a datagram to the workers of this machine, after commit (gloveapp.wake).
+        wake_after_commit(TURNS, str(turn_id))
 
 
 # -- retention --------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.db import delete_in_batches
 from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import mesh_stream
+from gloveapp.wake import MESH as WAKE_MESH
+from gloveapp.wake import wake_after_commit
 from inbox.models import InboxItem
 from inbox.services import inbox_item_add, inbox_item_resolve, inbox_items_deliver
 from mesh import refusals
@@ -235,7 +237,11 @@ def _claim_many(
             "RETURNING message_id, recipient, id",
             params,
         )
-        return {(message_id, recipient): pk for message_id, recipient, pk in cursor.fetchall()}
+        claimed = {(message_id, recipient): pk for message_id, recipient, pk in cursor.fetchall()}
+    if claimed:
+        # SQLite: the recipients polling on this machine look now (gloveapp.wake).
+        wake_after_commit(WAKE_MESH)
+    return claimed
 
 
 def _max_age(max_age: float | None) -> float:

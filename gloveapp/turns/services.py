@@ -32,6 +32,8 @@ from gloveapp.db import delete_in_batches, prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import session_stream
 from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.wake import TURNS as WAKE_TURNS
+from gloveapp.wake import wake_after_commit
 
 # The permission vocabulary, in one place: what a prompt offers (value, button label), what
 # each answer tells the executor, and how a remembered decision is named on the page.
@@ -601,12 +603,15 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
 
 
 def task_enqueued_notify() -> None:
-    """Tell idle workers a task waits on the database queue (PostgreSQL; elsewhere they
-    poll). Sent at once outside a transaction, at commit inside one."""
+    """Tell idle workers a task waits on the database queue: NOTIFY on PostgreSQL, a local
+    wake-up on SQLite (`gloveapp.wake`). Sent at once outside a transaction, at commit
+    inside one."""
     connection = transaction.get_connection()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [TURNS_CHANNEL, TASK_ENQUEUED])
+    else:
+        wake_after_commit(WAKE_TURNS, TASK_ENQUEUED)
 
 
 def _wake_worker(turn_id: int) -> None:

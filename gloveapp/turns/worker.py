@@ -5,8 +5,8 @@ Django Tasks backend (`turns.queue.fetch`), claims each session's next turn in t
 and runs it (`turns.single_turn`). Turns wait on the model, not the CPU, so one process runs up to
 GLOVE_TURN_CONCURRENCY of them. A watcher hands its turns the prompt answers and cancels that
 any server process stored (on PostgreSQL as soon as a NOTIFY on `services.TURNS_CHANNEL` says
-so, rechecking every GLOVE_TURN_ANSWER_RECHECK_SECONDS; elsewhere every
-GLOVE_TURN_POLL_SECONDS), renews their leases, and takes back turns whose worker died
+so, on a SQLite file as soon as a local wake-up does (`gloveapp.wake`), rechecking every
+GLOVE_TURN_ANSWER_RECHECK_SECONDS; elsewhere every GLOVE_TURN_POLL_SECONDS; idle, it sleeps), renews their leases, and takes back turns whose worker died
 (another worker's lease ran out) to run them again.
 
 The engine knows nothing of the queue: the task (`turns.queue.tasks`) hands it sessions
@@ -57,6 +57,8 @@ from gloveapp.turns.single_turn import (
     slot_template,
     turn_agent,
 )
+from gloveapp.wake import TURNS as WAKE_TURNS
+from gloveapp.wake import WakeListener
 
 logger = logging.getLogger(__name__)
 
@@ -186,6 +188,8 @@ class TurnEngine:
     async def _run(self, turn: Turn) -> None:
         state = RunningTurn(turn=turn)
         self.running[turn.pk] = state
+        # The idle watcher sleeps until the next sweep: it looks after this turn from now.
+        self._nudge_event().set()
         status, error, reply = Turn.Status.DONE, "", ""
         announcer: _Announcer | None = None
         interrupted = taken_back = False
@@ -245,8 +249,15 @@ class TurnEngine:
         backoff = Backoff("turn watcher")
         pause = 0.0
         while not self._stopping:
+            # Idle (no running turn) there is nothing to deliver or renew: it sleeps until
+            # nudged (a turn starts, an answer is notified) or the next sweep is due.
+            timeout = (
+                settings.GLOVE_TURN_POLL_SECONDS
+                if self.running
+                else max(settings.GLOVE_TURN_POLL_SECONDS, next_sweep - time.monotonic())
+            )
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(nudge.wait(), settings.GLOVE_TURN_POLL_SECONDS)
+                await asyncio.wait_for(nudge.wait(), timeout)
             nudge.clear()
             if pause:
                 await asyncio.sleep(pause)
@@ -351,14 +362,6 @@ class TurnEngine:
             self._notified.update(self.running)
             nudge.set()
 
-        def notified(payload: str) -> None:
-            if payload == services.TASK_ENQUEUED:
-                self._task_event().set()
-                return
-            with contextlib.suppress(ValueError):
-                self._notified.add(int(payload))
-            nudge.set()
-
         def lost() -> None:
             self.listening = False
 
@@ -366,10 +369,29 @@ class TurnEngine:
             services.TURNS_CHANNEL,
             params=await sync_to_async(listen_params)(),
             on_connect=connected,
-            on_notify=notified,
+            on_notify=self._notified_of,
             on_lost=lost,
             label="turns",
         )
+
+    def _notified_of(self, payload: str) -> None:
+        """A NOTIFY (PostgreSQL) or a local wake-up (SQLite): a task was enqueued, or a
+        running turn has an answer or a stop waiting."""
+        if payload == services.TASK_ENQUEUED:
+            self._task_event().set()
+            return
+        with contextlib.suppress(ValueError):
+            self._notified.add(int(payload))
+        self._nudge_event().set()
+
+    def _wake_locally(self) -> WakeListener | None:
+        """SQLite: wake-ups from the processes of this machine (`gloveapp.wake`) stand for
+        NOTIFY, so an idle worker waits instead of polling every GLOVE_TURN_POLL_SECONDS."""
+        listener = WakeListener(WAKE_TURNS, self._notified_of)
+        if not listener.start():
+            return None
+        self.listening = True
+        return listener
 
     async def _deliver_answers_and_cancels(
         self, *, answers_too: bool = True, cancels_too: bool
@@ -422,6 +444,7 @@ class TurnEngine:
         self.loop = asyncio.get_running_loop()
         self._slots = asyncio.Semaphore(self.concurrency)
         _current = self
+        waker: WakeListener | None = None
         try:
             jobs = [
                 self._spawn(self.watch(), name="glove-turns:watch"),
@@ -429,10 +452,14 @@ class TurnEngine:
             ]
             if connections["default"].vendor == "postgresql":
                 jobs.append(self._spawn(self.listen(), name="glove-turns:listen"))
+            else:
+                waker = self._wake_locally()
             if fetch is not None:
                 jobs.append(self._spawn(fetch(self), name="glove-turns:fetch"))
             await asyncio.gather(*jobs)
         finally:
+            if waker is not None:
+                waker.close()
             if _current is self:
                 _current = None
 
