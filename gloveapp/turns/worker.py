@@ -59,6 +59,7 @@ from gloveapp.turns.single_turn import (
 )
 from gloveapp.wake import TURNS as WAKE_TURNS
 from gloveapp.wake import WakeListener
+from inbox.services import expire_inbox_items
 
 logger = logging.getLogger(__name__)
 
@@ -296,8 +297,8 @@ class TurnEngine:
                 backoff.succeeded()
 
     async def schedule(self) -> None:
-        """The scheduler: the approvals' periodic task (deadlines, then notifications) every
-        GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own so a slow SMTP server or
+        """The scheduler: the approvals' periodic task (deadlines, then notifications) and
+        the inbox items' expiry every GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own so a slow SMTP server or
         webhook never holds up the watcher's heartbeats; and retention (`turns.retention`)
         every GLOVE_RETENTION_SECONDS on another. No cron line is needed."""
         if settings.GLOVE_RETENTION_SECONDS > 0:
@@ -505,6 +506,8 @@ class TurnEngine:
 def _run_scheduled() -> None:
     try:
         approval_deadlines.call()
+        # Inbox items past their expires_at are answered "Expired: ..." (no cron line).
+        expire_inbox_items()
     finally:
         close_broken_connections()
 

@@ -196,3 +196,39 @@ async def test_the_turn_worker_applies_retention_by_itself_with_no_cron_line():
         await sync_to_async(connections.close_all)()
 
     assert [pk async for pk in Turn.objects.values_list("pk", flat=True)] == [kept.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_turn_worker_expires_inbox_items_past_their_deadline_with_no_cron_line():
+    from django.db import connections
+
+    from gloveapp.turns.queue.tasks import enqueue_session
+    from gloveapp.turns.worker import TurnEngine
+
+    session = await sync_to_async(make_session)()
+    await InboxItem.objects.acreate(
+        id="due",
+        key="due",
+        session=session,
+        tag="t",
+        request="?",
+        created_at=ago(OLD),
+        expires_at=ago(NEW),
+    )
+    engine = TurnEngine(requeue=enqueue_session, worker_id="expiry-test")
+    serving = asyncio.ensure_future(engine.serve())
+    try:
+        for _ in range(200):
+            item = await InboxItem.objects.aget(pk="due")
+            if item.status != InboxItem.Status.PENDING:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await engine.stop(grace=1)
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        await sync_to_async(connections.close_all)()
+
+    assert (item.status, item.resolved_by) == ("resolved", "expiry")
+    assert item.response.startswith("Expired:")
