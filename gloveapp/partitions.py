@@ -47,6 +47,8 @@ DAYS_AHEAD = 3
 # A partition's drop waits this long for the parent's lock, then gives up until the next
 # round, so it never queues every writer of the log behind a long reader.
 LOCK_TIMEOUT = "2s"
+# pg_advisory_xact_lock's key while a partition is made ("glove partitions").
+ADVISORY_LOCK = 0x676C6F76_6570
 
 _BOUND = re.compile(r"FROM \((?P<lower>[^)]*)\) TO \((?P<upper>[^)]*)\)")
 
@@ -159,6 +161,13 @@ def _create_partition(
     qn = connection.ops.quote_name
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+        # Several workers maintain partitions: one at a time (a transaction-level lock,
+        # which a transaction-pooling PgBouncer keeps on one server connection), and the
+        # one that comes second finds the partition made.
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ADVISORY_LOCK])
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        if cursor.fetchone()[0]:
+            return
         cursor.execute(
             f"CREATE TABLE {qn(name)} (LIKE {qn(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"
         )
@@ -194,11 +203,13 @@ def partitions_drop_older(
         with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
             cursor.execute(
-                "SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
+                "SELECT COALESCE((SELECT GREATEST(reltuples, 0)::bigint FROM pg_class "
+                "WHERE oid = to_regclass(%s)), 0)",
                 [partition.name],
             )
             estimate = cursor.fetchone()[0]
-            cursor.execute(f"DROP TABLE {qn(partition.name)}")
+            # IF EXISTS: another worker's round may have dropped it a moment ago.
+            cursor.execute(f"DROP TABLE IF EXISTS {qn(partition.name)}")
         dropped.append(partition.name)
         rows += estimate
         logger.info("dropped partition %s of %s (about %d rows)", partition.name, table, estimate)

@@ -9,8 +9,9 @@ the same functions by hand.
 On PostgreSQL the append-only logs are partitioned by day (`gloveapp.partitions`): each
 round first creates the partitions of the coming days, then the prunes drop whole expired
 days. Other tables lose their old rows in bounded batches (`gloveapp.db.delete_in_batches`).
-Several workers may run it at once; on PostgreSQL an advisory lock lets one at a time do it,
-and the others skip the round.
+Several workers may run it at once, harmlessly: a batch another worker deleted first deletes
+nothing, a partition is made under a transaction-level advisory lock (safe behind a
+transaction-pooling PgBouncer, where a session-level lock would leak) and dropped `IF EXISTS`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from gloveapp import partitions
@@ -35,9 +35,6 @@ from inbox.services import inbox_items_prune
 from mesh.services import mesh_prune
 
 logger = logging.getLogger(__name__)
-
-# pg_try_advisory_lock's key: "glove retention" (any constant no other lock uses).
-ADVISORY_LOCK = 0x676C6F7665_7265
 
 
 def task_results_prune(*, older_than: timedelta) -> int:
@@ -89,46 +86,23 @@ PARTITIONED: tuple[tuple[str, str], ...] = ((LiveEvent._meta.db_table, "created_
 
 def retention_apply() -> dict[str, int]:
     """One round: the coming days' partitions, then every table's prune; returns the rows
-    each forgot (what dropped partitions held is estimated). Empty when another process
-    holds the round (PostgreSQL)."""
-    if not _lock():
-        return {}
-    try:
-        for table, column in PARTITIONED:
-            partitions.partitions_ensure(table, column=column, now=timezone.now())
-        pruned: dict[str, int] = {}
-        for policy in RETENTION:
-            days = getattr(settings, policy.setting)
-            if not days or days <= 0:
-                continue
-            try:
-                pruned[policy.name] = policy.prune(older_than=timedelta(days=days))
-            except Exception as error:
-                if is_database_outage(error):
-                    raise
-                # One table's failure (a lock timeout on a busy log) must not keep the
-                # others from their retention; the next round tries again.
-                logger.exception("retention of %s failed; it runs again next round", policy.name)
-        forgotten = {name: rows for name, rows in pruned.items() if rows}
-        if forgotten:
-            logger.info(
-                "retention: %s", ", ".join(f"{rows} {name}" for name, rows in forgotten.items())
-            )
-        return pruned
-    finally:
-        _unlock()
-
-
-def _lock() -> bool:
-    if connection.vendor != "postgresql":
-        return True
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_LOCK])
-        return bool(cursor.fetchone()[0])
-
-
-def _unlock() -> None:
-    if connection.vendor != "postgresql":
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_LOCK])
+    each forgot (what dropped partitions held is estimated)."""
+    for table, column in PARTITIONED:
+        partitions.partitions_ensure(table, column=column, now=timezone.now())
+    pruned: dict[str, int] = {}
+    for policy in RETENTION:
+        days = getattr(settings, policy.setting)
+        if not days or days <= 0:
+            continue
+        try:
+            pruned[policy.name] = policy.prune(older_than=timedelta(days=days))
+        except Exception as error:
+            if is_database_outage(error):
+                raise
+            # One table's failure (a lock timeout on a busy log) must not keep the others
+            # from their retention; the next round tries again.
+            logger.exception("retention of %s failed; it runs again next round", policy.name)
+    forgotten = {name: rows for name, rows in pruned.items() if rows}
+    if forgotten:
+        logger.info("retention: %s", ", ".join(f"{n} {name}" for name, n in forgotten.items()))
+    return pruned
