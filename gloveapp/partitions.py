@@ -121,8 +121,8 @@ def partition_name(table: str, lower: datetime) -> str:
 def partitions_ensure(
     table: str, *, column: str, now: datetime, days_ahead: int = DAYS_AHEAD, connection: Any = None
 ) -> list[str]:
-    """Create the day partitions of `table` from today to `days_ahead` days on that no
-    partition covers yet; returns their names. Rows of such a day already in DEFAULT move
+    """Create the day partitions of `table`, from today's to `days_ahead` days ahead, that
+    no partition covers yet; returns their names. Rows of such a day already in DEFAULT move
     into it in the same transaction (PostgreSQL refuses to attach a range DEFAULT holds)."""
     connection = connection or default_connection
     if not is_partitioned(table, connection=connection):
