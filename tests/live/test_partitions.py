@@ -130,3 +130,28 @@ async def test_new_events_keep_increasing_ids_across_days(on_postgres):
 
     assert second > first
     assert [pk async for pk in LiveEvent.objects.values_list("id", flat=True)] == [first, second]
+
+
+async def test_a_row_of_a_day_without_partition_waits_in_default_and_moves_when_its_day_is_made(
+    on_postgres,
+):
+    def write_and_ensure() -> tuple[str, str]:
+        later = timezone.now() + timedelta(days=20)
+        row = LiveEvent.objects.create(stream="session:a", type="t", payload={})
+        LiveEvent.objects.filter(pk=row.pk).update(created_at=later)
+        before = _partition_of(row.pk)
+        partitions.partitions_ensure(TABLE, column="created_at", now=later, days_ahead=0)
+        return before, _partition_of(row.pk)
+
+    before, after = await sync_to_async(write_and_ensure)()
+
+    assert before == f"{TABLE}_default"
+    assert after == partitions.partition_name(
+        TABLE, partitions.day_start(timezone.now() + timedelta(days=20))
+    )
+
+
+def _partition_of(pk: int) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT tableoid::regclass::text FROM {TABLE} WHERE id = %s", [pk])
+        return cursor.fetchone()[0]
