@@ -250,17 +250,15 @@ def partition_table(
     *,
     table: str,
     column: str,
-    drop_constraints: tuple[str, ...] = (),
-    unique: tuple[tuple[str, tuple[str, ...]], ...] = (),
     now: datetime | None = None,
 ) -> None:
     """Turn the plain `table` (as Django created it) into one partitioned by day on
     `column`, keeping its rows, columns, indexes and id sequence; PostgreSQL only.
 
     The table's primary key becomes `(id, column)` (a partitioned table's unique keys must
-    contain its partition key); `drop_constraints` are dropped and `unique` (name, columns)
-    recreated with `column` added, for the same reason. Existing rows go to one partition
-    of everything before today; then a day partition per day from today on, and DEFAULT.
+    contain its partition key), so a table with other unique constraints is not a candidate.
+    Existing rows older than today go to one partition (`<table>_before`, dropped whole once
+    retention passes today), today's to today's; then a day partition per day, and DEFAULT.
     """
     connection = schema_editor.connection
     if connection.vendor != "postgresql" or is_partitioned(table, connection=connection):
@@ -277,13 +275,9 @@ def partition_table(
         f"SELECT setval('{seq}_p', COALESCE((SELECT MAX(id) FROM {qn(old)}), 0) + 1, false)",
         f"ALTER TABLE {qn(table)} ALTER COLUMN id SET DEFAULT nextval('{seq}_p')",
         f"ALTER TABLE {qn(old)} RENAME CONSTRAINT {qn(table + '_pkey')} TO {qn(old + '_pkey')}",
-        f"ALTER TABLE {qn(table)} ADD CONSTRAINT {qn(table + '_pkey')} PRIMARY KEY (id, {qn(column)})",
+        f"ALTER TABLE {qn(table)} ADD CONSTRAINT {qn(table + '_pkey')} "
+        f"PRIMARY KEY (id, {qn(column)})",
     ]
-    for name in drop_constraints:
-        statements.append(f"ALTER TABLE {qn(old)} DROP CONSTRAINT IF EXISTS {qn(name)}")
-    for name, columns in unique:
-        cols = ", ".join(qn(c) for c in (*columns, column))
-        statements.append(f"ALTER TABLE {qn(table)} ADD CONSTRAINT {qn(name)} UNIQUE ({cols})")
     with connection.cursor() as cursor:
         for statement in statements:
             cursor.execute(statement)

@@ -6,8 +6,10 @@ and runs it (`turns.single_turn`). Turns wait on the model, not the CPU, so one 
 GLOVE_TURN_CONCURRENCY of them. A watcher hands its turns the prompt answers and cancels that
 any server process stored (on PostgreSQL as soon as a NOTIFY on `services.TURNS_CHANNEL` says
 so, on a SQLite file as soon as a local wake-up does (`gloveapp.wake`), rechecking every
-GLOVE_TURN_ANSWER_RECHECK_SECONDS; elsewhere every GLOVE_TURN_POLL_SECONDS; idle, it sleeps), renews their leases, and takes back turns whose worker died
-(another worker's lease ran out) to run them again.
+GLOVE_TURN_ANSWER_RECHECK_SECONDS; elsewhere every GLOVE_TURN_POLL_SECONDS; idle, it
+sleeps), renews their leases, and takes back turns whose worker died (another worker's lease
+ran out) to run them again. Its scheduler runs the periodic work: approvals' deadlines, inbox
+expiry, retention (`turns.retention`).
 
 The engine knows nothing of the queue: the task (`turns.queue.tasks`) hands it sessions
 through `dispatch`, and it puts sessions back through the `requeue` it is given.
@@ -298,9 +300,10 @@ class TurnEngine:
 
     async def schedule(self) -> None:
         """The scheduler: the approvals' periodic task (deadlines, then notifications) and
-        the inbox items' expiry every GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own so a slow SMTP server or
-        webhook never holds up the watcher's heartbeats; and retention (`turns.retention`)
-        every GLOVE_RETENTION_SECONDS on another. No cron line is needed."""
+        the inbox items' expiry every GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own
+        so a slow SMTP server or webhook never holds up the watcher's heartbeats; and
+        retention (`turns.retention`) every GLOVE_RETENTION_SECONDS on another. No cron
+        line is needed."""
         if settings.GLOVE_RETENTION_SECONDS > 0:
             self._spawn(self._retain(), name="glove-turns:retention")
         loop = asyncio.get_running_loop()
