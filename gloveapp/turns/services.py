@@ -112,8 +112,16 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
         elif source == MESH_SOURCE:
             # A mesh peer nobody owns is limited as a user of its own: other agents wake it,
             # and every wake-up is a paid model call.
-            recent = Turn.objects.filter(session_id=session_id, created_at__gte=since).count()
-            if recent >= settings.GLOVE_MESH_TURNS_PER_MINUTE:
+            # The newest turns only, through (session, id): a peer's session holds every
+            # wake-up it ever had, and this runs on each one.
+            bound = settings.GLOVE_MESH_TURNS_PER_MINUTE
+            newest = (
+                Turn.objects.filter(session_id=session_id)
+                .order_by("-id")
+                .values_list("created_at", flat=True)[:bound]
+            )
+            recent = sum(1 for created_at in newest if created_at >= since)
+            if recent >= bound:
                 raise TurnLimitReached(
                     f"Mesh agent {session_id} started {recent} turns in the last minute, "
                     "the most GLOVE_MESH_TURNS_PER_MINUTE allows."
