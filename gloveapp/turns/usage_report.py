@@ -2,7 +2,7 @@
 
 Turns per day (by how they ended), p50/p95 turn duration, tokens and cost per agent, tool
 failures, time waiting on a person and time in the queue, all read from the turn timeline
-(`TurnStep`, indexed by its start and kept GLOVE_TIMELINE_RETENTION_DAYS), plus the queue
+(`TurnStep`, indexed by its start and kept GLOVE_RETAIN_TURN_STEPS_DAYS), plus the queue
 depth now. One bounded read: at most `MAX_STEPS` steps, the newest; the page says when the
 window held more. The charts are drawn by Chart.js, vendored (gloveapp/static/vendor).
 """

@@ -16,6 +16,7 @@ from gloveapp.conversations.services import session_create
 from gloveapp.turns import public as turns
 from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnStep
+from gloveapp.turns.retention import retention_apply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
@@ -101,8 +102,8 @@ def test_a_worker_that_lost_its_turn_stores_no_step():
     assert list(TurnStep.objects.values_list("worker_id", flat=True)) == ["worker-b"]
 
 
-def test_steps_older_than_the_retention_are_pruned(settings):
-    settings.GLOVE_TIMELINE_RETENTION_DAYS = 7
+def test_steps_older_than_the_retention_are_pruned_by_the_workers_retention(settings):
+    settings.GLOVE_RETAIN_TURN_STEPS_DAYS = 7
     owner = get_user_model().objects.create_user("finn")
     session = session_create(owner=owner, agent_name="coffee")
     services.turn_submit(session_id=session.pk, text="hello", user_id=owner.pk)
@@ -111,7 +112,7 @@ def test_steps_older_than_the_retention_are_pruned(settings):
     services.step_record(turn=turn, kind="model", name="old", started_at=old)
     services.step_record(turn=turn, kind="model", name="new", started_at=timezone.now())
 
-    assert services.turn_steps_prune() == 1
+    assert retention_apply()["turn timeline steps"] == 1
     assert list(TurnStep.objects.values_list("name", flat=True)) == ["new"]
 
 
