@@ -359,11 +359,13 @@ SPECTACULAR_SETTINGS = {
 # The model the agents talk to: "demo" (offline, rule-based), "scripted",
 # "anthropic:<model>" (ANTHROPIC_API_KEY) or "openai:<model>" (OPENAI_API_KEY, OPENAI_BASE_URL).
 GLOVE_MODEL = env("GLOVE_MODEL")
-# Agent name -> dotted path of a factory returning its tools and system prompt.
+# Agent name -> dotted path of a factory returning its tools and system prompt (or a dict:
+# "factory", its extensions, and "open_to": who may start a chat with it).
 GLOVE_AGENTS = {
     "coffee": "gloveapp.demo.coffee.build_agent",
-    # The mesh demo's second agent: `manage.py run_agent roastery --mesh-id roastery`.
-    "roastery": "gloveapp.demo.roastery.build_agent",
+    # The mesh demo's second agent: `manage.py run_agent roastery --mesh-id roastery`. Only
+    # the mesh reaches it: no customer may open a chat with the shop's supplier.
+    "roastery": {"factory": "gloveapp.demo.roastery.build_agent", "open_to": "mesh"},
 }
 GLOVE_DEFAULT_AGENT = env("GLOVE_DEFAULT_AGENT")
 # Shared secret for signed webhooks resolving inbox items (HMAC-SHA256 over the body).
