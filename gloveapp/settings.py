@@ -256,6 +256,8 @@ GLOVE_CHAT_MESH = env("GLOVE_CHAT_MESH")
 GLOVE_LIVE_POLL_SECONDS = env("GLOVE_LIVE_POLL_SECONDS")
 GLOVE_LIVE_GAP_SECONDS = env("GLOVE_LIVE_GAP_SECONDS")
 GLOVE_LIVE_REPLAY_LIMIT = env("GLOVE_LIVE_REPLAY_LIMIT")
+# An idle Server-Sent Events stream gets a heartbeat comment this often.
+GLOVE_SSE_HEARTBEAT_SECONDS = env("GLOVE_SSE_HEARTBEAT_SECONDS")
 
 # django-axes counts failed logins (the site's and the admin's, both go through
 # authenticate()): after AXES_FAILURE_LIMIT failures for one username from one address, that
