@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
@@ -186,7 +185,7 @@ async def session_events(request: HttpRequest, session_id: str) -> HttpResponse:
     except ValueError as refused:
         return _error(400, f"{LAST_EVENT_ID_HEADER}: {refused}", LAST_EVENT_ID_HEADER)
     try:
-        verdict, stream_id = await database_sync_to_async(session_watch_verdict)(
+        verdict, stream_id = await sync_to_async(session_watch_verdict)(
             user=user, session_id=session_id
         )
         if verdict != "allowed" or stream_id is None:

@@ -30,7 +30,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import StreamingHttpResponse
@@ -154,7 +154,7 @@ class StreamFeed:
         heartbeat = settings.GLOVE_SSE_HEARTBEAT_SECONDS
         try:
             yield f"retry: {RECONNECT_MILLISECONDS}\n\n"
-            replay = await database_sync_to_async(replay_after)(self.stream, last_event_id)
+            replay = await sync_to_async(replay_after)(self.stream, last_event_id)
             replayed: set[int] = set()
             for frame in replay.frames:
                 replayed.add(frame["id"])
@@ -179,9 +179,13 @@ class StreamFeed:
                     yield sse_message(frame)
                     continue
                 # The relay may hand over an event the replay already sent (it reads rows in
-                # batches): each id goes out once.
+                # batches), or one the client had before it reconnected (this process's relay
+                # polls, and may not have reached the client's cursor yet): each id goes out
+                # once.
                 if frame.id in replayed:
                     replayed.discard(frame.id)
+                    continue
+                if last_event_id is not None and frame.id <= last_event_id:
                     continue
                 yield _message(frame.id, frame.type, frame.text)
                 if frame.type in self.final_events:
