@@ -78,8 +78,9 @@ MIDDLEWARE = [
     # Content-Security-Policy on every response (SECURE_CSP below); Django's, each policy
     # rendered once (gloveapp/middleware.py).
     "gloveapp.middleware.ContentSecurityPolicyMiddleware",
-    # Serves STATIC_ROOT (collectstatic) with DEBUG off, straight from the ASGI app.
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Serves STATIC_ROOT (collectstatic) with DEBUG off, straight from the ASGI app
+    # (WhiteNoise's, able to run async: gloveapp/middleware.py).
+    "gloveapp.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -12,9 +12,13 @@ Resumable: the `Last-Event-ID` header (what `EventSource` sends when it reconnec
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
@@ -27,7 +31,8 @@ from gloveapp.api.fields import ErrorSerializer
 from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.conversations.access import session_watch_verdict
 from gloveapp.db import is_database_outage
-from gloveapp.live.sse import sse_response
+from gloveapp.live.auth import LOGIN_UNAVAILABLE, LoginMiddlewareStack
+from gloveapp.live.sse import StreamFeed, open_feed, run_db, send_sse, sse_response
 from gloveapp.live.streams import session_stream
 
 LAST_EVENT_ID_HEADER = "Last-Event-ID"
@@ -137,71 +142,158 @@ class SessionEventsSchema(ApiView):
         raise NotImplementedError
 
 
-def _error(status: int, message: str, field: str | None = None) -> JsonResponse:
-    return JsonResponse({"error": message, "field": field}, status=status)
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    error: str
+    field: str | None = None
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.error, "field": self.field}
+
+    def headers(self) -> dict[str, str]:
+        if self.status == 405:
+            return {"Allow": "GET"}
+        if self.status == 503:
+            return {"Retry-After": str(DATABASE_AWAY_RETRY_AFTER)}
+        return {}
 
 
-async def _caller(request: HttpRequest) -> Any:
-    """The user a token (`Authorization: Token <key>`) or the session cookie names, or None.
-    A GET changes nothing, so the cookie needs no CSRF token here."""
-    header = request.META.get("HTTP_AUTHORIZATION")
-    if header:
-        keyword, _, key = header.strip().partition(" ")
-        if keyword.lower() != "token" or not key.strip():
-            raise AuthenticationFailed("Invalid token header.")
-        user, _ = await sync_to_async(CachedTokenAuthentication().authenticate_credentials)(
-            key.strip()
+class DatabaseAway(Exception):
+    pass
+
+
+UNAVAILABLE = Refusal(503, "The database is unavailable for a moment; try again.")
+
+
+async def open_session_feed(
+    *,
+    method: str,
+    session_id: str,
+    authorization: str | None,
+    session_user: Callable[[], Awaitable[Any]],
+    raw_cursor: str | None,
+) -> tuple[StreamFeed, int | None] | Refusal:
+    """Who asks, for which stream, from where: the open feed and its cursor, or why not.
+
+    The caller is a token (`Authorization: Token <key>`) or else the login cookie's user
+    (`session_user()`); a GET changes nothing, so the cookie needs no CSRF token here."""
+    if method != "GET":
+        return Refusal(405, f'Method "{method}" not allowed.')
+    try:
+        if authorization:
+            keyword, _, key = authorization.strip().partition(" ")
+            if keyword.lower() != "token" or not key.strip():
+                return Refusal(401, "Invalid token header.")
+            authenticate = CachedTokenAuthentication().authenticate_credentials
+            user, _ = await run_db(authenticate, key.strip())
+        else:
+            user = await session_user()
+    except AuthenticationFailed as refused:
+        return Refusal(401, str(refused.detail))
+    except DatabaseAway:
+        return UNAVAILABLE
+    except Exception as error:
+        if is_database_outage(error):
+            return UNAVAILABLE
+        raise
+    if user is None or not user.is_authenticated:
+        return Refusal(401, "Authentication credentials were not provided.")
+    raw = (raw_cursor or "").strip()
+    if raw and not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
+        return Refusal(
+            400,
+            f"{LAST_EVENT_ID_HEADER}: must be a non-negative event id",
+            LAST_EVENT_ID_HEADER,
         )
-        return user
-    user = await request.auser()
-    return user if user.is_authenticated else None
+    cursor = int(raw) if raw else None
+    try:
+        # On the shared pool: a request's own thread would stay parked while it streams.
+        verdict, stream_id = await run_db(session_watch_verdict, user=user, session_id=session_id)
+        if verdict != "allowed" or stream_id is None:
+            return Refusal(404, "Session not found.")
+        feed = await open_feed(
+            stream=session_stream(stream_id), user_pk=user.pk, final_events=FINAL_EVENTS
+        )
+    except Exception as error:
+        if is_database_outage(error) or isinstance(error, TimeoutError):
+            return UNAVAILABLE
+        raise
+    return feed, cursor
 
 
-def _cursor(request: HttpRequest) -> int | None:
-    raw = request.META.get("HTTP_LAST_EVENT_ID")
-    if raw is None:
-        raw = request.GET.get("last_event_id")
-    if raw is None or raw == "":
-        return None
-    raw = raw.strip()
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
-        raise ValueError("must be a non-negative event id")
-    return int(raw)
+def _session_user(request: HttpRequest) -> Any:
+    return request.user  # AuthenticationMiddleware's lazy user: the session is read here
 
 
 async def session_events(request: HttpRequest, session_id: str) -> HttpResponse:
-    if request.method != "GET":
-        response = _error(405, f'Method "{request.method}" not allowed.')
-        response["Allow"] = "GET"
+    """The Django view (a project that mounts the API itself; the ASGI app below serves
+    this project's `/api/`)."""
+    opened = await open_session_feed(
+        method=request.method or "",
+        session_id=session_id,
+        authorization=request.META.get("HTTP_AUTHORIZATION"),
+        session_user=lambda: run_db(_session_user, request),
+        raw_cursor=request.META.get("HTTP_LAST_EVENT_ID", request.GET.get("last_event_id")),
+    )
+    if isinstance(opened, Refusal):
+        response = JsonResponse(opened.body(), status=opened.status)
+        for name, value in opened.headers().items():
+            response[name] = value
         return response
-    try:
-        user = await _caller(request)
-    except AuthenticationFailed as refused:
-        return _error(401, str(refused.detail))
-    if user is None:
-        return _error(401, "Authentication credentials were not provided.")
-    try:
-        last_event_id = _cursor(request)
-    except ValueError as refused:
-        return _error(400, f"{LAST_EVENT_ID_HEADER}: {refused}", LAST_EVENT_ID_HEADER)
-    try:
-        verdict, stream_id = await sync_to_async(session_watch_verdict)(
-            user=user, session_id=session_id
+    feed, cursor = opened
+    return sse_response(feed, cursor)
+
+
+_EVENTS_PATH = re.compile(r"/api/sessions/([^/]+)/events")
+
+
+def events_path_session(path: str) -> str | None:
+    """The session id of a `/api/sessions/<id>/events` path, else None."""
+    match = _EVENTS_PATH.fullmatch(path)
+    return match[1] if match else None
+
+
+async def _events_app(scope: dict, receive: Any, send: Any) -> None:
+    headers = {
+        name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
+    }
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    raw_cursor = headers.get("last-event-id", (query.get("last_event_id") or [None])[0])
+
+    async def login_user() -> Any:
+        if scope.get(LOGIN_UNAVAILABLE):  # the login cookie could not be read: not now
+            raise DatabaseAway("the login could not be read")
+        return scope.get("user")
+
+    opened = await open_session_feed(
+        method=scope["method"],
+        session_id=events_path_session(scope["path"]) or "",
+        authorization=headers.get("authorization"),
+        session_user=login_user,
+        raw_cursor=raw_cursor,
+    )
+    if isinstance(opened, Refusal):
+        body = json.dumps(opened.body()).encode()
+        extra = [
+            (name.lower().encode(), value.encode()) for name, value in opened.headers().items()
+        ]
+        await send(
+            {
+                "type": "http.response.start",
+                "status": opened.status,
+                "headers": [(b"content-type", b"application/json"), *extra],
+            }
         )
-        if verdict != "allowed" or stream_id is None:
-            return _error(404, "Session not found.")
-        return await sse_response(
-            stream=session_stream(stream_id),
-            user_pk=user.pk,
-            last_event_id=last_event_id,
-            final_events=FINAL_EVENTS,
-        )
-    except Exception as error:
-        if not is_database_outage(error) and not isinstance(error, TimeoutError):
-            raise
-        response = _error(503, "The database is unavailable for a moment; try again.")
-        response["Retry-After"] = str(DATABASE_AWAY_RETRY_AFTER)
-        return response
+        await send({"type": "http.response.body", "body": body})
+        return
+    feed, cursor = opened
+    await send_sse(feed, cursor, receive, send)
+
+
+# The stream as this project's ASGI application serves it (gloveapp/asgi.py): the login
+# cookie read as the websockets read it, then the feed straight onto the connection.
+events_asgi_app = LoginMiddlewareStack(_events_app)
 
 
 # drf-spectacular documents DRF views only: it reads the route's schema from this class.

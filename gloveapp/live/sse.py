@@ -33,6 +33,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.db import connections
 from django.http import StreamingHttpResponse
 
 from gloveapp.live.groups import stream_group
@@ -50,6 +51,20 @@ GROUP_LEAVE_TIMEOUT_SECONDS = 2.0
 _END = object()
 # Group leaves under way (a task's only reference must be kept, or it may be collected).
 _leaving: set[asyncio.Task] = set()
+
+
+async def run_db(func: Any, *args: Any, **kwargs: Any) -> Any:
+    """`func(*args, **kwargs)` on a thread of the shared pool, its connections closed after
+    (handed back to the pool): a thread-sensitive call would give each open stream a thread
+    of its own, parked until the stream ends."""
+
+    def closing() -> Any:
+        try:
+            return func(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    return await sync_to_async(closing, thread_sensitive=False)()
 
 
 def sse_message(frame: dict[str, Any]) -> str:
@@ -131,7 +146,12 @@ class StreamFeed:
             elif kind == "user.signed_out":
                 self._put(("signed_out", None))
 
+    _closed = False
+
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         if self._relay is not None:
             self._relay.unwatch(self.stream, self)
             self._relay.unwatch(self.user_stream, self)
@@ -154,7 +174,7 @@ class StreamFeed:
         heartbeat = settings.GLOVE_SSE_HEARTBEAT_SECONDS
         try:
             yield f"retry: {RECONNECT_MILLISECONDS}\n\n"
-            replay = await sync_to_async(replay_after)(self.stream, last_event_id)
+            replay = await run_db(replay_after, self.stream, last_event_id)
             replayed: set[int] = set()
             for frame in replay.frames:
                 replayed.add(frame["id"])
@@ -194,23 +214,65 @@ class StreamFeed:
             self.close()
 
 
-async def sse_response(
-    *,
-    stream: str,
-    user_pk: Any,
-    last_event_id: int | None,
-    final_events: frozenset[str] = frozenset(),
-) -> StreamingHttpResponse:
-    """The stream as an SSE response; raises when the relay cannot start (the database is
-    away): the edge answers that with a 503."""
+async def open_feed(
+    *, stream: str, user_pk: Any, final_events: frozenset[str] = frozenset()
+) -> StreamFeed:
+    """A feed registered with the relay and the channel layer; raises when the relay cannot
+    start (the database is away): the edge answers that with a 503."""
     feed = StreamFeed(stream=stream, user_pk=user_pk, final_events=final_events)
     try:
         await feed.open()
     except BaseException:
         feed.close()
         raise
-    response = StreamingHttpResponse(feed.messages(last_event_id), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
+    return feed
+
+
+SSE_HEADERS = (
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache"),
     # nginx buffers a proxied response unless told not to.
-    response["X-Accel-Buffering"] = "no"
+    ("X-Accel-Buffering", "no"),
+)
+
+
+def sse_response(feed: StreamFeed, last_event_id: int | None) -> StreamingHttpResponse:
+    """The feed as Django's streaming response (a project that mounts the API itself)."""
+    response = StreamingHttpResponse(feed.messages(last_event_id))
+    for name, value in SSE_HEADERS:
+        response[name] = value
     return response
+
+
+async def send_sse(feed: StreamFeed, last_event_id: int | None, receive: Any, send: Any) -> None:
+    """The feed straight onto an ASGI connection: no Django request around it, so no thread
+    is kept for the stream (Django's ASGI handler parks one per request until it ends).
+    Ends when the client goes (`http.disconnect`) or the feed ends."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(name.lower().encode(), value.encode()) for name, value in SSE_HEADERS],
+        }
+    )
+
+    async def pump() -> None:
+        async for text in feed.messages(last_event_id):
+            await send({"type": "http.response.body", "body": text.encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def client_left() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    pumping = asyncio.ensure_future(pump())
+    watching = asyncio.ensure_future(client_left())
+    try:
+        await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (pumping, watching):
+            task.cancel()
+        for task in (pumping, watching):
+            with contextlib.suppress(BaseException):
+                await task
+        feed.close()
