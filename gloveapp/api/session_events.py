@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
@@ -173,6 +174,7 @@ async def open_session_feed(
     authorization: str | None,
     session_user: Callable[[], Awaitable[Any]],
     raw_cursor: str | None,
+    run: Callable[..., Awaitable[Any]] = run_db,
 ) -> tuple[StreamFeed, int | None] | Refusal:
     """Who asks, for which stream, from where: the open feed and its cursor, or why not.
 
@@ -186,7 +188,7 @@ async def open_session_feed(
             if keyword.lower() != "token" or not key.strip():
                 return Refusal(401, "Invalid token header.")
             authenticate = CachedTokenAuthentication().authenticate_credentials
-            user, _ = await run_db(authenticate, key.strip())
+            user, _ = await run(authenticate, key.strip())
         else:
             user = await session_user()
     except AuthenticationFailed as refused:
@@ -209,7 +211,7 @@ async def open_session_feed(
     cursor = int(raw) if raw else None
     try:
         # On the shared pool: a request's own thread would stay parked while it streams.
-        verdict, stream_id = await run_db(session_watch_verdict, user=user, session_id=session_id)
+        verdict, stream_id = await run(session_watch_verdict, user=user, session_id=session_id)
         if verdict != "allowed" or stream_id is None:
             return Refusal(404, "Session not found.")
         feed = await open_feed(
@@ -220,6 +222,10 @@ async def open_session_feed(
             return UNAVAILABLE
         raise
     return feed, cursor
+
+
+async def _in_request_thread(func: Any, *args: Any, **kwargs: Any) -> Any:
+    return await sync_to_async(func)(*args, **kwargs)
 
 
 def _session_user(request: HttpRequest) -> Any:
@@ -233,8 +239,11 @@ async def session_events(request: HttpRequest, session_id: str) -> HttpResponse:
         method=request.method or "",
         session_id=session_id,
         authorization=request.META.get("HTTP_AUTHORIZATION"),
-        session_user=lambda: run_db(_session_user, request),
+        session_user=lambda: _in_request_thread(_session_user, request),
         raw_cursor=request.META.get("HTTP_LAST_EVENT_ID", request.GET.get("last_event_id")),
+        # Django's handler keeps this request's thread anyway: its reads go there, on the
+        # request's own connection.
+        run=_in_request_thread,
     )
     if isinstance(opened, Refusal):
         response = JsonResponse(opened.body(), status=opened.status)
