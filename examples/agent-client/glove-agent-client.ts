@@ -108,10 +108,14 @@ async function errorOf(response: Response): Promise<GloveApiError> {
 
 export class GloveAgentClient {
   private base: string;
+  private streamBase: string;
   private headers: Record<string, string>;
 
-  constructor(baseUrl: string, options: { token?: string } = {}) {
+  /** `streamUrl`: where the event stream is served when not at `baseUrl` (a server without
+   * the production proxy in front: the ASGI server's own address). */
+  constructor(baseUrl: string, options: { token?: string; streamUrl?: string } = {}) {
     this.base = baseUrl.replace(/\/+$/, "");
+    this.streamBase = (options.streamUrl ?? baseUrl).replace(/\/+$/, "");
     this.headers = { Accept: "application/json" };
     if (options.token) this.headers.Authorization = `Token ${options.token}`;
   }
@@ -185,7 +189,7 @@ export class GloveAgentClient {
       if (cursor !== null) headers["Last-Event-ID"] = String(cursor);
       let response: Response;
       try {
-        response = await fetch(`${this.base}/api/sessions/${part(sessionId)}/events`, {
+        response = await fetch(`${this.streamBase}/api/sessions/${part(sessionId)}/events`, {
           headers,
           credentials: "same-origin",
           signal: options.signal,

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
@@ -134,6 +135,10 @@ class SessionEventsSchema(ApiView):
             400: ErrorSerializer,
             401: ErrorSerializer,
             404: ErrorSerializer,
+            421: OpenApiResponse(
+                ErrorSerializer,
+                description="Asked of a WSGI server: the ASGI server serves the stream.",
+            ),
             503: OpenApiResponse(
                 ErrorSerializer, description="The database is away: retry after `Retry-After`."
             ),
@@ -160,6 +165,13 @@ class Refusal:
         return {}
 
 
+WSGI_REFUSAL = Refusal(
+    421,
+    "The event stream is served by the ASGI server (in production the websocket server, "
+    "where the proxy sends /api/sessions/<id>/events), not by this WSGI server.",
+)
+
+
 class DatabaseAway(Exception):
     pass
 
@@ -175,6 +187,7 @@ async def open_session_feed(
     session_user: Callable[[], Awaitable[Any]],
     raw_cursor: str | None,
     run: Callable[..., Awaitable[Any]] = run_db,
+    can_stream: bool = True,
 ) -> tuple[StreamFeed, int | None] | Refusal:
     """Who asks, for which stream, from where: the open feed and its cursor, or why not.
 
@@ -214,6 +227,8 @@ async def open_session_feed(
         verdict, stream_id = await run(session_watch_verdict, user=user, session_id=session_id)
         if verdict != "allowed" or stream_id is None:
             return Refusal(404, "Session not found.")
+        if not can_stream:
+            return WSGI_REFUSAL
         feed = await open_feed(
             stream=session_stream(stream_id), user_pk=user.pk, final_events=FINAL_EVENTS
         )
@@ -244,6 +259,9 @@ async def session_events(request: HttpRequest, session_id: str) -> HttpResponse:
         # Django's handler keeps this request's thread anyway: its reads go there, on the
         # request's own connection.
         run=_in_request_thread,
+        # Under WSGI an open stream would hold one of the server's few threads for as long
+        # as it is open: the ASGI server serves it (the production proxy routes it there).
+        can_stream=isinstance(request, ASGIRequest),
     )
     if isinstance(opened, Refusal):
         response = JsonResponse(opened.body(), status=opened.status)

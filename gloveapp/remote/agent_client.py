@@ -111,8 +111,11 @@ def _path(*parts: str) -> str:
 
 
 class _Base:
-    def __init__(self, base_url: str, token: str | None) -> None:
+    def __init__(self, base_url: str, token: str | None, stream_url: str | None) -> None:
         self.base_url = base_url.rstrip("/")
+        # Where the event stream is served, when not at base_url (a server without the
+        # production proxy in front: the ASGI server's own address).
+        self.stream_url = (stream_url or base_url).rstrip("/")
         self.headers = {"Accept": "application/json"}
         if token:
             self.headers["Authorization"] = f"Token {token}"
@@ -138,9 +141,15 @@ class AgentClient(_Base):
     """The synchronous client (`httpx.Client`)."""
 
     def __init__(
-        self, base_url: str, *, token: str | None = None, timeout: float = 30.0, **httpx_options
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        stream_url: str | None = None,
+        **httpx_options,
     ) -> None:
-        super().__init__(base_url, token)
+        super().__init__(base_url, token, stream_url)
         self._client = httpx.Client(
             base_url=self.base_url, headers=self.headers, timeout=timeout, **httpx_options
         )
@@ -219,7 +228,7 @@ class AgentClient(_Base):
     ) -> Iterator[StreamEvent]:
         """The session's events from after `since` (None: from now), resuming by itself."""
         cursor, delay = since, RECONNECT_DELAY_SECONDS
-        path = "/api/" + _path("sessions", session_id, "events")
+        path = self.stream_url + "/api/" + _path("sessions", session_id, "events")
         while True:
             headers = {"Accept": "text/event-stream"}
             if cursor is not None:
@@ -261,9 +270,15 @@ class AsyncAgentClient(_Base):
     """The asynchronous client (`httpx.AsyncClient`): the same methods, awaited."""
 
     def __init__(
-        self, base_url: str, *, token: str | None = None, timeout: float = 30.0, **httpx_options
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        stream_url: str | None = None,
+        **httpx_options,
     ) -> None:
-        super().__init__(base_url, token)
+        super().__init__(base_url, token, stream_url)
         self._client = httpx.AsyncClient(
             base_url=self.base_url, headers=self.headers, timeout=timeout, **httpx_options
         )
@@ -343,7 +358,7 @@ class AsyncAgentClient(_Base):
         reconnect: bool = True,
     ) -> AsyncIterator[StreamEvent]:
         cursor, delay = since, RECONNECT_DELAY_SECONDS
-        path = "/api/" + _path("sessions", session_id, "events")
+        path = self.stream_url + "/api/" + _path("sessions", session_id, "events")
         while True:
             headers = {"Accept": "text/event-stream"}
             if cursor is not None:

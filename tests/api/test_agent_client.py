@@ -196,3 +196,26 @@ def test_the_async_client_starts_and_streams_a_turn(shop, customer_token):
     assert events[-1].type == "turn.finished" and "offline demo model" in events[-1].payload["text"]
     turn_events = [event for event in events if event.type.startswith("turn.")]
     assert {event.payload["turn"] for event in turn_events} == {turn["turnId"]}
+
+
+def test_the_served_stream_refuses_outsiders_as_missing(shop, customer_token):
+    """The stream this project serves (an ASGI app beside Django) keeps the API's rules."""
+    outsider = shop.token_for("api-outsider")
+    with AgentClient(shop.url, token=customer_token) as glove:
+        session_id = glove.create_session(agent="coffee")
+    url = f"{shop.url}/api/sessions/{session_id}/events"
+    missing = f"{shop.url}/api/sessions/glove_nobody/events"
+
+    def get(address: str, **headers: str) -> httpx.Response:
+        return httpx.get(address, headers=headers, timeout=30)
+
+    theirs = get(url, Authorization=f"Token {outsider}")
+    nobody = get(missing, Authorization=f"Token {outsider}")
+    assert theirs.status_code == nobody.status_code == 404
+    assert theirs.json() == nobody.json() == {"error": "Session not found.", "field": None}
+    assert get(url).status_code == 401
+    assert get(url, Authorization="Token wrong").status_code == 401
+    bad = get(url, Authorization=f"Token {customer_token}", **{"Last-Event-ID": "x"})
+    assert bad.status_code == 400 and bad.json()["field"] == "Last-Event-ID"
+    posted = httpx.post(url, headers={"Authorization": f"Token {customer_token}"}, timeout=30)
+    assert posted.status_code == 405 and posted.headers["Allow"] == "GET"

@@ -133,6 +133,9 @@ def test_the_event_stream_wants_a_caller_and_a_well_formed_cursor(
         assert refused.status_code == 400
         assert refused.json()["field"] == "Last-Event-ID"
     assert owner_client.post(f"/api/sessions/{session_id}/events").status_code == 405
+    # A WSGI server (the test client is one) would hold a thread per open stream: it says
+    # the ASGI server serves it (tests/api/test_agent_client.py reads the stream there).
+    assert owner_client.get(f"/api/sessions/{session_id}/events").status_code == 421
 
 
 def test_every_new_route_is_in_the_openapi_schema(owner_client):
