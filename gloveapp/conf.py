@@ -556,6 +556,14 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         LIVE,
     ),
     EnvVar(
+        "GLOVE_SSE_HEARTBEAT_SECONDS",
+        "float",
+        15.0,
+        "An open Server-Sent Events stream (`/api/sessions/<id>/events`) with nothing to send "
+        "gets a comment line this often, so proxies keep it open.",
+        LIVE,
+    ),
+    EnvVar(
         "GLOVE_LIVE_SEND_TIMEOUT_SECONDS",
         "float",
         0.2,

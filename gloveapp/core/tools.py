@@ -68,6 +68,9 @@ class Tool:
     extra: dict[str, Any] = field(default_factory=dict)
     # A person decides before each run (approve, edit, reject, respond): `core.approvals`.
     approval: ApprovalPolicy | None = None
+    # The JSON Schema of the answer the tool's slot waits for (`push_and_wait`): clients of
+    # the REST API read it beside the slot to know what to send; None: any JSON.
+    slot_answer_schema: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.display_strategy not in DISPLAY_STRATEGIES:
@@ -128,6 +131,7 @@ def tool(
     result_template: str | None = None,
     retry_safe: bool = True,
     approval: ApprovalPolicy | None = None,
+    slot_answer_schema: dict[str, Any] | None = None,
 ) -> Any:
     """Turn an async function into a `Tool` (usable bare or with options)."""
 
@@ -166,6 +170,7 @@ def tool(
             result_template=result_template,
             retry_safe=retry_safe,
             approval=approval,
+            slot_answer_schema=slot_answer_schema,
         )
 
     if func is not None:

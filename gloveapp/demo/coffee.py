@@ -168,6 +168,12 @@ LARGE_ORDER = ApprovalPolicy(
     display_strategy="hide-on-complete",
     slot_template=f"{TEMPLATES}/checkout_slot.html",
     result_template=f"{TEMPLATES}/checkout_result.html",
+    # What the Confirm / Cancel buttons send; an API client sends the same.
+    slot_answer_schema={
+        "type": "object",
+        "properties": {"confirmed": {"type": "boolean"}},
+        "required": ["confirmed"],
+    },
 )
 async def checkout(
     ctx: ToolContext,

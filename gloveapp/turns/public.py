@@ -24,6 +24,7 @@ from django.db import transaction
 
 from gloveapp.conversations.models import Session
 from gloveapp.turns import services
+from gloveapp.turns.models import Turn
 from gloveapp.turns.queue.tasks import enqueue_session
 from gloveapp.turns.selectors import SlotView, is_busy, queued, visible_slots
 from gloveapp.turns.services import QueueFull, TurnLimitReached
@@ -36,6 +37,7 @@ __all__ = [
     "cancel",
     "is_busy",
     "queued",
+    "start_turn_sync",
     "submit_message",
     "submit_message_sync",
     "visible_slots",
@@ -56,6 +58,16 @@ def submit_message_sync(
     # its key with the turn), and a worker must not look for the turn before it is there.
     transaction.on_commit(partial(enqueue_session, turn.session_id), robust=True)
     return turn.ahead
+
+
+def start_turn_sync(
+    *, session_id: str, text: str, user_id: int | None, source: str = "api"
+) -> Turn:
+    """`submit_message_sync` for a caller that follows the turn: returns the queued `Turn`
+    (its `ahead`: how many turns run or wait before it). The task is enqueued at commit."""
+    turn = services.turn_submit(session_id=session_id, text=text, user_id=user_id, source=source)
+    transaction.on_commit(partial(enqueue_session, turn.session_id), robust=True)
+    return turn
 
 
 async def submit_message(

@@ -105,6 +105,16 @@ def is_permission_prompt(session_id: str, public_id: str) -> bool:
     ).exists()
 
 
+def slot_exists(session_id: str, public_id: str) -> bool:
+    """Whether `public_id` names a slot of the session, answered or not (an outsider's
+    guess and an unknown id read the same: no)."""
+    address = slot_address(public_id)
+    if address is None:
+        return False
+    turn_pk, slot_id = address
+    return TurnSlot.objects.filter(session_id=session_id, turn_id=turn_pk, slot_id=slot_id).exists()
+
+
 def is_busy(session_id: str) -> bool:
     """Whether a turn of the session is running or waiting to run, in any process."""
     return Turn.objects.filter(

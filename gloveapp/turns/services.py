@@ -85,8 +85,9 @@ class TurnLimitReached(Exception):
     """The user started as many turns as GLOVE_TURNS_PER_USER_PER_MINUTE allows."""
 
 
-def _event(turn: Turn, type: str, payload: dict[str, Any]) -> None:
-    record_event(stream=session_stream(turn.session_id), type=type, payload=payload)
+def _event(turn: Turn, type: str, payload: dict[str, Any]) -> int:
+    """Record the event on the turn's session stream; returns its id."""
+    return record_event(stream=session_stream(turn.session_id), type=type, payload=payload).pk
 
 
 def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str = "page") -> Turn:
@@ -139,8 +140,9 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
         turn = Turn.objects.create(session_id=session_id, text=text, user_id=user_id, source=source)
         # How many turns run or wait before this one (as this transaction saw them).
         turn.ahead = waiting + live["running"]
-        # Every page of the chat lists what waits (a second tab, after a reload).
-        _event(turn, "turn.queued", {"turn": turn.pk})
+        # Every page of the chat lists what waits (a second tab, after a reload). Its id is
+        # where a client that follows the turn starts its stream (the REST start's answer).
+        turn.queued_event = _event(turn, "turn.queued", {"turn": turn.pk})
         return turn
 
 
