@@ -16,13 +16,14 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from gloveapp.agents.config import get_agent_spec
+from gloveapp.agents.labels import tool_label, tool_labels
 from gloveapp.conversations import selectors
 from gloveapp.conversations.models import Message, Session
 from gloveapp.core.executor import SUBAGENT_TOOL_NAME, permission_denied_message
 from gloveapp.core.inbox_context import resolved_banner_answers
 
 GENERIC_RESULT_TEMPLATE = "tools/generic_result.html"
-TOOL_STATUS_WORDS = {"aborted": "stopped", "error": "failed", "success": "success"}
+TOOL_STATUS_WORDS = {"aborted": "stopped", "error": "failed", "success": "done"}
 
 
 @dataclass(slots=True)
@@ -42,17 +43,21 @@ class ToolEntry:
     denied: bool = False
     # A delegation to a subagent: the child's conversation, shown nested under the call.
     child: Session | None = None
+    # The tool's name as a customer reads it (`Tool.label`), never the internal one.
+    label: str = ""
+    # What staff changed before it ran ("A barista changed the quantity of … from 6 to 4").
+    changes: list[str] = field(default_factory=list)
 
     @property
     def shown_message(self) -> str | None:
         if self.denied:
-            return f"You didn't allow {self.tool_name.replace('_', ' ')}, so it did not run."
+            return f"You didn't allow {(self.label or self.tool_name).lower()}, so it did not run."
         return self.message
 
     @property
     def shown_status(self) -> str:
         """How the card names the call's state: stopped and failed in plain words."""
-        return TOOL_STATUS_WORDS.get(self.status or "", self.status or "running…")
+        return TOOL_STATUS_WORDS.get(self.status or "", self.status or "working…")
 
     @property
     def template(self) -> str:
@@ -101,6 +106,7 @@ def timeline(
     session: Session, messages: list[Message], notes: list[Any] | None = None
 ) -> list[Entry]:
     templates = _tool_templates(session.agent_name)
+    labels = tool_labels(session.agent_name)
     entries: list[Entry] = []
     # Stopped or failed turns, each noted after its last message.
     notes_after: dict[int, list[Any]] = {}
@@ -120,6 +126,9 @@ def timeline(
     for seq in sorted(notes_after):
         add_notes(seq)
     _attach_children(session, open_calls, entries)
+    for entry in entries:
+        for tool in entry.tools:
+            tool.label = tool_label(session.agent_name, tool.tool_name, labels)
     return entries
 
 
@@ -196,4 +205,6 @@ def _attach_result(
     tool.data = result.get("data")
     tool.message = result.get("message")
     tool.render_data = result.get("renderData", result.get("render_data"))
-    tool.denied = tool.status == "error" and tool.message == permission_denied_message(tool_name)
+    tool.denied = tool.status == "error" and (tool.message or "").startswith(
+        permission_denied_message(tool_name)
+    )

@@ -420,3 +420,78 @@ def customer_view(prompt: dict[str, Any]) -> dict[str, Any]:
         "toolName": prompt.get("toolName"),
         "toolInput": args,
     }
+
+
+# -- what an edit changed --------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ArgChange:
+    """One argument a person changed: its path (`lines.0.quantity`), how people name it
+    ("the quantity of Colombia Huila") and the values before and after."""
+
+    path: str
+    label: str
+    before: Any
+    after: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "label": self.label, "before": self.before, "after": self.after}
+
+
+def _row_title(row: Any) -> str:
+    if isinstance(row, dict):
+        return next((cell for cell in row.values() if isinstance(cell, str) and cell), "")
+    return ""
+
+
+def args_changes(before: Any, after: Any) -> list[ArgChange]:
+    """What an edit changed, leaf by leaf: top-level arguments, and the cells of a list of
+    objects (an order's lines) named by the row's first text ("the quantity of Kenya AA")."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return [] if before == after else [ArgChange("", "the arguments", before, after)]
+    changes: list[ArgChange] = []
+    for key in [*before, *[k for k in after if k not in before]]:
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        words = str(key).replace("_", " ")
+        if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+            for index, (old_row, new_row) in enumerate(zip(old, new, strict=True)):
+                if old_row == new_row:
+                    continue
+                if isinstance(old_row, dict) and isinstance(new_row, dict):
+                    title = _row_title(old_row)
+                    for cell in [*old_row, *[c for c in new_row if c not in old_row]]:
+                        if old_row.get(cell) != new_row.get(cell):
+                            of = f" of {title}" if title and old_row.get(cell) != title else ""
+                            changes.append(
+                                ArgChange(
+                                    f"{key}.{index}.{cell}",
+                                    f"the {str(cell).replace('_', ' ')}{of}",
+                                    old_row.get(cell),
+                                    new_row.get(cell),
+                                )
+                            )
+                else:
+                    changes.append(ArgChange(f"{key}.{index}", f"the {words}", old_row, new_row))
+            continue
+        changes.append(ArgChange(str(key), f"the {words}", old, new))
+    return changes
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return value.replace("_", " ")
+    if isinstance(value, dict | list):
+        return canonical_json(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def change_sentence(who: str, changes: list[ArgChange]) -> str:
+    """ "A barista changed the quantity of Colombia Huila from 6 to 4." """
+    if not changes:
+        return ""
+    parts = [f"{c.label} from {_shown(c.before)} to {_shown(c.after)}" for c in changes]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{who} changed {listed}."

@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from gloveapp.approvals.selectors import session_edits
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations.access import address_of, may_speak
 from gloveapp.conversations.models import Session
@@ -116,6 +117,16 @@ def inbox_cards(session_id: str) -> dict[str, list[InboxCard]]:
     return groups
 
 
+def _with_edits(entries: list[Any], session_id: str) -> list[Any]:
+    """The customer reads what staff changed in a call before it ran, under its card."""
+    edits = session_edits(session_id)
+    if edits:
+        for entry in entries:
+            for tool in entry.tools:
+                tool.changes = edits.get(tool.call_id or "", [])
+    return entries
+
+
 def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
     """Everything the chat page renders."""
     # Read the event id first: an event that lands while the page is being read is then
@@ -133,9 +144,19 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
         # the browser's resubmit) stores the message once (composer.js renews it per send).
         "composer_key": uuid.uuid4().hex,
         "last_event_id": last_event_id,
-        "entries": timeline(session, messages, turn_selectors.ended_turn_notes(session.pk)),
+        "entries": _with_edits(
+            timeline(session, messages, turn_selectors.ended_turn_notes(session.pk)), session.pk
+        ),
         # What waits behind the running turn, from the database: a reload shows the same.
-        "queue": turn_selectors.live_turns(session.pk),
+        # One bubble per message: a started turn's message is in the history already.
+        "queue": [
+            queued
+            for queued in turn_selectors.live_turns(session.pk)
+            if queued.status == "queued"
+            or queued.base_seq is None
+            or not messages
+            or messages[-1].seq <= queued.base_seq
+        ],
         "permissions": conversation_selectors.remembered_permissions(session.pk),
         "permission_labels": REMEMBERED_PERMISSION_LABELS,
         "permission_choices": PERMISSION_CHOICES,
