@@ -372,6 +372,7 @@ def decisions_for_turns(turn_ids: list[int]) -> list[tuple[int, str, dict[str, A
                 reason=row.reason or None,
                 text=row.text or None,
                 decided_by=row.username or None,
+                expired=row.channel == ApprovalDecision.Channel.EXPIRY,
             ).to_dict(),
         )
         for row in rows
@@ -409,10 +410,8 @@ def approvals_withdraw(*, turn_id: int) -> int:
 
 # -- deadlines -------------------------------------------------------------------------------
 def expired_reason(row: ApprovalRequest) -> str:
-    return (
-        f"No decision by {row.expires_at.isoformat() if row.expires_at else 'the deadline'}: "
-        "the request expired."
-    )
+    when = f"{row.expires_at:%-d %b %Y, %H:%M} UTC" if row.expires_at else "the deadline"
+    return f"No decision by {when}: the request expired."
 
 
 def approvals_sweep(*, now: datetime | None = None) -> dict[str, int]:

@@ -8,7 +8,11 @@ canonical arguments, and waits for a `Decision`:
 - approve: the tool runs with exactly the arguments that were fingerprinted;
 - edit: the tool runs with the person's arguments, validated against its input schema;
 - reject: the tool does not run; the agent reads the reason;
-- respond: the tool does not run; the agent reads the person's text (Glove's resolution).
+- respond: the tool does not run; the agent reads the person's text as the call's result
+  (Glove's resolution), not as an error.
+
+A request nobody decides in time is decided by its `on_expire`; a rejection then reads
+"expired", never "rejected by a person".
 
 A decision names the fingerprint it saw; one for other arguments is refused, and the tool
 never runs without a decision. Everything here is plain Python: the Django side stores the
@@ -164,9 +168,11 @@ class Decision:
     reason: str | None = None  # reject: what the agent reads
     text: str | None = None  # respond: the answer instead of the tool's result
     decided_by: str | None = None
+    # Taken by the deadline (`on_expire`), not by a person: the agent reads that it expired.
+    expired: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        made = {
             "decision": self.kind,
             "fingerprint": self.fingerprint,
             "args": self.args,
@@ -174,6 +180,9 @@ class Decision:
             "text": self.text,
             "decidedBy": self.decided_by,
         }
+        if self.expired:
+            made["expired"] = True
+        return made
 
     @classmethod
     def from_dict(cls, data: Any) -> Decision:
@@ -198,6 +207,7 @@ class Decision:
             reason=reason,
             text=text,
             decided_by=by if isinstance(by, str) else None,
+            expired=data.get("expired") is True,
         )
 
 
@@ -283,8 +293,14 @@ def rejected_message(tool_name: str, reason: str | None) -> str:
     return message
 
 
-def responded_message(tool_name: str, text: str) -> str:
-    return f'"{tool_name}" did not run; a person answered instead: {text.strip()}'
+def expired_message(tool_name: str, note: str | None = None) -> str:
+    """What the agent reads when nobody decided in time (not "rejected by a person")."""
+    message = (
+        f'The request to run "{tool_name}" expired before anyone decided on it; it did not run.'
+    )
+    if note and note.strip():
+        message += f" {note.strip()}"
+    return message
 
 
 def not_decided_message(tool_name: str, why: str) -> str:
@@ -293,6 +309,12 @@ def not_decided_message(tool_name: str, why: str) -> str:
 
 def outcome_without_run(tool_name: str, decision: Decision) -> ToolResultData | None:
     """The result of a decision that does not run the tool (reject, respond), else None."""
+    if decision.kind == REJECT and decision.expired:
+        return ToolResultData(
+            status="error",
+            message=expired_message(tool_name),
+            data={"decision": REJECT, "expired": True},
+        )
     if decision.kind == REJECT:
         return ToolResultData(
             status="error",
@@ -300,10 +322,12 @@ def outcome_without_run(tool_name: str, decision: Decision) -> ToolResultData | 
             data={"decision": REJECT, "reason": decision.reason},
         )
     if decision.kind == RESPOND:
+        # Glove's resolution: the person's text is the call's answer, not an error. The model
+        # reads the text as given (a success's `data`); the page reads `message`.
         return ToolResultData(
-            status="error",
-            message=responded_message(tool_name, decision.text or ""),
-            data={"decision": RESPOND, "text": decision.text},
+            status="success",
+            data=decision.text or "",
+            message=f"It did not run; a staff member answered: {(decision.text or '').strip()}",
         )
     return None
 
