@@ -72,7 +72,9 @@ def test_it_shows_a_session_as_a_transcript_with_its_json_folded(
 
     text = " ".join(transcript.inner_text().split())
     # A page to read, not a form: no Save, no Delete, no "Change session".
-    controls = page.locator('input[type="submit"], button[type="submit"], a.deletelink').count()
+    controls = (
+        page.locator("#content").locator('input[type="submit"], button, a.deletelink').count()
+    )
     heading = page.locator("#content h1").inner_text()
     height = page.evaluate("document.documentElement.scrollHeight")
     page.screenshot(path=screenshot_path("admin-session.png", tmp_path), full_page=True)
