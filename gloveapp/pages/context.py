@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from gloveapp.agents.labels import tool_label, tool_labels
 from gloveapp.approvals.selectors import session_edits
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations.access import address_of, may_speak
@@ -117,6 +118,15 @@ def inbox_cards(session_id: str) -> dict[str, list[InboxCard]]:
     return groups
 
 
+def _labelled(permissions: list[Any], agent_name: str) -> list[Any]:
+    """The remembered answers, each with its tool's label (a customer reads no tool name)."""
+    if permissions:
+        labels = tool_labels(agent_name)
+        for permission in permissions:
+            permission.label = tool_label(agent_name, permission.tool_name, labels)
+    return permissions
+
+
 def _with_edits(entries: list[Any], session_id: str) -> list[Any]:
     """The customer reads what staff changed in a call before it ran, under its card."""
     edits = session_edits(session_id)
@@ -157,7 +167,9 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
             or not messages
             or messages[-1].seq <= queued.base_seq
         ],
-        "permissions": conversation_selectors.remembered_permissions(session.pk),
+        "permissions": _labelled(
+            conversation_selectors.remembered_permissions(session.pk), session.agent_name
+        ),
         "permission_labels": REMEMBERED_PERMISSION_LABELS,
         "permission_choices": PERMISSION_CHOICES,
         # The history's version: live.js never swaps in a partial older than the one shown.

@@ -401,7 +401,7 @@ async def test_it_lists_an_always_deny_and_resets_it_from_the_page(client, sessi
     await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
     again = await next_slot(session_id)
 
-    assert "<code>checkout</code>: Always denied" in listed
+    assert "<strong>Checkout</strong>: Always denied" in listed  # its label, not its name
     assert "Always denied" not in reset.content.decode()
     assert again.renderer == "permission_request"
     await client.post(f"/sessions/{session_id}/slots/{again.id}", {"value": "deny_once"})
