@@ -16,9 +16,10 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from gloveapp.agents.config import get_agent_spec
-from gloveapp.agents.labels import tool_label, tool_labels
+from gloveapp.agents.labels import tool_label
 from gloveapp.conversations import selectors
 from gloveapp.conversations.models import Message, Session
+from gloveapp.core.builtin_tools import BUILTIN_LABELS
 from gloveapp.core.executor import SUBAGENT_TOOL_NAME, permission_denied_message
 from gloveapp.core.inbox_context import resolved_banner_answers
 
@@ -82,14 +83,17 @@ class Entry:
     answers: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _tool_templates(agent_name: str) -> dict[str, str]:
-    """Tool name -> its colocated result template, for the session's agent."""
+def _tool_readings(agent_name: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Tool name -> its colocated result template, and -> its label, for the session's agent
+    (one build of the agent for both)."""
     try:
         spec = get_agent_spec(agent_name)
     except ImproperlyConfigured:
         # An agent since removed from GLOVE_AGENTS: its history still reads, generically.
-        return {}
-    return {tool.name: tool.result_template for tool in spec.tools if tool.result_template}
+        return {}, dict(BUILTIN_LABELS)
+    templates = {tool.name: tool.result_template for tool in spec.tools if tool.result_template}
+    labels = {**BUILTIN_LABELS, **{tool.name: tool.display_label for tool in spec.tools}}
+    return templates, labels
 
 
 def turn_note_text(turn: Any) -> str:
@@ -105,8 +109,7 @@ def turn_note_text(turn: Any) -> str:
 def timeline(
     session: Session, messages: list[Message], notes: list[Any] | None = None
 ) -> list[Entry]:
-    templates = _tool_templates(session.agent_name)
-    labels = tool_labels(session.agent_name)
+    templates, labels = _tool_readings(session.agent_name)
     entries: list[Entry] = []
     # Stopped or failed turns, each noted after its last message.
     notes_after: dict[int, list[Any]] = {}
