@@ -23,10 +23,12 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from gloveapp.agents.labels import call_summary, tool_label
 from gloveapp.approvals.access import is_request_id, may_decide
 from gloveapp.approvals.models import ApprovalDecision, ApprovalNotification, ApprovalRequest
 from gloveapp.approvals.notifications import queue_notifications
 from gloveapp.approvals.selectors import describe
+from gloveapp.conversations.models import Session
 from gloveapp.core import input_rules
 from gloveapp.core.approvals import (
     EDIT,
@@ -97,6 +99,8 @@ def approval_open(
     tool_name = str(prompt.get("toolName") or "")
     args = prompt.get("toolInput")
     remind, escalate, expire = _deadlines(tool_name, policy)
+    agent_name = Session.objects.filter(pk=session_id).values_list("agent_name", flat=True).first()
+    summary = call_summary(agent_name, tool_name, args)
     user_name, group_name = _route(
         {
             "session_id": session_id,
@@ -116,6 +120,10 @@ def approval_open(
             args=args,
             fingerprint=str(prompt.get("fingerprint") or ""),
             input_schema=prompt.get("inputSchema"),
+            label=tool_label(agent_name, tool_name)[:200],
+            summary=summary.text if summary else "",
+            customer_summary=summary.customer or "" if summary else "",
+            total=summary.total or "" if summary else "",
             decisions=list(policy.decisions),
             staff_only=list(policy.staff_only),
             assignee_user=_user(user_name),
@@ -135,9 +143,15 @@ def approval_open(
     return row
 
 
-def customer_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
-    """What the customer's page keeps of an approval prompt (no staff-only fields)."""
-    return customer_view(prompt)
+def customer_prompt(prompt: dict[str, Any], row: ApprovalRequest | None = None) -> dict[str, Any]:
+    """What the customer's page keeps of an approval prompt (no staff-only fields), with
+    the call's label and the customer's summary of it when `row` (the stored request) has
+    them."""
+    shown = customer_view(prompt)
+    if row is not None:
+        shown["label"] = row.label or None
+        shown["summary"] = row.customer_summary or row.summary or None
+    return shown
 
 
 def _deadlines(tool_name: str, policy: ApprovalPolicy) -> tuple[float, float, float]:
@@ -359,6 +373,7 @@ def decisions_for_turns(turn_ids: list[int]) -> list[tuple[int, str, dict[str, A
                 reason=row.reason or None,
                 text=row.text or None,
                 decided_by=row.username or None,
+                expired=row.channel == ApprovalDecision.Channel.EXPIRY,
             ).to_dict(),
         )
         for row in rows
@@ -396,10 +411,8 @@ def approvals_withdraw(*, turn_id: int) -> int:
 
 # -- deadlines -------------------------------------------------------------------------------
 def expired_reason(row: ApprovalRequest) -> str:
-    return (
-        f"No decision by {row.expires_at.isoformat() if row.expires_at else 'the deadline'}: "
-        "the request expired."
-    )
+    when = f"{row.expires_at:%-d %b %Y, %H:%M} UTC" if row.expires_at else "the deadline"
+    return f"No decision by {when}: the request expired."
 
 
 def approvals_sweep(*, now: datetime | None = None) -> dict[str, int]:

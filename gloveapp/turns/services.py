@@ -17,6 +17,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from gloveapp import db
+from gloveapp.agents.labels import call_summary, tool_label
 from gloveapp.approvals import services as approvals
 from gloveapp.conversations.append import Fence, fence_holds
 from gloveapp.conversations.models import Message, Session
@@ -510,14 +511,16 @@ def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot | None:
         if slot.renderer == APPROVAL_RENDERER and isinstance(slot.input, dict):
             # The request staff decide on is its own row; the chat keeps what a customer
             # may see of it. Only `approval_decide` answers it, never the chat.
-            approvals.approval_open(
+            request = approvals.approval_open(
                 session_id=turn.session_id,
                 prompt=slot.input,
                 turn_id=turn.pk,
                 slot_id=slot.id,
                 call_id=slot.call_id,
             )
-            shown = approvals.customer_prompt(slot.input)
+            shown = approvals.customer_prompt(slot.input, request)
+        elif slot.renderer == PERMISSION_RENDERER and isinstance(slot.input, dict):
+            shown = {**slot.input, **_call_reading(turn, slot.input)}
         row = TurnSlot.objects.create(
             turn=turn,
             session_id=turn.session_id,
@@ -532,6 +535,18 @@ def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot | None:
         )
         _event(turn, "slot.pushed", {"slot_id": slot_public_id(turn.pk, slot.id)})
     return row
+
+
+def _call_reading(turn: Turn, prompt: dict[str, Any]) -> dict[str, Any]:
+    """The label and summary a customer reads of a pending call, beside its arguments."""
+    agent_name = Session.objects.filter(pk=turn.session_id).values_list("agent_name", flat=True)
+    name = agent_name.first()
+    tool_name = str(prompt.get("toolName") or "")
+    summary = call_summary(name, tool_name, prompt.get("toolInput"))
+    return {
+        "label": tool_label(name, tool_name),
+        "summary": (summary.customer or summary.text) if summary else None,
+    }
 
 
 def slot_close(*, turn: Turn, slot_id: str, status: str) -> None:

@@ -32,6 +32,7 @@
     "turn.restarted": ["messages", "slots", "turn-status"],
     "turn.finished": ["messages", "slots", "tasks", "inbox", "turn-status", "permissions"],
     "turn.error": ["messages", "slots", "turn-status", "permissions"],
+    "approval.decided": ["messages", "slots"],
   };
 
   // One request per partial at a time; events arriving meanwhile mark it dirty and it is
