@@ -20,6 +20,10 @@ class Turn(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued"
         RUNNING = "running"
+        # Parked on a person (an approval, a permission prompt, a slot that waits for an
+        # answer): no worker, no lease, no worker slot; an answer, a decision, a Stop or an
+        # expiry puts it back on the queue (`services.turn_unpark`).
+        WAITING = "waiting"
         DONE = "done"
         FAILED = "failed"
         CANCELLED = "cancelled"
@@ -33,6 +37,8 @@ class Turn(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     # How many times a worker claimed it: above 1 it was restarted after a worker stopped.
     attempts = models.PositiveSmallIntegerField(default=0)
+    # How many of those claims continued it after a wait on a person (not a restart).
+    resumes = models.PositiveSmallIntegerField(default=0)
     worker_id = models.CharField(max_length=64, blank=True, default="")
     # A running turn whose lease passes is taken back by another worker (its worker died).
     lease_until = models.DateTimeField(null=True, blank=True)
@@ -80,6 +86,12 @@ class Turn(models.Model):
 
     @property
     def retried(self) -> bool:
+        """Restarted after a worker stopped (a continuation after a wait is not a retry)."""
+        return self.attempts - self.resumes > 1
+
+    @property
+    def continues(self) -> bool:
+        """An earlier attempt ran: this one resumes from the stored conversation."""
         return self.attempts > 1
 
 
