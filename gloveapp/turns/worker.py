@@ -477,7 +477,9 @@ class TurnEngine:
         ids = list(self.running) if cancels_too else []
         if not waiting and not ids:
             return
-        answers, cancels = await sync_to_async(_answers_and_cancels)(waiting, ids)
+        answers, cancels = await sync_to_async(_answers_and_cancels)(
+            waiting, ids, self.worker_id
+        )
         for turn_id, slot_id, answer in answers:
             state = self.running.get(turn_id)
             if state is not None and state.display.is_waiting(slot_id):
@@ -581,10 +583,19 @@ def _waits(state: RunningTurn) -> bool:
 
 
 def _answers_and_cancels(
-    waiting: list[int], running: list[int]
+    waiting: list[int], running: list[int], worker_id: str
 ) -> tuple[list[tuple[int, str, Any]], list[int]]:
     answers: list[tuple[int, str, Any]] = []
     cancels: list[int] = []
+    if waiting:
+        # Only to turns this worker still holds: one frozen past its lease must not hand an
+        # answer to its stale attempt (the tool's own writes are not fenced) while the
+        # retry on another worker waits for the same answer.
+        waiting = list(
+            Turn.objects.filter(
+                pk__in=waiting, status=Turn.Status.RUNNING, worker_id=worker_id
+            ).values_list("pk", flat=True)
+        )
     if waiting:
         answers = list(
             TurnSlot.objects.filter(
