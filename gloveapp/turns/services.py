@@ -644,8 +644,12 @@ def _found_again(row: TurnSlot) -> Kept:
 
 
 def slot_close(*, turn: Turn, slot_id: str, status: str) -> None:
-    """The worker's display dropped the slot (answered, completed, rejected)."""
+    """The worker's display dropped the slot (answered, completed, rejected). Nothing when
+    this attempt of the turn is no longer its worker's: a stale attempt (its worker froze
+    past the lease) drops its slots as it stops, and the retry waits on the same rows."""
     with transaction.atomic():
+        if turn.worker_id and not turn_holds(turn):
+            return
         # "removed": the turn dropped it unanswered (stopped, aborted): it can expire only.
         closed_as = {
             "resolved": TurnSlot.Status.RESOLVED,

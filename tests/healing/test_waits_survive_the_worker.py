@@ -44,8 +44,7 @@ def _add_user(database_url: str, username: str, *, email: str = "", group: str =
     if group:
         query(
             database_url,
-            "INSERT INTO auth_group (name) VALUES (%s) ON CONFLICT (name) DO NOTHING "
-            "RETURNING id",
+            "INSERT INTO auth_group (name) VALUES (%s) ON CONFLICT (name) DO NOTHING RETURNING id",
             group,
         )
         query(
@@ -58,8 +57,7 @@ def _add_user(database_url: str, username: str, *, email: str = "", group: str =
     key = f"{username}-token-{user_id:04d}".ljust(40, "0")[:40]
     query(
         database_url,
-        "INSERT INTO authtoken_token (key, created, user_id) VALUES (%s, now(), %s) "
-        "RETURNING key",
+        "INSERT INTO authtoken_token (key, created, user_id) VALUES (%s, now(), %s) RETURNING key",
         key,
         user_id,
     )
