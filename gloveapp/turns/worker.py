@@ -477,9 +477,7 @@ class TurnEngine:
         ids = list(self.running) if cancels_too else []
         if not waiting and not ids:
             return
-        answers, cancels = await sync_to_async(_answers_and_cancels)(
-            waiting, ids, self.worker_id
-        )
+        answers, cancels = await sync_to_async(_answers_and_cancels)(waiting, ids, self.worker_id)
         for turn_id, slot_id, answer in answers:
             state = self.running.get(turn_id)
             if state is not None and state.display.is_waiting(slot_id):
