@@ -367,10 +367,11 @@ def decisions_for_turns(turn_ids: list[int]) -> list[tuple[int, str, dict[str, A
     ]
 
 
-def decided_for_turn(turn_id: int) -> bool:
-    """Whether a decision of the turn's waits to be handed over (the turn may not park)."""
+def decided_for_turn(turn_id: int, slot_ids: list[str]) -> bool:
+    """Whether a decision on one of these slots of the turn waits to be handed over (the
+    turn may not park)."""
     return ApprovalRequest.objects.filter(
-        turn_id=turn_id, status=Status.DECIDED, delivered_at__isnull=True
+        turn_id=turn_id, slot_id__in=slot_ids, status=Status.DECIDED, delivered_at__isnull=True
     ).exists()
 
 

@@ -504,11 +504,11 @@ class Park:
     LOST = "lost"  # no longer this attempt's (taken back)
 
 
-def turn_park(*, turn: Turn, worker_id: str) -> str:
+def turn_park(*, turn: Turn, worker_id: str, slot_ids: list[str]) -> str:
     """Park a running turn that waits on a person: `waiting`, no worker, no lease. What it
     waits on (its open slots and approval requests) stays open under the same ids; an
     answer, a decision, a Stop or an expiry puts it back on the queue (`turn_unpark`) and the
-    next attempt continues from the stored conversation.
+    next attempt continues from the stored conversation. `slot_ids`: the slots it waits on.
 
     The turn's row is locked while the answers are looked for, and `turn_unpark` takes the
     same lock after storing an answer: an answer either is seen here (ANSWERED: the turn
@@ -527,7 +527,7 @@ def turn_park(*, turn: Turn, worker_id: str) -> str:
         )
         if held is None:
             return Park.LOST
-        if held or _answers_waiting(turn.pk):
+        if held or _answers_waiting(turn.pk, slot_ids):
             return Park.ANSWERED
         Turn.objects.filter(pk=turn.pk).update(
             status=Turn.Status.WAITING, worker_id="", lease_until=None
@@ -536,10 +536,10 @@ def turn_park(*, turn: Turn, worker_id: str) -> str:
     return Park.PARKED
 
 
-def _answers_waiting(turn_id: int) -> bool:
+def _answers_waiting(turn_id: int, slot_ids: list[str]) -> bool:
     return TurnSlot.objects.filter(
-        turn_id=turn_id, status=TurnSlot.Status.ANSWERED
-    ).exists() or approvals.decided_for_turn(turn_id)
+        turn_id=turn_id, slot_id__in=slot_ids, status=TurnSlot.Status.ANSWERED
+    ).exists() or approvals.decided_for_turn(turn_id, slot_ids)
 
 
 def turn_unpark(*, turn_id: int) -> str | None:

@@ -319,8 +319,8 @@ class TurnEngine:
             self._park_later(state), name=f"glove-turns:park:{state.turn.pk}"
         )
 
-    async def _park_later(self, state: RunningTurn) -> None:
-        delay = settings.GLOVE_TURN_PARK_AFTER_SECONDS
+    async def _park_later(self, state: RunningTurn, delay: float | None = None) -> None:
+        delay = settings.GLOVE_TURN_PARK_AFTER_SECONDS if delay is None else delay
         while True:
             await asyncio.sleep(delay)
             if state.parked or self.running.get(state.turn.pk) is not state:
@@ -331,7 +331,12 @@ class TurnEngine:
             if announcer is not None and announcer.settled(state.display.stack):
                 break
             delay = 0.05  # its prompt's row is still being written
-        outcome = await self._db(services.turn_park, turn=state.turn, worker_id=self.worker_id)
+        outcome = await self._db(
+            services.turn_park,
+            turn=state.turn,
+            worker_id=self.worker_id,
+            slot_ids=[slot.id for slot in state.display.stack if slot.waits_for_answer],
+        )
         if outcome == services.Park.PARKED:
             # No await from here to the cancel: nothing of this attempt runs after the park.
             state.parked = True
@@ -537,6 +542,11 @@ class TurnEngine:
         if self._stopping:
             return
         self._stopping = True
+        for state in list(self.running.values()):
+            if _waits(state):
+                # A worker going away parks the turns that wait on a person at once: their
+                # answer goes on elsewhere, and no lease has to run out first.
+                self._spawn(self._park_later(state, 0.0), name=f"glove-turns:park:{state.turn.pk}")
         deadline = time.monotonic() + grace
         while self.running and time.monotonic() < deadline:  # noqa: ASYNC110 (a deadline, not an event)
             await asyncio.sleep(0.05)

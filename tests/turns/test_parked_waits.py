@@ -10,6 +10,7 @@ again for the call, nothing is asked twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -213,4 +214,38 @@ async def test_a_quick_answer_goes_on_where_the_turn_runs(
 
     turn = await Turn.objects.filter(session_id=session_id).alast()
     assert (turn.status, turn.attempts, turn.resumes) == ("done", 1, 0)
+    assert waiter.RAN == [("confirm_order", "confirm")]
+
+
+async def test_a_stopping_worker_parks_a_turn_waiting_on_a_person_at_once(
+    session_id, customer, waiter, settings, turn_worker
+):
+    from gloveapp.turns.queue.fetch import fetcher_for_backend
+    from gloveapp.turns.queue.tasks import enqueue_session
+    from gloveapp.turns.worker import TurnEngine
+
+    settings.GLOVE_TURN_PARK_AFTER_SECONDS = 600
+    await turns.submit_message(session_id=session_id, text="confirm please")
+    for _ in range(3000):
+        slots = await sync_to_async(turns.visible_slots)(session_id)
+        if slots:
+            break
+        await asyncio.sleep(0.01)
+
+    await turn_worker.stop(grace=5)
+    parked = await Turn.objects.filter(session_id=session_id).alast()
+    successor = TurnEngine(requeue=enqueue_session, worker_id="successor")
+    serving = asyncio.ensure_future(successor.serve(fetch=fetcher_for_backend()))
+    try:
+        assert await turns.answer_slot(session_id=session_id, slot_id=slots[0].id, value="confirm")
+        await turns.wait_until_idle(session_id)
+    finally:
+        await successor.stop(grace=5)
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+
+    assert (parked.status, parked.worker_id) == ("waiting", "")
+    turn = await Turn.objects.aget(pk=parked.pk)
+    assert (turn.status, turn.worker_id, turn.resumes) == ("done", "successor", 1)
     assert waiter.RAN == [("confirm_order", "confirm")]
