@@ -32,6 +32,10 @@ def test_a_barista_edits_the_quantity_and_approves_and_the_customer_goes_on_live
     say(page, "checkout, pay at pickup")
     expect(page.locator("#slots")).to_contain_text("Waiting for a staff member to approve")
     page.evaluate("window.stillTheSamePage = true")
+    # Past GLOVE_TURN_PARK_AFTER_SECONDS the turn is parked (no worker holds it): the page
+    # says so live, and keeps its Stop button.
+    expect(page.locator("#turn-status")).to_contain_text("Waiting for an answer")
+    expect(page.locator('#turn-status [data-action="stop"]')).to_be_visible()
 
     staff = browser.new_context(viewport={"width": 1280, "height": 900})
     approvals = staff.new_page()
