@@ -24,6 +24,7 @@ from tests.healing.stack import PASSWORD, Browser, query
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(300)]
 
 LEASE_SECONDS = 2
+COFFEE = "Colombia Huila"
 WAIT = 90.0
 
 
@@ -70,8 +71,6 @@ class Stack:
         self.url = server.database_url
         self.ann_token = _add_user(self.url, "ann")
         self.bea_token = _add_user(self.url, "bea", email="bea@example.com", group="baristas")
-        server.start_worker()
-        server.start_worker()
 
     def api(self, token: str) -> httpx.Client:
         return httpx.Client(
@@ -114,9 +113,9 @@ class Stack:
         )[0]
 
 
-@pytest.fixture
-def waits_stack(request, postgres) -> Iterator[Stack]:
-    park_after = getattr(request, "param", "60")
+@pytest.fixture(scope="module")
+def shared_stack(postgres) -> Iterator[Stack]:
+    """One server (and SMTP server) for the module; each test starts its own workers."""
     with SmtpServer() as smtp:
         env = {
             "GLOVE_TASKS_BACKEND": "db",
@@ -125,7 +124,6 @@ def waits_stack(request, postgres) -> Iterator[Stack]:
             # Three faults on one turn, each a restart: the default (3) gives up at the third.
             "GLOVE_TURN_MAX_ATTEMPTS": "5",
             "GLOVE_TURN_DB_THREADS": "2",
-            "GLOVE_TURN_PARK_AFTER_SECONDS": park_after,
             "GLOVE_APPROVAL_SWEEP_SECONDS": "0.2",
             "GLOVE_PUBLIC_URL": "http://testserver",
             "EMAIL_HOST": "127.0.0.1",
@@ -133,6 +131,27 @@ def waits_stack(request, postgres) -> Iterator[Stack]:
         }
         with LiveServer(database_url=postgres.url(), extra_env=env) as server:
             yield Stack(server, smtp)
+
+
+@pytest.fixture
+def waits_stack(request, shared_stack) -> Iterator[Stack]:
+    """Two workers that park a turn after `param` seconds (60 by default: the faults hit a
+    turn that waits while running)."""
+    stack = shared_stack
+    stack.smtp.received.clear()
+    # Each test orders 6 bags of the shared shop's Colombia: enough on the shelf for it.
+    query(stack.url, "UPDATE agents_coffee SET stock = 50 WHERE name = %s RETURNING sku", COFFEE)
+    park_after = {"GLOVE_TURN_PARK_AFTER_SECONDS": getattr(request, "param", "60")}
+    stack.server.env.update(park_after)  # and for the workers a test starts itself
+    stack.server.start_worker()
+    stack.server.start_worker()
+    yield stack
+    for worker in stack.server.workers:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGCONT)
+            worker.kill()
+            worker.wait()
+    stack.server.workers.clear()
 
 
 def _checkout(stack: Stack, break_it) -> None:
