@@ -584,6 +584,16 @@ def slot_public_id(turn_id: int, slot_id: str) -> str:
     return f"t{turn_id}-{slot_id}"
 
 
+def calls_waiting(kept: list[tuple[str, str | None, str, str, bool]]) -> frozenset[str]:
+    """The calls (the turn's own, or a subagent's on its turn) that were waiting on a person
+    (a prompt still open or answered, of `turn_slots_kept`): the continuing attempt runs
+    them again, even when not `retry_safe`, and they find their answers."""
+    pending = (TurnSlot.Status.OPEN, TurnSlot.Status.ANSWERED)
+    return frozenset(
+        call_id for _, call_id, _, status, waits in kept if call_id and waits and status in pending
+    )
+
+
 class Kept:
     """What `slot_push` found of a slot an earlier attempt pushed (the same id): its row and,
     when it was answered or decided, the answer the waiting tool takes at once."""

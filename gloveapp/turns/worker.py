@@ -100,15 +100,6 @@ def _slot_number(slot_id: str) -> int:
     return int(number) if number.isascii() and number.isdigit() else 0
 
 
-def rerun_calls(kept: list[tuple[str, str | None, str, str, bool]]) -> frozenset[str]:
-    """The calls that were waiting on a person (a prompt still open or answered): the
-    continuing attempt runs them again, and they find their answers."""
-    pending = (TurnSlot.Status.OPEN, TurnSlot.Status.ANSWERED)
-    return frozenset(
-        call_id for _, call_id, _, status, waits in kept if call_id and waits and status in pending
-    )
-
-
 @dataclass(slots=True)
 class RunningTurn:
     turn: Turn
@@ -255,7 +246,7 @@ class TurnEngine:
                     abort=state.abort.signal,
                     spec=spec,
                     tools=tools,
-                    rerun=rerun_calls(kept),
+                    rerun=services.calls_waiting(kept),
                 )
             )
             reply = await state.task
