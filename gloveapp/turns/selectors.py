@@ -7,7 +7,7 @@ from typing import Any
 
 from gloveapp.core.display import PERMISSION_RENDERER, Slot
 from gloveapp.core.display import visible_slots as strategy_filter
-from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.models import UNFINISHED, Turn, TurnSlot
 from gloveapp.turns.services import slot_address, slot_public_id
 
 
@@ -103,9 +103,6 @@ def is_permission_prompt(session_id: str, public_id: str) -> bool:
     return TurnSlot.objects.filter(
         session_id=session_id, turn_id=turn_pk, slot_id=slot_id, renderer=PERMISSION_RENDERER
     ).exists()
-
-
-UNFINISHED = [Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.WAITING]
 
 
 def is_busy(session_id: str) -> bool:

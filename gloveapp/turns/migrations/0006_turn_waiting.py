@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('turns', '0004_turn_stopped_by'),
+        ('turns', '0005_turn_indexes'),
     ]
 
     operations = [
