@@ -504,6 +504,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         TURNS,
     ),
     EnvVar(
+        "GLOVE_TURN_PARK_AFTER_SECONDS",
+        "float",
+        5.0,
+        "A turn waiting on a person (an approval, a permission prompt, a slot that waits for "
+        "an answer) this long is parked in the database: it gives its worker slot back, and "
+        "the answer continues it on any worker. 0 parks at once.",
+        TURNS,
+    ),
+    EnvVar(
         "GLOVE_TURN_MAX_ATTEMPTS",
         "int",
         3,

@@ -485,6 +485,9 @@ GLOVE_TURN_DB_THREADS = env("GLOVE_TURN_DB_THREADS")
 # and another worker restarts the turn, at most GLOVE_TURN_MAX_ATTEMPTS times in all.
 GLOVE_TURN_LEASE_SECONDS = env("GLOVE_TURN_LEASE_SECONDS")
 GLOVE_TURN_MAX_ATTEMPTS = env("GLOVE_TURN_MAX_ATTEMPTS")
+# A turn waiting on a person this long is parked in the database (no worker slot, no
+# lease); the answer continues it on any worker. 0 parks at once.
+GLOVE_TURN_PARK_AFTER_SECONDS = env("GLOVE_TURN_PARK_AFTER_SECONDS")
 # How often a worker looks at the database for answers and cancels, and for new tasks on the
 # database queue (SQLite, or PostgreSQL while its LISTEN connection is down).
 GLOVE_TURN_POLL_SECONDS = env("GLOVE_TURN_POLL_SECONDS")

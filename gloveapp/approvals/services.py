@@ -42,7 +42,7 @@ from gloveapp.core.approvals import (
     customer_view,
     validate_edit,
 )
-from gloveapp.db import delete_in_batches, notify_turn_worker
+from gloveapp.db import delete_in_batches, wake_turn
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import approvals_stream, session_stream
 
@@ -284,7 +284,8 @@ def approval_decide(
             payload={"id": str(row.pk), "decision": decision.kind},
         )
         if row.turn_id is not None:
-            notify_turn_worker(row.turn_id)
+            # A turn parked on this request goes back on the queue in this transaction.
+            wake_turn(row.turn_id)
     return made
 
 
@@ -330,7 +331,9 @@ def _agent_tool(row: ApprovalRequest) -> Any:
 def _lost(row: ApprovalRequest) -> ApprovalConflict:
     if row.status == Status.WITHDRAWN:
         return AlreadyDecided(
-            f"request {row.pk} was withdrawn: its conversation stopped waiting", winner=None
+            f"request {row.pk} was withdrawn without a decision: its turn ended (stopped, "
+            "or failed) before anyone decided, so nothing waits for a decision any more",
+            winner=None,
         )
     winner = ApprovalDecision.objects.filter(request_id=row.pk).first()
     described = describe(winner) if winner is not None else None
@@ -380,6 +383,37 @@ def decisions_for_turns(turn_ids: list[int]) -> list[tuple[int, str, dict[str, A
     ]
 
 
+def decided_for_turn(turn_id: int, slot_ids: list[str]) -> bool:
+    """Whether a decision on one of these slots of the turn waits to be handed over (the
+    turn may not park)."""
+    return ApprovalRequest.objects.filter(
+        turn_id=turn_id, slot_id__in=slot_ids, status=Status.DECIDED, delivered_at__isnull=True
+    ).exists()
+
+
+def decision_for_slot(*, turn_id: int, slot_id: str) -> dict[str, Any] | None:
+    """The decision on the request the turn opened for this slot, as the executor reads it
+    (delivered or not: a continuing attempt re-runs the call and takes it again), or None
+    while nobody decided."""
+    made = (
+        ApprovalDecision.objects.filter(
+            request__turn_id=turn_id, request__slot_id=slot_id, request__status=Status.DECIDED
+        )
+        .order_by("-decided_at")
+        .first()
+    )
+    if made is None:
+        return None
+    return Decision(
+        kind=made.kind,
+        fingerprint=made.fingerprint_seen,
+        args=made.args,
+        reason=made.reason or None,
+        text=made.text or None,
+        decided_by=made.username or None,
+    ).to_dict()
+
+
 def approval_delivered(*, turn_id: int, slot_id: str) -> None:
     """The turn took its decision (its prompt closed): not handed over again."""
     ApprovalRequest.objects.filter(
@@ -388,8 +422,9 @@ def approval_delivered(*, turn_id: int, slot_id: str) -> None:
 
 
 def approvals_withdraw(*, turn_id: int) -> int:
-    """The turn ended without waiting any longer: its open requests can no longer be
-    decided (a retried turn asks again). Call inside the turn's transaction."""
+    """The turn ended (done, stopped, failed) with these requests open: they can no longer
+    be decided. Not called when a worker dies or a turn parks: the request stays open and
+    the turn's next attempt finds it again. Call inside the turn's transaction."""
     rows = list(
         ApprovalRequest.objects.filter(turn_id=turn_id, status=Status.OPEN).values_list(
             "pk", flat=True

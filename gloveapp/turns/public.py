@@ -8,7 +8,8 @@
 Turns run on a worker (`manage.py turn_worker`, started by `make run`; `turns.worker`), never
 in the caller: everything here reads and writes the database and puts the session on the
 queue (`turns.queue`), so it works the same from any process.
-Live events: stored ones (`turn.started`, `turn.restarted`, `turn.finished`, `turn.error`,
+Live events: stored ones (`turn.started`, `turn.restarted`, `turn.waiting` (parked on a
+person), `turn.resumed` (answered, back on the queue), `turn.finished`, `turn.error`,
 `slot.pushed`, `slot.resolved`, and the messages) reach pages through the event log; the
 worker pushes `text_delta`, `tool_use` and `tool_use_result` through the channel layer only.
 """

@@ -50,6 +50,10 @@ def test_a_barista_edits_the_quantity_and_approves_and_the_customer_reads_what_c
     expect(page.locator(".bubble", has_text="checkout, pay at pickup")).to_have_count(1)
     page.screenshot(path=screenshot_path(f"approval-waiting-{width}.png", tmp_path))
     page.evaluate("window.stillTheSamePage = true")
+    # Past GLOVE_TURN_PARK_AFTER_SECONDS the turn is parked (no worker holds it): the page
+    # says so live, and keeps its Stop button.
+    expect(page.locator("#turn-status")).to_contain_text("Waiting for an answer")
+    expect(page.locator('#turn-status [data-action="stop"]')).to_be_visible()
 
     staff = browser.new_context(viewport={"width": width, "height": height})
     approvals = staff.new_page()

@@ -30,6 +30,8 @@
     "turn.started": ["messages", "turn-status"],
     "turn.notice": ["turn-status"],
     "turn.restarted": ["messages", "slots", "turn-status"],
+    "turn.waiting": ["messages", "turn-status"],
+    "turn.resumed": ["messages", "turn-status"],
     "turn.finished": ["messages", "slots", "tasks", "inbox", "turn-status", "permissions"],
     "turn.error": ["messages", "slots", "turn-status", "permissions"],
     "approval.decided": ["messages", "slots"],
