@@ -45,15 +45,20 @@ if leaky := leaky_connection_settings():
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from gloveapp.api.session_events import events_asgi_app, events_path_session  # noqa: E402
 from gloveapp.api.workspace_mcp import mcp_endpoint  # noqa: E402
 from gloveapp.live.auth import LoginMiddlewareStack  # noqa: E402
 from gloveapp.routing import RefusingURLRouter, websocket_urlpatterns  # noqa: E402
 
 
 async def http_app(scope, receive, send):
-    """`/mcp/<workspace_id>` goes to the workspace MCP server; everything else to Django."""
+    """`/mcp/<workspace_id>` goes to the workspace MCP server, a session's event stream
+    (`/api/sessions/<id>/events`, SSE) to its ASGI app (no Django request, so no thread
+    parked per open stream); everything else to Django."""
     if scope["path"].startswith("/mcp/"):
         await mcp_endpoint(scope, receive, send)
+    elif scope["path"].endswith("/events") and events_path_session(scope["path"]):
+        await events_asgi_app(scope, receive, send)
     else:
         await django_asgi_app(scope, receive, send)
 

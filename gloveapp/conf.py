@@ -508,6 +508,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         TURNS,
     ),
     EnvVar(
+        "GLOVE_TURN_PARK_AFTER_SECONDS",
+        "float",
+        5.0,
+        "A turn waiting on a person (an approval, a permission prompt, a slot that waits for "
+        "an answer) this long is parked in the database: it gives its worker slot back, and "
+        "the answer continues it on any worker. 0 parks at once.",
+        TURNS,
+    ),
+    EnvVar(
         "GLOVE_TURN_MAX_ATTEMPTS",
         "int",
         3,
@@ -557,6 +566,14 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         500,
         "The most events replayed to a reconnecting socket before it is told to reload its "
         "state instead.",
+        LIVE,
+    ),
+    EnvVar(
+        "GLOVE_SSE_HEARTBEAT_SECONDS",
+        "float",
+        15.0,
+        "An open Server-Sent Events stream (`/api/sessions/<id>/events`) with nothing to send "
+        "gets a comment line this often, so proxies keep it open.",
         LIVE,
     ),
     EnvVar(

@@ -112,6 +112,26 @@ def delete_in_batches(queryset: Any, *, batch: int | None = None) -> int:
     return deleted
 
 
+# The turns app sets this (`TurnsConfig.ready`): what an answer does to the turn it answers.
+_turn_waker: Callable[[int], None] | None = None
+
+
+def set_turn_waker(waker: Callable[[int], None] | None) -> None:
+    global _turn_waker
+    _turn_waker = waker
+
+
+def wake_turn(turn_id: int) -> None:
+    """Something the turn waits on was answered (a prompt, a decision, a stop), in the
+    caller's transaction: a turn parked on a person goes back on the queue in it (its task
+    is enqueued at commit), a running one's worker is told to look. The approvals call this
+    without importing the turns (the turns app sets what it does)."""
+    if _turn_waker is not None:
+        _turn_waker(turn_id)
+    else:
+        notify_turn_worker(turn_id)
+
+
 # -- when the database goes away ------------------------------------------------------------
 # Bounded: once the database is back, every loop notices within BACKOFF_MAX_SECONDS.
 BACKOFF_FIRST_SECONDS = 0.1

@@ -78,8 +78,9 @@ MIDDLEWARE = [
     # Content-Security-Policy on every response (SECURE_CSP below); Django's, each policy
     # rendered once (gloveapp/middleware.py).
     "gloveapp.middleware.ContentSecurityPolicyMiddleware",
-    # Serves STATIC_ROOT (collectstatic) with DEBUG off, straight from the ASGI app.
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Serves STATIC_ROOT (collectstatic) with DEBUG off, straight from the ASGI app
+    # (WhiteNoise's, able to run async: gloveapp/middleware.py).
+    "gloveapp.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -273,6 +274,8 @@ GLOVE_CHAT_MESH = env("GLOVE_CHAT_MESH")
 GLOVE_LIVE_POLL_SECONDS = env("GLOVE_LIVE_POLL_SECONDS")
 GLOVE_LIVE_GAP_SECONDS = env("GLOVE_LIVE_GAP_SECONDS")
 GLOVE_LIVE_REPLAY_LIMIT = env("GLOVE_LIVE_REPLAY_LIMIT")
+# An idle Server-Sent Events stream gets a heartbeat comment this often.
+GLOVE_SSE_HEARTBEAT_SECONDS = env("GLOVE_SSE_HEARTBEAT_SECONDS")
 
 # django-axes counts failed logins (the site's and the admin's, both go through
 # authenticate()): after AXES_FAILURE_LIMIT failures for one username from one address, that
@@ -376,11 +379,13 @@ SPECTACULAR_SETTINGS = {
 # The model the agents talk to: "demo" (offline, rule-based), "scripted",
 # "anthropic:<model>" (ANTHROPIC_API_KEY) or "openai:<model>" (OPENAI_API_KEY, OPENAI_BASE_URL).
 GLOVE_MODEL = env("GLOVE_MODEL")
-# Agent name -> dotted path of a factory returning its tools and system prompt.
+# Agent name -> dotted path of a factory returning its tools and system prompt (or a dict:
+# "factory", its extensions, and "open_to": who may start a chat with it).
 GLOVE_AGENTS = {
     "coffee": "gloveapp.demo.coffee.build_agent",
-    # The mesh demo's second agent: `manage.py run_agent roastery --mesh-id roastery`.
-    "roastery": "gloveapp.demo.roastery.build_agent",
+    # The mesh demo's second agent: `manage.py run_agent roastery --mesh-id roastery`. Only
+    # the mesh reaches it: no customer may open a chat with the shop's supplier.
+    "roastery": {"factory": "gloveapp.demo.roastery.build_agent", "open_to": "mesh"},
 }
 GLOVE_DEFAULT_AGENT = env("GLOVE_DEFAULT_AGENT")
 # Shared secret for signed webhooks resolving inbox items (HMAC-SHA256 over the body).
@@ -487,6 +492,9 @@ GLOVE_TURN_DB_THREADS = env("GLOVE_TURN_DB_THREADS")
 # and another worker restarts the turn, at most GLOVE_TURN_MAX_ATTEMPTS times in all.
 GLOVE_TURN_LEASE_SECONDS = env("GLOVE_TURN_LEASE_SECONDS")
 GLOVE_TURN_MAX_ATTEMPTS = env("GLOVE_TURN_MAX_ATTEMPTS")
+# A turn waiting on a person this long is parked in the database (no worker slot, no
+# lease); the answer continues it on any worker. 0 parks at once.
+GLOVE_TURN_PARK_AFTER_SECONDS = env("GLOVE_TURN_PARK_AFTER_SECONDS")
 # How often a worker looks at the database for answers and cancels, and for new tasks on the
 # database queue (SQLite, or PostgreSQL while its LISTEN connection is down).
 GLOVE_TURN_POLL_SECONDS = env("GLOVE_TURN_POLL_SECONDS")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.db.models import Q, QuerySet
+from django.utils import timezone
+from django.utils.html import format_html
 
 from mesh.models import MeshAgent, MeshDelivery, MeshRefusal, MeshTraffic
 
@@ -70,11 +72,46 @@ class RecipientFilter(admin.SimpleListFilter):
 
 @admin.register(MeshTraffic)
 class MeshTrafficAdmin(MeshRecordAdmin):
-    list_display = ("id", "kind", "sender", "session", "status", "short_response", "created_at")
+    # Readable at 1280 px beside the admin's sidebar: long ids are shortened (the full one is
+    # the cell's title and the search finds it), long values wrap inside their cells.
+    list_display = (
+        "short_id",
+        "kind",
+        "sender",
+        "recipient",
+        "status",
+        "short_response",
+        "created",
+    )
+    list_display_links = ("short_id",)
     list_filter = (SenderFilter, RecipientFilter, "status")
     search_fields = ("id", "tag", "request", "response", "session__id")
     list_select_related = ("session",)
     date_hierarchy = "created_at"
+
+    class Media:
+        css = {"all": ["glove/admin-lists.css"]}
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, item: MeshTraffic) -> str:
+        return format_html('<span title="{}">{}</span>', item.id, _short(item.id))
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, item: MeshTraffic) -> str:
+        when = timezone.localtime(item.created_at)
+        return format_html(
+            '<time datetime="{}" title="{}">{}</time>',
+            when.isoformat(timespec="seconds"),
+            when.isoformat(timespec="seconds"),
+            f"{when:%-d %b %H:%M}",
+        )
+
+    @admin.display(description="recipient", ordering="session")
+    def recipient(self, item: MeshTraffic) -> str:
+        session = item.session
+        return format_html(
+            '<span title="{}">{}</span>', session.pk, session.title or _short(session.pk)
+        )
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(tag__startswith="mesh:")
@@ -93,6 +130,11 @@ class MeshTrafficAdmin(MeshRecordAdmin):
     def short_response(self, item: MeshTraffic) -> str:
         text = item.response or item.request
         return text if len(text) <= 80 else text[:79] + "\u2026"
+
+
+def _short(value: str, keep: int = 14) -> str:
+    """A long id as people scan it: its start and its end ("inbox_17f3…9c2a41")."""
+    return value if len(value) <= keep else f"{value[: keep - 7]}\u2026{value[-6:]}"
 
 
 @admin.register(MeshAgent)

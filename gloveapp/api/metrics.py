@@ -64,10 +64,12 @@ class DatabaseGauges:
 
         try:
             now = timezone.now()
-            turns = Turn.objects.filter(status__in=(Turn.Status.QUEUED, Turn.Status.RUNNING))
+            unfinished = (Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.WAITING)
+            turns = Turn.objects.filter(status__in=unfinished)
             counts = turns.aggregate(
                 queued=Count("id", filter=Q(status=Turn.Status.QUEUED)),
                 running=Count("id", filter=Q(status=Turn.Status.RUNNING)),
+                waiting=Count("id", filter=Q(status=Turn.Status.WAITING)),
                 oldest=Min("created_at", filter=Q(status=Turn.Status.QUEUED)),
             )
             approvals = ApprovalRequest.objects.filter(
@@ -76,7 +78,8 @@ class DatabaseGauges:
             prompts = TurnSlot.objects.filter(
                 status=TurnSlot.Status.OPEN,
                 waits_for_answer=True,
-                turn__status=Turn.Status.RUNNING,
+                # A prompt of a running turn, or of one parked on it (`waiting`).
+                turn__status__in=(Turn.Status.RUNNING, Turn.Status.WAITING),
             ).aggregate(count=Count("id"), oldest=Min("created_at"))
             refusals = list(MeshRefusal.objects.values_list("reason", "count"))
         except Exception:
@@ -85,6 +88,7 @@ class DatabaseGauges:
         for name, value in (
             ("glove_turns_queued", counts["queued"]),
             ("glove_turns_running", counts["running"]),
+            ("glove_turns_waiting", counts["waiting"]),
             ("glove_oldest_queued_turn_age_seconds", _age(counts["oldest"], now)),
         ):
             yield GaugeMetricFamily(name, BY_NAME[name].meaning, value=value)

@@ -38,6 +38,12 @@ class ApprovalRequest(models.Model):
     args = models.JSONField()
     fingerprint = models.CharField(max_length=64)
     input_schema = models.JSONField(null=True, blank=True)
+    # How the call reads to people, from the tool's `summary` when the request opened
+    # (empty: the tool declares none, and the pages show the arguments).
+    label = models.CharField(max_length=200, blank=True, default="")
+    summary = models.CharField(max_length=500, blank=True, default="")
+    customer_summary = models.CharField(max_length=500, blank=True, default="")
+    total = models.CharField(max_length=500, blank=True, default="")
     decisions = models.JSONField()
     # Argument names only staff see.
     staff_only = models.JSONField(default=list, blank=True)

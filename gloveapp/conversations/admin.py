@@ -1,8 +1,9 @@
 """Conversations in the Django admin, read-only: history is written by agents, not by hand.
 
-A session's page shows its conversation as a transcript (`transcript.py`, drawn by the
-template admin/conversations/session/change_form.html of this app), each message's JSON
-folded away.
+A session's page is a view-only transcript (`transcript.py`, drawn by the template
+admin/conversations/session/transcript.html of this app): its facts, its tasks and the
+conversation, each message's JSON folded away; no Save or Delete. Renaming it is a link away
+(`?edit=1`, the change form).
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -107,8 +111,6 @@ class SessionAdmin(admin.ModelAdmin):
         ("created_at", "updated_at"),
     )
     inlines = [TaskInline]
-    # The transcript is long and the title the only field to edit: Save at the top too.
-    save_on_top = True
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -155,18 +157,36 @@ class SessionAdmin(admin.ModelAdmin):
     def updated(self, session: Session) -> str:
         return ago(session.updated_at)
 
-    def render_change_form(
+    # A session's page is its transcript, view-only (facts, tasks, the conversation); the
+    # change form is only for renaming it (`?edit=1`, linked from the transcript).
+    def change_view(
         self,
         request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
+        object_id: str,
         form_url: str = "",
-        obj: Session | None = None,
+        extra_context: dict[str, Any] | None = None,
     ) -> Any:
-        if obj is not None:
-            context["transcript"] = session_transcript(obj, newest=MESSAGES_SHOWN)
-        return super().render_change_form(request, context, add, change, form_url, obj)
+        if request.method == "GET" and "edit" not in request.GET:
+            return self.transcript_view(request, object_id)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def transcript_view(self, request: HttpRequest, object_id: str) -> Any:
+        session = self.get_object(request, unquote(object_id))
+        if session is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_view_or_change_permission(request, session):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": session.title or "(untitled)",
+            "session": session,
+            "transcript": session_transcript(session, newest=MESSAGES_SHOWN),
+            "tasks": list(Task.objects.filter(session=session).order_by("position")),
+            "subagents": self.subagent_sessions(session),
+            "may_rename": self.has_change_permission(request, session),
+        }
+        return TemplateResponse(request, "admin/conversations/session/transcript.html", context)
 
     # Through the services, so live pages hear of the change like any other.
     def save_model(self, request: HttpRequest, obj: Session, form: Any, change: bool) -> None:

@@ -173,6 +173,12 @@ METRICS: tuple[MetricSpec, ...] = (
         scraped=True,
     ),
     MetricSpec(
+        "glove_turns_waiting",
+        "gauge",
+        "Turns parked on a person now (an approval, a prompt): they hold no worker.",
+        scraped=True,
+    ),
+    MetricSpec(
         "glove_oldest_queued_turn_age_seconds",
         "gauge",
         "How long the oldest queued turn has waited (0 when none): a backed-up queue.",

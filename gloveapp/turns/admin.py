@@ -82,25 +82,18 @@ admin.site.unregister(Session)
 
 @admin.register(Session)
 class SessionWithCostAdmin(SessionAdmin):
-    readonly_fields = (*SessionAdmin.readonly_fields, "cost")
-    fields = (*SessionAdmin.fields, "cost")
-
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: Session | None = None,
-    ) -> Any:
-        if obj is not None:
+    def transcript_view(self, request: HttpRequest, object_id: str) -> Any:
+        response = super().transcript_view(request, object_id)
+        context = getattr(response, "context_data", None)
+        session = context.get("session") if context else None
+        if session is not None:
+            context["session_cost"] = self.cost(session)
             # The newest turns' waterfalls (`?timeline_before=<turn id>` pages back).
             before = request.GET.get("timeline_before", "")
             context["timelines"] = session_timelines(
-                obj.pk, before=int(before) if before.isdigit() else None
+                session.pk, before=int(before) if before.isdigit() else None
             )
-        return super().render_change_form(request, context, add, change, form_url, obj)
+        return response
 
     @admin.display(description="cost")
     def cost(self, session: Session) -> str:

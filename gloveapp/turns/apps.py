@@ -12,6 +12,13 @@ class TurnsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from gloveapp import db
+        from gloveapp.turns.queue.tasks import wake_turn
+
+        # An answer stored by any app (an approval's decision, a prompt's answer, a Stop)
+        # puts a turn parked on it back on the queue, in the answer's transaction.
+        db.set_turn_waker(wake_turn)
+
         # Traces, when OTEL_EXPORTER_OTLP_ENDPOINT asks for them (docs/howto/observe.md).
         from gloveapp.telemetry import setup_tracing
 

@@ -74,11 +74,13 @@ async def answer_turn(
     abort: AbortSignal,
     spec: AgentSpec,
     tools: dict[str, Tool],
+    rerun: frozenset[str] = frozenset(),
     observer: TurnObserver | None = None,
 ) -> str:
-    """Run the turn to its end; returns the reply text. A retried turn whose request is
-    already stored resumes from the stored conversation instead of asking again.
-    `observer` times and counts its model and tool calls (metrics, usage)."""
+    """Run the turn to its end; returns the reply text. A retried or continued turn whose
+    request is already stored resumes from the stored conversation instead of asking again;
+    the calls in `rerun` (they waited on a person) run again and find their answers.
+    `observer` times and counts its model and tool calls (metrics, usage, timeline)."""
     session_id = turn.session_id
     model = configured_model(agent=spec.name, spec=spec.model)
     if observer is not None:
@@ -102,7 +104,7 @@ async def answer_turn(
     if observer is not None:
         glove.add_subscriber(observer.on_event)
     glove.build()
-    resume = turn.retried and await sync_to_async(services.turn_request_stored)(turn)
+    resume = turn.continues and await sync_to_async(services.turn_request_stored)(turn)
     if resume:
         stored = await sync_to_async(services.turn_stored_reply)(turn)
         if stored is not None:
@@ -124,7 +126,7 @@ async def answer_turn(
             inbox_ttl=inbox_ttl(),
         ):
             if resume:
-                result = await glove.resume_request(abort=abort)
+                result = await glove.resume_request(abort=abort, rerun=rerun)
             else:
                 result = await glove.process_request(turn.text, abort=abort)
     finally:

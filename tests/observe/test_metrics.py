@@ -97,6 +97,7 @@ async def test_a_turn_shows_in_the_counters_histograms_and_queue_gauges(settings
     # Nothing is left waiting: the gauges read from the database say so.
     assert value(after, "glove_turns_queued") == 0
     assert value(after, "glove_turns_running") == 0
+    assert ("glove_turns_waiting", ()) in after
     assert ("glove_waiting_on_person", (("kind", "approval"),)) in after
 
 

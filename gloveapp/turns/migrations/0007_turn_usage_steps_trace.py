@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('turns', '0005_turn_indexes'),
+        ('turns', '0006_turn_waiting'),
     ]
 
     operations = [
