@@ -65,6 +65,12 @@ class Session(models.Model):
                 name="session_one_child_per_call",
             ),
         ]
+        indexes = [
+            # The admin's list, newest first (columns an append never changes: its updates
+            # stay HOT), and the same for one agent's sessions.
+            models.Index(fields=["created_at", "id"], name="session_created_idx"),
+            models.Index(fields=["agent_name", "created_at"], name="session_agent_created_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.title or self.id
