@@ -8,6 +8,7 @@ is declared once, with its type, default and meaning, in gloveapp/conf.py and re
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -140,6 +141,29 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+# Bounded waits on PostgreSQL (docs/explanation/performance.md, "Bounded queries"): a
+# statement runs at most GLOVE_DB_STATEMENT_TIMEOUT_SECONDS (the server cancels it; on in the
+# HTTP servers, set by their entry points), a connection is waited for at most
+# GLOVE_DB_CONNECT_TIMEOUT_SECONDS, and an answer at most GLOVE_DB_WAIT_SECONDS, past which
+# the connection is cut (gloveapp/db.py, a frozen server cancels nothing). Each is a 503 with
+# Retry-After for a request.
+GLOVE_DB_STATEMENT_TIMEOUT_SECONDS = env("GLOVE_DB_STATEMENT_TIMEOUT_SECONDS", default=0.0)
+GLOVE_DB_CONNECT_TIMEOUT_SECONDS = env("GLOVE_DB_CONNECT_TIMEOUT_SECONDS")
+GLOVE_DB_WAIT_SECONDS = env(
+    "GLOVE_DB_WAIT_SECONDS",
+    default=GLOVE_DB_STATEMENT_TIMEOUT_SECONDS + 2
+    if GLOVE_DB_STATEMENT_TIMEOUT_SECONDS > 0
+    else 0.0,
+)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    # libpq's connect_timeout (whole seconds, 2 at least): a frozen server's handshake.
+    _options.setdefault("connect_timeout", max(2, math.ceil(GLOVE_DB_CONNECT_TIMEOUT_SECONDS)))
+    if GLOVE_DB_STATEMENT_TIMEOUT_SECONDS > 0:
+        # Sent with the connection's start (no round trip of its own). Behind PgBouncer,
+        # set it on the role instead (docs/howto/deploy.md).
+        _timeout = f"-c statement_timeout={int(GLOVE_DB_STATEMENT_TIMEOUT_SECONDS * 1000)}"
+        _options["options"] = f"{_options.get('options', '')} {_timeout}".strip()
 # psycopg's connection pool (PostgreSQL), the only way to reuse connections under ASGI and
 # granian: gloveapp/asgi.py and gloveapp/wsgi.py (under granian) turn it on (10 per
 # process) unless DB_POOL_SIZE says otherwise; 0 is off (management commands and tests
@@ -156,7 +180,7 @@ if (
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DB_POOL_SIZE,
-        "timeout": 10,
+        "timeout": GLOVE_DB_CONNECT_TIMEOUT_SECONDS,
         # A connection the server closed (a restart) is replaced, not handed to a request.
         "check": pool_check,
     }
