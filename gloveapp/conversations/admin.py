@@ -260,8 +260,10 @@ class MessageAdmin(ScaleAdmin):
         css = {"all": ["glove/admin-lists.css"]}
 
     def get_ordering(self, request: HttpRequest) -> list[str]:
-        if request.GET.get(SessionIdFilter.parameter_name):
-            # Exactly `message_unique_seq` backwards (and a total order: no id added).
+        if request.GET.get(SessionIdFilter.parameter_name) or request.GET.get("q"):
+            # One session's: exactly `message_unique_seq` backwards (and a total order: no
+            # id added). Newest first by id would walk the whole table backwards to reach
+            # an old session's rows.
             return ["-session_id", "-seq"]
         return ["-id"]
 
