@@ -21,7 +21,12 @@ Prints one JSON document (bench/run_all.py's shape: `measures`, `goals`); `make 
 it (it builds millions of rows): run it on its own.
 
     .venv/bin/python bench/scale.py [--quick] [--requests 10] [--workers 2]
-        [--database-url postgres://postgres@127.0.0.1:5432/glove_scale] [--keep]
+        [--database-url postgres://postgres@127.0.0.1:5432/glove_scale] [--keep] [--reuse]
+        [--only admin]
+
+`--keep` leaves both databases (and what the build printed, in bench/out/); `--reuse`
+measures them again without building (after a code change that needs no migration),
+`--only` measures the paths whose name contains the text (and the floor).
 
 To add a path: one `Path(...)` line in PATHS (a URL template over the FACTS the build
 prints, and who asks: anon, customer (the heavy user's login), token (theirs), staff).
@@ -327,12 +332,16 @@ def client_for(url: str, who: str, facts: dict) -> Any:
 
 
 def measure(
-    servers: dict[str, str], facts: dict[str, dict], requests: int, path_seconds: float
+    servers: dict[str, str],
+    facts: dict[str, dict],
+    requests: int,
+    path_seconds: float,
+    paths: list[Path],
 ) -> list[dict]:
     import httpx
 
     rows = []
-    for path in PATHS:
+    for path in paths:
         samples: dict[str, list[float]] = {size: [] for size in servers}
         sizes: dict[str, int] = {}
         statuses: dict[str, dict[str, int]] = {size: {} for size in servers}
@@ -429,7 +438,13 @@ def main() -> int:
         or "postgres://postgres@127.0.0.1:5432/glove_scale",
         help="its name is a prefix: <name>_large, <name>_small (dropped and made anew)",
     )
-    parser.add_argument("--keep", action="store_true", help="keep the databases afterwards")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the databases (and their facts) afterwards"
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="measure the databases a --keep run left"
+    )
+    parser.add_argument("--only", default="", help="measure only the paths whose name has this")
     parser.add_argument("--build", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.build is not None:
@@ -440,7 +455,14 @@ def main() -> int:
     requests = args.requests or (3 if args.quick else 10)
     databases = Databases(args.database_url, sizes)
     began = time.monotonic()
-    facts = databases.build_all()
+    kept = ROOT / "bench" / "out" / f"scale-{databases.name}.json"
+    if args.reuse:
+        facts = json.loads(kept.read_text())
+    else:
+        facts = databases.build_all()
+    if args.keep:
+        kept.parent.mkdir(exist_ok=True)
+        kept.write_text(json.dumps(facts))
     servers: dict[str, str] = {}
     processes = []
     log_path = FilePath(os.environ.get("TMPDIR", "/tmp")) / "glove-bench-scale-server.log"
@@ -454,11 +476,12 @@ def main() -> int:
                 process, url = start_server(env, args.workers, log_file)
                 processes.append(process)
                 servers[size] = url
-            rows = measure(servers, facts, requests, args.path_seconds)
+            paths = [p for p in PATHS if args.only in p.name or p.name.startswith("floor")]
+            rows = measure(servers, facts, requests, args.path_seconds, paths)
         finally:
             for process in processes:
                 stop(process)
-            if not args.keep:
+            if not (args.keep or args.reuse):
                 databases.drop()
     document = {
         "bench": "scale",

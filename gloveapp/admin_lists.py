@@ -17,8 +17,8 @@ changelist of the project takes its shape from `ScaleAdmin` instead:
   staff type an exact value (`ExactValueFilter`), never a list read from the table.
 - **Search** by what an index finds (`search_exact`, `search_prefix`, `search_text`,
   `search_usernames`): exact ids, id prefixes (PostgreSQL's `varchar_pattern_ops` index
-  Django makes for a text primary key), exact usernames (their ids, then the indexed
-  foreign key), and words in text through a trigram index on PostgreSQL
+  Django makes for a text primary key), an exact username (that person's rows alone: their
+  ids, then the indexed foreign key), and words in text through a trigram index on PostgreSQL
   (`pg_trgm`, `django.contrib.postgres`; a plain `LIKE` on SQLite, whose tables are small).
 - No date hierarchy (it is a `SELECT DISTINCT` of the dates over the table) and no facet
   counts.
@@ -208,6 +208,19 @@ class ScaleAdmin(admin.ModelAdmin):
             self.search_exact or self.search_prefix or self.search_text or self.search_usernames
         ):
             return super().get_search_results(request, queryset, search_term)
+        if self.search_usernames:
+            # An exact username is a person: their rows alone, one indexed foreign key (in an
+            # OR with the other fields, the list's order could not come from an index).
+            user_ids = list(
+                get_user_model()
+                .objects.filter(username=term)
+                .values_list("pk", flat=True)[:USERNAME_MATCHES]
+            )
+            if user_ids:
+                condition = Q()
+                for path in self.search_usernames:
+                    condition |= Q(**{f"{path}__in": user_ids})
+                return queryset.filter(condition), False
         condition = Q()
         for path in self.search_exact:
             value = _coerced(self.model, path, term)
@@ -218,17 +231,6 @@ class ScaleAdmin(admin.ModelAdmin):
                 condition |= Q(**{f"{path}__startswith": term})
         for path in self.search_text:
             condition |= Q(**{f"{path}__icontains": term})
-        if self.search_usernames:
-            # The users first (a unique index), then the indexed foreign key: a join in an OR
-            # would scan the list's table.
-            user_ids = list(
-                get_user_model()
-                .objects.filter(username=term)
-                .values_list("pk", flat=True)[:USERNAME_MATCHES]
-            )
-            for path in self.search_usernames:
-                if user_ids:
-                    condition |= Q(**{f"{path}__in": user_ids})
         if not condition:
             return queryset.none(), False
         return queryset.filter(condition), False

@@ -70,6 +70,8 @@ class Session(models.Model):
             # stay HOT), and the same for one agent's sessions.
             models.Index(fields=["created_at", "id"], name="session_created_idx"),
             models.Index(fields=["agent_name", "created_at"], name="session_agent_created_idx"),
+            # The admin's search by an owner's username: their sessions, newest first.
+            models.Index(fields=["owner", "created_at", "id"], name="session_owner_created_idx"),
         ]
 
     def __str__(self) -> str:

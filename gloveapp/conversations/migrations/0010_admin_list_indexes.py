@@ -22,5 +22,11 @@ class Migration(migrations.Migration):
             model_name='session',
             index=models.Index(fields=['agent_name', 'created_at'], name='session_agent_created_idx'),
         ),
+        migrations.AddIndex(
+            model_name="session",
+            index=models.Index(
+                fields=["owner", "created_at", "id"], name="session_owner_created_idx"
+            ),
+        ),
         *trigram_index_operations(table="conversations_session", column="title", name="session_title_trgm_idx"),
     ]
