@@ -33,9 +33,9 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
-from django.db import connections
+from django.db import DataError, connections
 from django.db.models import Q, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseBadRequest
 from django.utils.functional import cached_property
 
 # Rows counted exactly, at most, and the deepest row a page may start at.
@@ -95,6 +95,16 @@ def table_estimate(queryset: QuerySet) -> int | None:
     return int(row[0])
 
 
+# Longer than any id or name the lists are searched by: no row has it.
+MAX_TERM_CHARS = 500
+
+
+def usable(value: str) -> bool:
+    """Whether a typed value can be looked up at all: no NUL (PostgreSQL's text refuses it)
+    and not longer than any column searched."""
+    return "\x00" not in value and len(value) <= MAX_TERM_CHARS
+
+
 class ExactValueFilter(admin.SimpleListFilter):
     """A filter where staff type one exact value (an id, a name) instead of picking it from a
     list read from the table. Subclasses set `title`, `parameter_name` and `field`."""
@@ -111,7 +121,9 @@ class ExactValueFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         value = (self.value() or "").strip()
-        return queryset.filter(**{self.field: value}) if value else queryset
+        if not value:
+            return queryset
+        return queryset.filter(**{self.field: value}) if usable(value) else queryset.none()
 
     def choices(self, changelist: Any) -> Any:
         # The template reads what to keep in the query string (the other filters, the
@@ -145,7 +157,11 @@ class FixedChoicesFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         value = self.value()
-        return queryset.filter(**{self.field: value}) if value else queryset
+        if not value:
+            return queryset
+        if value not in {choice for choice, _ in self.fixed_choices()}:
+            return queryset.none()
+        return queryset.filter(**{self.field: value})
 
 
 def _coerced(model: Any, path: str, term: str) -> Any:
@@ -162,10 +178,10 @@ def _coerced(model: Any, path: str, term: str) -> Any:
                 field = target
     internal = field.get_internal_type() if field is not None else ""
     try:
-        if internal in ("AutoField", "BigAutoField", "IntegerField", "BigIntegerField"):
-            return int(term)
-        if internal in ("PositiveIntegerField", "PositiveSmallIntegerField", "SmallIntegerField"):
-            return int(term)
+        if internal.endswith(("AutoField", "IntegerField")):
+            number = int(term)
+            # Beyond any integer column: no row has it (and the database would refuse it).
+            return number if -(2**63) <= number < 2**63 else None
         if internal == "UUIDField":
             return uuid.UUID(term)
     except ValueError:
@@ -193,6 +209,23 @@ class ScaleAdmin(admin.ModelAdmin):
     search_text: tuple[str, ...] = ()
     search_usernames: tuple[str, ...] = ()
 
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        # Django applies any query parameter naming a column as a filter: a value no column
+        # can hold is the client's mistake (400, naming it), never a database error (500).
+        for name, values in request.GET.lists():
+            if not all(usable(value) for value in values):
+                return HttpResponseBadRequest(
+                    f"{name}: a NUL character, or longer than {MAX_TERM_CHARS} characters.",
+                    content_type="text/plain; charset=utf-8",
+                )
+        try:
+            return super().changelist_view(request, extra_context)
+        except DataError as error:  # e.g. a number beyond its column's range
+            return HttpResponseBadRequest(
+                f"A filter's value does not fit its column: {error}".splitlines()[0],
+                content_type="text/plain; charset=utf-8",
+            )
+
     def get_search_fields(self, request: HttpRequest) -> Any:
         # Non-empty shows the search box; the search itself is get_search_results below.
         fields = self.search_exact + self.search_prefix + self.search_text + self.search_usernames
@@ -204,6 +237,8 @@ class ScaleAdmin(admin.ModelAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
+        if not usable(term):
+            return queryset.none(), False
         if not (
             self.search_exact or self.search_prefix or self.search_text or self.search_usernames
         ):

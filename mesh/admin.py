@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import Q, QuerySet
 
-from gloveapp.admin_lists import ExactValueFilter, ScaleAdmin
+from gloveapp.admin_lists import ExactValueFilter, ScaleAdmin, usable
 from inbox.models import ADMIN_ORDER
 from mesh.models import MeshAgent, MeshDelivery, MeshRefusal, MeshTraffic
 
@@ -51,6 +51,8 @@ class SenderFilter(ExactValueFilter):
         sender = (self.value() or "").strip()
         if not sender:
             return queryset
+        if not usable(sender):
+            return queryset.none()
         return queryset.filter(
             Q(tag=f"mesh:from:{sender}") | Q(tag=f"mesh:broadcast:from:{sender}")
         )

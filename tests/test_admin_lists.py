@@ -356,6 +356,32 @@ def test_it_answers_every_list_in_bounded_queries(staff, app_label, model_name):
     assert not problems, "\n".join(problems)
 
 
+HOSTILE = [
+    "q=%00",
+    "q=" + "9" * 40,
+    "q=" + "x" * 5000,
+    "q=-1",
+    "session=%00",
+    "session__id__exact=%00",
+    "sender=%00",
+    "agent=%00",
+    "source=nope",
+    "tool_name=" + "y" * 5000,
+    "p=-1",
+    "p=99999999",
+    "id__gt=" + "9" * 30,
+    "attempts=99999999999999999999",
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("app_label,model_name", our_changelists())
+def test_no_typed_value_makes_a_list_fail(staff, app_label, model_name):
+    url = reverse(f"admin:{app_label}_{model_name}_changelist")
+    answers = {query: staff.get(f"{url}?{query}").status_code for query in HOSTILE}
+    assert all(status < 500 for status in answers.values()), answers
+
+
 @pytest.mark.django_db
 def test_it_shows_an_estimate_or_a_bounded_count(staff):
     page = staff.get(reverse("admin:conversations_message_changelist")).content.decode()
