@@ -178,6 +178,23 @@ def build(factor: float) -> dict[str, Any]:
     }
 
 
+def logins() -> dict[str, str]:
+    """New logins and the tokens of the heavy user and staff, in this process's database."""
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    heavy, staff = User.objects.get(username="heavy1"), User.objects.get(username="staff")
+    return {
+        "customer_cookie": _login_cookie(heavy),
+        "staff_cookie": _login_cookie(staff),
+        "token": _token(heavy),
+        "staff_token": _token(staff),
+    }
+
+
 def _login_cookie(user: Any) -> str:
     from importlib import import_module
 
@@ -446,9 +463,13 @@ def main() -> int:
     )
     parser.add_argument("--only", default="", help="measure only the paths whose name has this")
     parser.add_argument("--build", type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--logins", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.build is not None:
         print(json.dumps(build(args.build)))
+        return 0
+    if args.logins:
+        print(json.dumps(logins()))
         return 0
 
     sizes = QUICK_SIZES if args.quick else SIZES
@@ -458,6 +479,17 @@ def main() -> int:
     kept = ROOT / "bench" / "out" / f"scale-{databases.name}.json"
     if args.reuse:
         facts = json.loads(kept.read_text())
+        # Logins signed with this run's key (a login is signed with the server's key).
+        for size in sizes:
+            done = subprocess.run(
+                [sys.executable, __file__, "--logins"],
+                cwd=ROOT,
+                env={**databases.env, "DATABASE_URL": databases.url(size)},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            facts[size].update(json.loads(done.stdout.strip().splitlines()[-1]))
     else:
         facts = databases.build_all()
     if args.keep:

@@ -38,8 +38,10 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponseBadRequest
 from django.utils.functional import cached_property
 
-# Rows counted exactly, at most, and the deepest row a page may start at.
-COUNT_CAP = 10_000
+# Rows counted exactly, at most, and the deepest row a page may start at (20 pages of 50).
+# A count reads up to this many matching rows: a filter that matches one row in 200 reads
+# 200,000 (measured: 0.2 s at 10,000 on a million approvals), so it is small.
+COUNT_CAP = 1_000
 # Users a username search may match (exact usernames: one, or none).
 USERNAME_MATCHES = 10
 
