@@ -70,6 +70,7 @@ INBOX = "The inbox, webhooks and limits"
 APPROVALS = "Approvals"
 MESH = "The mesh"
 WORKSPACE = "The workspace inbox"
+RETENTION = "Retention"
 LOGINS = "Logins and the demo"
 
 # In the order the reference shows them, group by group.
@@ -263,9 +264,36 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         DATABASE,
     ),
     EnvVar(
+        "DATABASE_DIRECT_URL",
+        "str",
+        "",
+        "PostgreSQL behind PgBouncer in transaction mode (`DATABASE_URL` names PgBouncer): "
+        "the server itself, for the connections that `LISTEN` (the live relay, the turn "
+        "worker), which a transaction pooler cannot carry.",
+        DATABASE,
+    ),
+    EnvVar(
+        "DATABASE_REPLICA_URLS",
+        "list",
+        [],
+        "PostgreSQL streaming replicas of `DATABASE_URL`, comma-separated: reads that "
+        "tolerate lag (admin lists, the decided approvals' history) go to them; a chat's "
+        "reads, the worker's and anything right after its reader's own write stay on the "
+        "primary (docs/explanation/scale.md).",
+        DATABASE,
+    ),
+    EnvVar(
+        "GLOVE_REPLICA_PIN_SECONDS",
+        "float",
+        5.0,
+        "After a person's write (POST, PUT, PATCH, DELETE), how long their reads stay on the "
+        "primary, so a list they go back to shows their change while a replica lags.",
+        DATABASE,
+    ),
+    EnvVar(
         "GLOVE_PREPARED_STATEMENTS",
         "bool",
-        True,
+        Derived("`true`; `false` when `DATABASE_DIRECT_URL` is set (behind PgBouncer)"),
         "PostgreSQL: the hot statements (appends, history reads) are prepared once per "
         "connection. Turn off behind a transaction-pooling PgBouncer older than 1.21.",
         DATABASE,
@@ -444,6 +472,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         INBOX,
     ),
     EnvVar(
+        "GLOVE_HISTORY_UNPAGED_MAX",
+        "int",
+        10000,
+        "The most messages `GET /api/sessions/<id>/messages` returns without paging (Glove's "
+        "store GET); a longer history answers 400 `history_too_long`, naming `limit` with "
+        "`before` / `after` (keyset pages) and `since_compaction` as the ways to read it.",
+        INBOX,
+    ),
+    EnvVar(
         "GLOVE_MAX_QUEUED_MESSAGES",
         "int",
         5,
@@ -506,17 +543,21 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_TURN_POLL_SECONDS",
         "float",
         0.02,
-        "How often a worker looks at the database for prompt answers and stops, and for new "
-        "tasks on the database queue (SQLite, or PostgreSQL while its LISTEN connection is "
-        "down).",
+        "How often a worker running turns looks at the database for prompt answers and "
+        "stops; and how often it looks for new tasks on the database queue where nothing "
+        "wakes it (PostgreSQL while its LISTEN connection is down, a SQLite file whose "
+        "wake-up socket cannot be made). On a SQLite file the processes of the machine wake "
+        "the worker and the mesh peer through Unix sockets beside the database "
+        "(`<database>.wake/`), so idle they sleep.",
         TURNS,
     ),
     EnvVar(
         "GLOVE_TURN_ANSWER_RECHECK_SECONDS",
         "float",
         1.0,
-        "PostgreSQL: answers, stops and database-queue tasks reach the worker by NOTIFY; it "
-        "still looks this often, a safety net for a lost notification.",
+        "Answers, stops and database-queue tasks reach the worker by NOTIFY (PostgreSQL) or "
+        "a local wake-up (a SQLite file); it still looks this often, a safety net for a "
+        "lost one.",
         TURNS,
     ),
     # -- Live updates
@@ -804,6 +845,84 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "says so instead of linking).",
         WORKSPACE,
     ),
+    # -- Retention
+    EnvVar(
+        "GLOVE_RETENTION_SECONDS",
+        "float",
+        300.0,
+        "How often the turn worker's scheduler applies the retention below (no cron line): "
+        "on PostgreSQL it first creates the partitions the logs will need and drops the "
+        "expired ones, then deletes old rows in bounded batches. `0` turns it off (the "
+        "`prune_*` commands still work by hand).",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETENTION_BATCH",
+        "int",
+        1000,
+        "Rows per `DELETE` when retention deletes rows (each batch its own short "
+        "transaction, never one huge `DELETE`).",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_LIVE_EVENTS_DAYS",
+        "float",
+        7.0,
+        "Days the live event log keeps an event (a page reconnecting from before the cut "
+        "reloads its state: `resync`). `0` keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS",
+        "float",
+        2.0,
+        "Days an `Idempotency-Key`'s answer is kept for a retry (keep more than any client "
+        "retries for). `0` keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_TASK_RESULTS_DAYS",
+        "float",
+        7.0,
+        "Days the database task queue keeps a finished task's result (django-tasks-db's "
+        "`DBTaskResult`; queued and running tasks are never deleted). `0` keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_MESH_DAYS",
+        "float",
+        30.0,
+        "Days the database mesh transport keeps its records: who sent a message (an ack "
+        "after the cut is refused as one for an unknown message), deliveries (a send "
+        "retried after the cut is delivered again) and deleted chats' registrations. `0` "
+        "keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_INBOX_CONSUMED_DAYS",
+        "float",
+        30.0,
+        "Days an inbox item is kept after its agent consumed it (pending and resolved items "
+        "are never deleted). `0` keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_APPROVALS_DAYS",
+        "float",
+        365.0,
+        "Days a decided or withdrawn approval request is kept, with its decision and "
+        "notifications (the audit); open requests are never deleted. `0` keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_TURNS_DAYS",
+        "float",
+        90.0,
+        "Days a finished turn (done, failed or stopped) is kept, with its prompts "
+        "(`TurnSlot`); the messages it wrote stay with their session. Queued, running and "
+        "waiting turns are never deleted. `0` keeps them forever.",
+        RETENTION,
+    ),
     # -- Logins and the demo
     EnvVar(
         "GLOVE_DEMO_APPROVAL_BAGS",
@@ -962,6 +1081,7 @@ _DERIVED_APP_DEFAULTS: dict[str, Callable[[Any], Any]] = {
     "GLOVE_CHAT_RATE": lambda settings: f"{settings.GLOVE_TURNS_PER_USER_PER_MINUTE}/min",
     # Another project's login page never names this project's demo logins.
     "GLOVE_DEMO_LOGIN_HINT": lambda settings: False,
+    "GLOVE_PREPARED_STATEMENTS": lambda settings: not getattr(settings, "DATABASE_DIRECT_URL", ""),
 }
 
 

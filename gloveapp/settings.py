@@ -85,6 +85,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Lets admin lists and views marked @reads_may_lag read a replica (none configured: a
+    # no-op), and keeps a person who just wrote on the primary (gloveapp/replicas.py).
+    "gloveapp.replicas.LagTolerantReads",
     # Django's, its storage built when a message is read or added (gloveapp/middleware.py).
     "gloveapp.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -159,11 +162,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     # libpq's connect_timeout (whole seconds, 2 at least): a frozen server's handshake.
     _options.setdefault("connect_timeout", max(2, math.ceil(GLOVE_DB_CONNECT_TIMEOUT_SECONDS)))
-    if GLOVE_DB_STATEMENT_TIMEOUT_SECONDS > 0:
-        # Sent with the connection's start (no round trip of its own). Behind PgBouncer,
-        # set it on the role instead (docs/howto/deploy.md).
-        _timeout = f"-c statement_timeout={int(GLOVE_DB_STATEMENT_TIMEOUT_SECONDS * 1000)}"
-        _options["options"] = f"{_options.get('options', '')} {_timeout}".strip()
 # psycopg's connection pool (PostgreSQL), the only way to reuse connections under ASGI and
 # granian: gloveapp/asgi.py and gloveapp/wsgi.py (under granian) turn it on (10 per
 # process) unless DB_POOL_SIZE says otherwise; 0 is off (management commands and tests
@@ -184,10 +182,35 @@ if (
         # A connection the server closed (a restart) is replaced, not handed to a request.
         "check": pool_check,
     }
+# PgBouncer in transaction mode in front of PostgreSQL: DATABASE_URL names PgBouncer, and
+# DATABASE_DIRECT_URL the server, for the LISTEN connections (gloveapp/live/relay.py), which
+# hold a session a transaction pooler would hand to someone else.
+DATABASE_DIRECT_URL = env("DATABASE_DIRECT_URL")
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and GLOVE_DB_STATEMENT_TIMEOUT_SECONDS > 0
+    and not DATABASE_DIRECT_URL
+):
+    # Sent with the connection's start (no round trip of its own). PgBouncer refuses that
+    # startup parameter: behind it, set the timeout on the database role instead
+    # (docs/howto/deploy.md); GLOVE_DB_WAIT_SECONDS still bounds the wait for an answer.
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _timeout = f"-c statement_timeout={int(GLOVE_DB_STATEMENT_TIMEOUT_SECONDS * 1000)}"
+    _options["options"] = f"{_options.get('options', '')} {_timeout}".strip()
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
 # instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
 # PgBouncer older than 1.21, which cannot keep prepared statements.
-GLOVE_PREPARED_STATEMENTS = env("GLOVE_PREPARED_STATEMENTS")
+GLOVE_PREPARED_STATEMENTS = env("GLOVE_PREPARED_STATEMENTS", default=not DATABASE_DIRECT_URL)
+# Streaming replicas: reads that tolerate lag go there (gloveapp/replicas.py), with the
+# primary's connection settings; migrations and writes never.
+for number, url in enumerate(env("DATABASE_REPLICA_URLS"), start=1):
+    DATABASES[f"replica{number}"] = {
+        **dj_database_url.parse(url, conn_max_age=DATABASES["default"]["CONN_MAX_AGE"]),
+        "OPTIONS": dict(DATABASES["default"].get("OPTIONS", {})),
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_ROUTERS = ["gloveapp.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []
+GLOVE_REPLICA_PIN_SECONDS = env("GLOVE_REPLICA_PIN_SECONDS")
 # PostgreSQL: an append outside a transaction lets go of its session's lock when its rows
 # are written, not when they reach the disk, and answers once they have
 # (docs/explanation/performance.md, "Durability"). Off: one session's appends also wait
@@ -441,6 +464,7 @@ GLOVE_SUBAGENT_MAX_TOKENS = env("GLOVE_SUBAGENT_MAX_TOKENS")
 # Messages one chat may have waiting behind its running turn; more are refused (429).
 GLOVE_MAX_QUEUED_MESSAGES = env("GLOVE_MAX_QUEUED_MESSAGES")
 GLOVE_LAZY_SESSIONS = env("GLOVE_LAZY_SESSIONS")
+GLOVE_HISTORY_UNPAGED_MAX = env("GLOVE_HISTORY_UNPAGED_MAX")
 
 # Chat turns run as Django Tasks (gloveapp/turns). "db" (default): django-tasks-db's queue in
 # this database, worked by `manage.py turn_worker` (`make run` starts one). "rq": RQ on
@@ -493,6 +517,16 @@ GLOVE_TURN_POLL_SECONDS = env("GLOVE_TURN_POLL_SECONDS")
 # by NOTIFY (it LISTENs on one connection of its own); it still looks this often, a safety
 # net for a lost notification.
 GLOVE_TURN_ANSWER_RECHECK_SECONDS = env("GLOVE_TURN_ANSWER_RECHECK_SECONDS")
+# Retention: how long each growing table keeps its rows, applied by the turn worker.
+GLOVE_RETENTION_SECONDS = env("GLOVE_RETENTION_SECONDS")
+GLOVE_RETENTION_BATCH = env("GLOVE_RETENTION_BATCH")
+GLOVE_RETAIN_LIVE_EVENTS_DAYS = env("GLOVE_RETAIN_LIVE_EVENTS_DAYS")
+GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS = env("GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS")
+GLOVE_RETAIN_TASK_RESULTS_DAYS = env("GLOVE_RETAIN_TASK_RESULTS_DAYS")
+GLOVE_RETAIN_MESH_DAYS = env("GLOVE_RETAIN_MESH_DAYS")
+GLOVE_RETAIN_INBOX_CONSUMED_DAYS = env("GLOVE_RETAIN_INBOX_CONSUMED_DAYS")
+GLOVE_RETAIN_APPROVALS_DAYS = env("GLOVE_RETAIN_APPROVALS_DAYS")
+GLOVE_RETAIN_TURNS_DAYS = env("GLOVE_RETAIN_TURNS_DAYS")
 # Live pushes from a turn (text deltas, tool use) give up after this long: a frozen Redis
 # slows the live push only; the stored events reach pages through the event log.
 GLOVE_LIVE_SEND_TIMEOUT_SECONDS = env("GLOVE_LIVE_SEND_TIMEOUT_SECONDS")

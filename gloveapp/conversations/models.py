@@ -45,6 +45,9 @@ class Session(models.Model):
     # The highest message `seq` given out: an append takes its numbers from this row in the
     # same statement that locks it, instead of reading max(seq) in another round trip.
     last_seq = models.PositiveIntegerField(default=0, editable=False)
+    # The messages a person sent (`PERSON_MESSAGE`), counted by the append that stores them,
+    # in the same statement: the chat list shows it per chat without reading any history.
+    person_message_count = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -66,12 +69,14 @@ class Session(models.Model):
             ),
         ]
         indexes = [
+            # The owner's list, newest first, paged by (created_at, key) (`selectors.
+            # sessions_page`): columns an append never changes, so appends stay HOT. The
+            # admin's search by an owner's username runs on it too.
+            models.Index(fields=["owner", "-created_at", "-key"], name="session_owner_created_idx"),
             # The admin's list, newest first (columns an append never changes: its updates
             # stay HOT), and the same for one agent's sessions.
             models.Index(fields=["created_at", "id"], name="session_created_idx"),
             models.Index(fields=["agent_name", "created_at"], name="session_agent_created_idx"),
-            # The admin's search by an owner's username: their sessions, newest first.
-            models.Index(fields=["owner", "created_at", "id"], name="session_owner_created_idx"),
         ]
 
     def __str__(self) -> str:
@@ -99,7 +104,7 @@ class RetiredSessionKey(models.Model):
 # counted and chats titled by these.
 PERSON_MESSAGE = (
     models.Q(sender="user", is_compaction=False, is_skill_injection=False)
-    & models.Q(framework_context__isnull=True)
+    & models.Q(framework_context__isnull=True, tool_results__isnull=True)
     & ~models.Q(text="")
 )
 
@@ -112,6 +117,7 @@ def is_person_message(values: dict) -> bool:
         and not values.get("is_compaction")
         and not values.get("is_skill_injection")
         and values.get("framework_context") is None
+        and values.get("tool_results") is None
         and bool(values.get("text"))
     )
 

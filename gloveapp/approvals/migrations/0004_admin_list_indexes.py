@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('approvals', '0003_queue_indexes'),
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('conversations', '0010_admin_list_indexes'),
+        ('conversations', '0011_admin_list_indexes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

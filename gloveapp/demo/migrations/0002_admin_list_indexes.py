@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0010_admin_list_indexes'),
+        ('conversations', '0011_admin_list_indexes'),
         ('demo', '0001_initial'),
     ]
 

@@ -9,7 +9,7 @@ from gloveapp.admin_lists import trigram_index_operations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0009_idempotent_request'),
+        ('conversations', '0010_session_person_message_count'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -21,12 +21,6 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='session',
             index=models.Index(fields=['agent_name', 'created_at'], name='session_agent_created_idx'),
-        ),
-        migrations.AddIndex(
-            model_name="session",
-            index=models.Index(
-                fields=["owner", "created_at", "id"], name="session_owner_created_idx"
-            ),
         ),
         *trigram_index_operations(table="conversations_session", column="title", name="session_title_trgm_idx"),
     ]

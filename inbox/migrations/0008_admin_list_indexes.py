@@ -9,8 +9,8 @@ from gloveapp.admin_lists import trigram_index_operations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0010_admin_list_indexes'),
-        ('inbox', '0006_inbox_decisions'),
+        ('conversations', '0011_admin_list_indexes'),
+        ('inbox', '0007_session_status_created_index'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
