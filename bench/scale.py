@@ -83,6 +83,7 @@ class Path:
     url: str  # a template over FACTS: {long}, {normal}, {approval}, {heavy}
     who: str  # anon | customer | token | staff | staff_token
     one_screen: bool = True  # judged by the 1 MB rule
+    ok: tuple[str, ...] = ("200",)  # the statuses that are a right answer
 
 
 PATHS = [
@@ -91,9 +92,33 @@ PATHS = [
     Path("chat page, a long chat", "/sessions/{long}/", "customer"),
     Path("chat page, a normal chat", "/sessions/{normal}/", "customer"),
     Path("GET /api/sessions", "/api/sessions", "token"),
-    Path("GET …/messages, a long chat", "/api/sessions/{long}/messages", "token", False),
+    Path("chat page, earlier messages", "/sessions/{long}/history?before=500", "customer"),
+    Path("GET /api/sessions?limit=100", "/api/sessions?limit=100", "token"),
+    # Glove's unpaged GET: capped (GLOVE_HISTORY_UNPAGED_MAX), a 400 past the cap.
+    Path(
+        "GET …/messages, a long chat, unpaged",
+        "/api/sessions/{long}/messages",
+        "token",
+        False,
+        ("200", "400"),
+    ),
+    Path(
+        "GET …/messages, a long chat, newest page",
+        "/api/sessions/{long}/messages?limit=100",
+        "token",
+    ),
+    Path(
+        "GET …/messages, a long chat, a page in the middle",
+        "/api/sessions/{long}/messages?limit=100&before=500",
+        "token",
+    ),
     Path("GET …/messages, a normal chat", "/api/sessions/{normal}/messages", "token"),
     Path("GET …/inbox, a long chat", "/api/sessions/{long}/inbox", "token"),
+    Path(
+        "GET …/inbox, a long chat, consumed items",
+        "/api/sessions/{long}/inbox?status=consumed&limit=100",
+        "token",
+    ),
     Path("/approvals/", "/approvals/", "staff"),
     Path("GET /api/approvals/?status=decided", "/api/approvals/?status=decided", "staff_token"),
     # The admin: every changelist, plain, searched and filtered.
@@ -412,7 +437,8 @@ def judge(rows: list[dict]) -> list[dict]:
         and r["ratio_p50"] > FLAT_RATIO
         and r["large_p50_ms"] - FLAT_RATIO * r["small_p50_ms"] > 1.0
     ]
-    failing = [r for r in rows if set(r["large_statuses"]) - {"200"}]
+    oks = {path.name: set(path.ok) for path in PATHS}
+    failing = [r for r in rows if set(r["large_statuses"]) - oks.get(r["measure"], {"200"})]
     big = [r for r in rows if r["one_screen"] and (r.get("large_bytes") or 0) > ONE_SCREEN_BYTES]
     return [
         goal(
@@ -424,7 +450,7 @@ def judge(rows: list[dict]) -> list[dict]:
         ),
         goal(
             30,
-            "every path answers 200 at the large size",
+            "every path answers rightly at the large size (200; 400 for a capped unpaged read)",
             f"{len(rows) - len(failing)} of {len(rows)}"
             + (f"; not: {', '.join(r['measure'] for r in failing)}" if failing else ""),
             not failing,
