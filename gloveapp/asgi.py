@@ -6,11 +6,15 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from gloveapp.conf import http_process_defaults
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gloveapp.settings")
 os.environ.setdefault("GLOVE_SERVER", "asgi")
 # Under ASGI a request's sync code may run on a thread of its own, so connections are reused
 # through psycopg's pool (PostgreSQL; settings.DB_POOL_SIZE).
 os.environ.setdefault("DB_POOL_SIZE", "10")
+# A request's statements are bounded (GLOVE_DB_STATEMENT_TIMEOUT_SECONDS) unless DEBUG.
+http_process_defaults()
 django_asgi_app = get_asgi_application()
 
 

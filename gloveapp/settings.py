@@ -8,6 +8,7 @@ is declared once, with its type, default and meaning, in gloveapp/conf.py and re
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -144,6 +145,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+# Bounded waits on PostgreSQL (docs/explanation/performance.md, "Bounded queries"): a
+# statement runs at most GLOVE_DB_STATEMENT_TIMEOUT_SECONDS (the server cancels it; on in the
+# HTTP servers, set by their entry points), a connection is waited for at most
+# GLOVE_DB_CONNECT_TIMEOUT_SECONDS, and an answer at most GLOVE_DB_WAIT_SECONDS, past which
+# the connection is cut (gloveapp/db.py, a frozen server cancels nothing). Each is a 503 with
+# Retry-After for a request.
+GLOVE_DB_STATEMENT_TIMEOUT_SECONDS = env("GLOVE_DB_STATEMENT_TIMEOUT_SECONDS", default=0.0)
+GLOVE_DB_CONNECT_TIMEOUT_SECONDS = env("GLOVE_DB_CONNECT_TIMEOUT_SECONDS")
+GLOVE_DB_WAIT_SECONDS = env(
+    "GLOVE_DB_WAIT_SECONDS",
+    default=GLOVE_DB_STATEMENT_TIMEOUT_SECONDS + 2
+    if GLOVE_DB_STATEMENT_TIMEOUT_SECONDS > 0
+    else 0.0,
+)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    # libpq's connect_timeout (whole seconds, 2 at least): a frozen server's handshake.
+    _options.setdefault("connect_timeout", max(2, math.ceil(GLOVE_DB_CONNECT_TIMEOUT_SECONDS)))
 # psycopg's connection pool (PostgreSQL), the only way to reuse connections under ASGI and
 # granian: gloveapp/asgi.py and gloveapp/wsgi.py (under granian) turn it on (10 per
 # process) unless DB_POOL_SIZE says otherwise; 0 is off (management commands and tests
@@ -160,7 +179,7 @@ if (
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DB_POOL_SIZE,
-        "timeout": 10,
+        "timeout": GLOVE_DB_CONNECT_TIMEOUT_SECONDS,
         # A connection the server closed (a restart) is replaced, not handed to a request.
         "check": pool_check,
     }
@@ -168,6 +187,17 @@ if (
 # DATABASE_DIRECT_URL the server, for the LISTEN connections (gloveapp/live/relay.py), which
 # hold a session a transaction pooler would hand to someone else.
 DATABASE_DIRECT_URL = env("DATABASE_DIRECT_URL")
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and GLOVE_DB_STATEMENT_TIMEOUT_SECONDS > 0
+    and not DATABASE_DIRECT_URL
+):
+    # Sent with the connection's start (no round trip of its own). PgBouncer refuses that
+    # startup parameter: behind it, set the timeout on the database role instead
+    # (docs/howto/deploy.md); GLOVE_DB_WAIT_SECONDS still bounds the wait for an answer.
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _timeout = f"-c statement_timeout={int(GLOVE_DB_STATEMENT_TIMEOUT_SECONDS * 1000)}"
+    _options["options"] = f"{_options.get('options', '')} {_timeout}".strip()
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
 # instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
 # PgBouncer older than 1.21, which cannot keep prepared statements.

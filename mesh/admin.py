@@ -12,6 +12,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.html import format_html
 
+from gloveapp.admin_lists import ExactValueFilter, ScaleAdmin, usable
+from inbox.models import ADMIN_ORDER
 from mesh.models import MeshAgent, MeshDelivery, MeshRefusal, MeshTraffic
 
 SENDER_PREFIXES = ("mesh:from:", "mesh:broadcast:from:")
@@ -24,7 +26,7 @@ def sender_of(tag: str) -> str:
     return ""  # mesh:waiting:<id> is this agent's own pending send
 
 
-class MeshRecordAdmin(admin.ModelAdmin):
+class MeshRecordAdmin(ScaleAdmin):
     """What the mesh wrote, listed and searched: never added or edited here, and deleted only
     where `deletable` says so."""
 
@@ -40,34 +42,43 @@ class MeshRecordAdmin(admin.ModelAdmin):
         return self.deletable and super().has_delete_permission(request, obj)
 
 
-class SenderFilter(admin.SimpleListFilter):
+class SenderFilter(ExactValueFilter):
+    """A sender's agent id typed in (a list of them was a DISTINCT over every item's tag)."""
+
     title = "sender"
     parameter_name = "sender"
-
-    def lookups(self, request, model_admin):
-        tags = model_admin.get_queryset(request).values_list("tag", flat=True).distinct()
-        senders = sorted({sender_of(tag) for tag in tags} - {""})
-        return [(sender, sender) for sender in senders]
+    placeholder = "a sender's agent id"
 
     def queryset(self, request, queryset: QuerySet) -> QuerySet:
-        sender = self.value()
+        sender = (self.value() or "").strip()
         if not sender:
             return queryset
+        if not usable(sender):
+            return queryset.none()
         return queryset.filter(
             Q(tag=f"mesh:from:{sender}") | Q(tag=f"mesh:broadcast:from:{sender}")
         )
 
 
-class RecipientFilter(admin.SimpleListFilter):
+class RecipientFilter(ExactValueFilter):
+    """The session that holds the items (`mesh:<agent id>` for mesh peers), typed in."""
+
     title = "recipient"
     parameter_name = "recipient"
+    field = "session_id"
+    placeholder = "a session id, e.g. mesh:<agent id>"
 
-    def lookups(self, request, model_admin):
-        sessions = model_admin.get_queryset(request).values_list("session_id", flat=True)
-        return [(session, session) for session in sorted(set(sessions))]
 
-    def queryset(self, request, queryset: QuerySet) -> QuerySet:
-        return queryset.filter(session_id=self.value()) if self.value() else queryset
+class ExactFieldFilter(ExactValueFilter):
+    placeholder = "an exact agent id"
+
+
+def exact_filter(name: str) -> type[ExactValueFilter]:
+    return type(
+        f"{name.title()}Filter",
+        (ExactFieldFilter,),
+        {"title": name, "parameter_name": name, "field": name},
+    )
 
 
 @admin.register(MeshTraffic)
@@ -84,10 +95,16 @@ class MeshTrafficAdmin(MeshRecordAdmin):
         "created",
     )
     list_display_links = ("short_id",)
-    list_filter = (SenderFilter, RecipientFilter, "status")
-    search_fields = ("id", "tag", "request", "response", "session__id")
+    # The recipient's title is read with each row (one join, the page's rows only).
     list_select_related = ("session",)
-    date_hierarchy = "created_at"
+    list_filter = (SenderFilter, RecipientFilter, "status")
+    sortable_by = ()
+    search_exact = ("id", "session_id", "tag")
+    search_prefix = ("id",)
+    search_text = ("request",)
+    search_help_text = (
+        "An item id or its beginning, an exact session id or tag, or words of the request."
+    )
 
     class Media:
         css = {"all": ["glove/admin-lists.css"]}
@@ -116,6 +133,10 @@ class MeshTrafficAdmin(MeshRecordAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).filter(tag__startswith="mesh:")
 
+    def get_ordering(self, request):
+        # The inbox's order and its index (inbox.models.ADMIN_ORDER).
+        return list(ADMIN_ORDER)
+
     @admin.display(description="kind")
     def kind(self, item: MeshTraffic) -> str:
         if item.tag.startswith("mesh:waiting:"):
@@ -140,7 +161,11 @@ def _short(value: str, keep: int = 14) -> str:
 @admin.register(MeshAgent)
 class MeshAgentAdmin(MeshRecordAdmin):
     list_display = ("agent_id", "name", "description", "capabilities", "registered_at")
-    search_fields = ("agent_id", "name", "description")
+    # On the primary key: an agent id or its beginning (a registry, not a log).
+    sortable_by = ("agent_id",)
+    search_exact = ("agent_id",)
+    search_prefix = ("agent_id",)
+    search_help_text = "An agent id or its beginning."
     # An agent that will not come back may be taken off the registry.
     deletable = True
 
@@ -148,8 +173,13 @@ class MeshAgentAdmin(MeshRecordAdmin):
 @admin.register(MeshDelivery)
 class MeshDeliveryAdmin(MeshRecordAdmin):
     list_display = ("message_id", "kind", "sender", "recipient", "delivered_at")
-    list_filter = ("kind", "sender", "recipient")
-    search_fields = ("message_id", "sender", "recipient")
+    # Newest first on the primary key; one recipient's on `mesh_delivery_cursor_idx`.
+    ordering = ("-id",)
+    sortable_by = ()
+    list_filter = ("kind", exact_filter("sender"), exact_filter("recipient"))
+    # A message id (`mesh_delivery_once_per_recipient` starts with it) or a recipient.
+    search_exact = ("message_id", "recipient")
+    search_help_text = "An exact message id or recipient agent id."
 
 
 @admin.register(MeshRefusal)

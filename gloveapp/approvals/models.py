@@ -87,6 +87,8 @@ class ApprovalRequest(models.Model):
             # The queues' order (created_at, id) in every index, so a page is an ordered
             # index range scan that stops after its rows, never a sort of the whole queue.
             models.Index(fields=["status", "created_at", "id"], name="approval_status_created_idx"),
+            # The admin's list, newest first, unfiltered.
+            models.Index(fields=["created_at", "id"], name="approval_created_idx"),
             models.Index(
                 fields=["assignee_user", "status", "created_at", "id"],
                 name="approval_user_queue_idx",
@@ -150,6 +152,8 @@ class ApprovalDecision(models.Model):
 
     class Meta:
         ordering = ["-decided_at", "-id"]
+        # The admin's list (and the audit export), newest first.
+        indexes = [models.Index(fields=["decided_at", "id"], name="approval_decision_decided_idx")]
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.username or self.channel}"

@@ -11,12 +11,38 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
+from gloveapp.admin_lists import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
 from gloveapp.conversations.admin import SessionAdmin
 from gloveapp.conversations.models import Session
 from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.services import MESH_SOURCE
 from gloveapp.turns.timeline import session_timelines
 from gloveapp.turns.usage import session_usage_cost, turn_cost
 from gloveapp.turns.usage_report import MAX_DAYS, report_days, usage_report
+
+
+class SourceFilter(FixedChoicesFilter):
+    """Where turns come from (fixed in the code), not a DISTINCT over every turn."""
+
+    title = "source"
+    parameter_name = "source"
+    field = "source"
+
+    def fixed_choices(self) -> list[tuple[str, str]]:
+        # Add a source here when an entry point starts turns under a new name.
+        return [
+            ("page", "chat page"),
+            ("api", "REST API"),
+            ("python", "Python (submit_message)"),
+            (MESH_SOURCE, "mesh"),
+        ]
+
+
+class SessionIdFilter(ExactValueFilter):
+    title = "session id"
+    parameter_name = "session"
+    field = "session_id"
+    placeholder = "an exact session id"
 
 
 class RetriedFilter(admin.SimpleListFilter):
@@ -43,10 +69,10 @@ class TurnSlotInline(admin.TabularInline):
 
 
 @admin.register(Turn)
-class TurnAdmin(admin.ModelAdmin):
+class TurnAdmin(ScaleAdmin):
     list_display = (
         "id",
-        "session",
+        "session_id",
         "user",
         "source",
         "status",
@@ -57,8 +83,17 @@ class TurnAdmin(admin.ModelAdmin):
         "finished_at",
         "cost",
     )
-    list_filter = ("status", RetriedFilter, "source")
-    search_fields = ("session__id", "user__username", "text", "worker_id")
+    # Newest first, backwards on the primary key; the other columns have no index of their
+    # own, so they are not sortable.
+    ordering = ("-id",)
+    sortable_by = ("id",)
+    list_filter = ("status", RetriedFilter, SourceFilter, SessionIdFilter)
+    list_select_related = ("user",)
+    # A turn's number, its session's exact id (`session, status` index), its user's exact
+    # username (`user, created_at` index). Not the text: no index holds it.
+    search_exact = ("id", "session_id")
+    search_usernames = ("user",)
+    search_help_text = "A turn's number, an exact session id, or a user's exact username."
     readonly_fields = [field.name for field in Turn._meta.fields] + ["cost"]
     inlines = [TurnSlotInline]
 

@@ -59,3 +59,4 @@ def test_only_staff_who_may_view_turns_read_it(client):
     assert client.get("/admin/usage/").status_code == 403
     client.force_login(viewer)
     assert client.get("/admin/usage/?days=abc").status_code == 200
+    assert "Usage charts" in client.get("/admin/turns/turn/").content.decode()  # the way there
