@@ -533,7 +533,8 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_WEBHOOK_MAX_SKEW_SECONDS",
         "int",
         300,
-        "Replay window of signed webhooks: how far a signature's timestamp may be from now.",
+        "Replay window of signed webhooks: how far a signature's timestamp may be from now. "
+        "Inside it each signature is accepted once.",
         INBOX,
     ),
     EnvVar(
@@ -617,8 +618,9 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_APPROVAL_WEBHOOK_SECRET",
         "str",
         "",
-        "The HMAC-SHA256 key that signs the approvals' outgoing webhooks; empty: "
-        "`GLOVE_WEBHOOK_SECRET`.",
+        "The HMAC-SHA256 key that signs the approvals' outgoing webhooks (what the server "
+        "sends); empty: they are not sent. Must differ from `GLOVE_WEBHOOK_SECRET` (what the "
+        "server accepts; `glove.E020`).",
         APPROVALS,
         secret=True,
     ),

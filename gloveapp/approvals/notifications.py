@@ -259,7 +259,9 @@ def webhook_body(note: ApprovalNotification) -> dict[str, Any]:
 
 
 def webhook_secret() -> str:
-    return settings.GLOVE_APPROVAL_WEBHOOK_SECRET or settings.GLOVE_WEBHOOK_SECRET
+    """The key that signs what we send: never the one that accepts signed requests
+    (GLOVE_WEBHOOK_SECRET), or every receiver of a notification could forge a decision."""
+    return settings.GLOVE_APPROVAL_WEBHOOK_SECRET
 
 
 def sign(body: bytes, timestamp: str, secret: str) -> str:
@@ -275,7 +277,11 @@ def _send_webhook(note: ApprovalNotification) -> None:
         raise RuntimeError(f"no webhook is configured for group {note.recipient!r}")
     secret = webhook_secret()
     if not secret:
-        raise RuntimeError("GLOVE_APPROVAL_WEBHOOK_SECRET (or GLOVE_WEBHOOK_SECRET) is not set")
+        raise RuntimeError("GLOVE_APPROVAL_WEBHOOK_SECRET is not set")
+    if secret == settings.GLOVE_WEBHOOK_SECRET:
+        raise RuntimeError(
+            "GLOVE_APPROVAL_WEBHOOK_SECRET equals GLOVE_WEBHOOK_SECRET (glove.E020): not sent"
+        )
     body = json.dumps(webhook_body(note), ensure_ascii=False).encode()
     timestamp = str(int(time.time()))
     response = httpx.post(

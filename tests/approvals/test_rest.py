@@ -151,7 +151,13 @@ def test_a_signed_webhook_decides_as_the_webhook_channel(settings, request_row, 
     import time
 
     settings.GLOVE_WEBHOOK_SECRET = secret = "a-long-random-secret-for-approval-hooks"
-    body = json.dumps({"decision": "approve", "fingerprint": request_row.fingerprint}).encode()
+    body = json.dumps(
+        {
+            "decision": "approve",
+            "fingerprint": request_row.fingerprint,
+            "requestId": str(request_row.pk),
+        }
+    ).encode()
     timestamp = str(int(time.time()))
     signature = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
 
