@@ -270,7 +270,7 @@ def decide_response(row: Any, *, decision: Decision, user: Any, channel: str) ->
     except NotYoursToDecide as error:
         return Response({"error": str(error)}, status=403)
     except DecisionInvalid as error:
-        return Response({"error": str(error)}, status=400)
+        return Response({"error": str(error), "field": error.field}, status=400)
     except StaleDecision as error:
         return Response(
             {"error": str(error), "winner": None, "fingerprint": row.fingerprint}, status=409
