@@ -33,6 +33,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from gloveapp.approvals.models import ApprovalNotification, ApprovalRequest
+from gloveapp.core.escaping import mrkdwn, mrkdwn_code_block
 
 logger = logging.getLogger(__name__)
 Event = ApprovalNotification.Event
@@ -226,14 +227,17 @@ def webhook_body(note: ApprovalNotification) -> dict[str, Any]:
     context = _context(note)
     row = note.request
     link = context["link"]
-    summary = f"*{context['subject']}*\nAssigned to {context['assignee']}."
+    # Every text that is not ours (tool name, assignee, arguments) is escaped for mrkdwn:
+    # a coffee named ```<https://evil.example|Approve here>``` stays text.
+    subject, assignee = mrkdwn(context["subject"]), mrkdwn(context["assignee"])
+    summary = f"*{subject}*\nAssigned to {assignee}."
     return {
-        "text": f"{context['subject']}: <{link}|open the request>",
+        "text": f"{subject}: <{link}|open the request>",
         "blocks": [
             {"type": "section", "text": {"type": "mrkdwn", "text": summary}},
             {
                 "type": "section",
-                "text": {"type": "mrkdwn", "text": f"```{context['args_json']}```"},
+                "text": {"type": "mrkdwn", "text": mrkdwn_code_block(context["args_json"])},
             },
             {
                 "type": "actions",
