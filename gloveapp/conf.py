@@ -337,6 +337,22 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         MODELS,
     ),
     EnvVar(
+        "GLOVE_TOOL_RESULT_MAX_BYTES",
+        "int",
+        65536,
+        "The cap on one tool result (local or MCP; data, message and render data as UTF-8 "
+        "JSON). Past it the model reads the head with a notice, the page shows the head, and "
+        "the whole is kept for its owner and staff to download (docs/howto/write-a-tool.md).",
+        MODELS,
+    ),
+    EnvVar(
+        "GLOVE_TOOL_RESULT_KEEP_MAX_BYTES",
+        "int",
+        64 * 1024 * 1024,
+        "The largest whole tool result kept for download; a larger one keeps only its head.",
+        MODELS,
+    ),
+    EnvVar(
         "GLOVE_MCP_TOOLS_TTL_SECONDS",
         "float",
         300.0,

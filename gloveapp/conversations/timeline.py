@@ -42,6 +42,9 @@ class ToolEntry:
     denied: bool = False
     # A delegation to a subagent: the child's conversation, shown nested under the call.
     child: Session | None = None
+    # A result past the cap (`core.results`): {"bytes", "shownBytes"}; the page shows the
+    # head and links the whole for download.
+    truncated: dict[str, Any] | None = None
 
     @property
     def shown_message(self) -> str | None:
@@ -196,4 +199,6 @@ def _attach_result(
     tool.data = result.get("data")
     tool.message = result.get("message")
     tool.render_data = result.get("renderData", result.get("render_data"))
+    truncated = result.get("truncated")
+    tool.truncated = truncated if isinstance(truncated, dict) else None
     tool.denied = tool.status == "error" and tool.message == permission_denied_message(tool_name)

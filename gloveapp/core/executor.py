@@ -37,6 +37,7 @@ from gloveapp.core.display import (
 )
 from gloveapp.core.events import TOOL_USE_RESULT, EventBus
 from gloveapp.core.hooks import CallHooks
+from gloveapp.core.results import MAX_TOOL_RESULT_BYTES, bound_result, keep_whole
 from gloveapp.core.store import supports_permissions
 from gloveapp.core.tools import Tool, ToolContext, as_tool_result
 from gloveapp.core.types import AbortError, ToolCall, ToolResult, ToolResultData, json_safe
@@ -112,6 +113,7 @@ class ToolExecutor:
         display_manager: Callable[[], DisplayManager],
         max_retries: int = 3,
         hooks: CallHooks | None = None,
+        max_result_bytes: int = MAX_TOOL_RESULT_BYTES,
     ) -> None:
         self.tools = tools
         self.store = store
@@ -121,6 +123,23 @@ class ToolExecutor:
         self._display_manager = display_manager
         self.max_retries = max_retries
         self.hooks = hooks if hooks is not None else CallHooks()
+        self.max_result_bytes = max_result_bytes
+
+    async def _bounded(self, call: ToolCall, result: ToolResultData) -> ToolResultData:
+        """The result within the cap (`core.results`); the whole goes to the store."""
+        bounded, whole = bound_result(result, self.max_result_bytes)
+        if whole is not None:
+            logger.info(
+                "the result of %s (%s bytes) was cut to %s bytes",
+                call.tool_name,
+                bounded.extra["truncated"]["bytes"],
+                self.max_result_bytes,
+            )
+            try:
+                await keep_whole(self.store, call_id=call.id, tool_name=call.tool_name, whole=whole)
+            except Exception as error:
+                logger.warning("the whole result of %s was not kept: %r", call.tool_name, error)
+        return bounded
 
     def find(self, name: str) -> Tool | None:
         wanted = name.lower()
@@ -133,7 +152,7 @@ class ToolExecutor:
         for call in calls:
             started = time.perf_counter()
             result, stop, ran = await self._execute_one(call, hand_over, abort)
-            result = _json_safe_result(result)
+            result = await self._bounded(call, _json_safe_result(result))
             tool_result = ToolResult(
                 tool_name=call.tool_name,
                 call_id=call.id,
