@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 # dev extra (pytest, Playwright, ruff...) on top.
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
+DOCS_STAMP := $(VENV)/.installed-docs
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -13,6 +14,8 @@ HTTP_WORKERS ?= 2
 HTTP_THREADS ?= 6
 WS_WORKERS ?= 2
 TURN_WORKERS ?= 1
+# Set to also run nginx there, routing as the production proxy does (try it in a browser).
+PROXY_PORT ?=
 DOCS_PORT ?= 8002
 
 .PHONY: run serve-prod test install install-run lint format bench chaos clean docs docs-serve
@@ -31,6 +34,11 @@ $(DEV_STAMP): $(RUN_STAMP)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(DEV_STAMP)
 
+# `make docs` adds only what the site needs (MkDocs), not the test tools.
+$(DOCS_STAMP): $(RUN_STAMP)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	@touch $(DOCS_STAMP)
+
 install-run: $(RUN_STAMP)
 
 install: $(DEV_STAMP)
@@ -43,9 +51,14 @@ run: install-run
 	@sh .ci/check-port $(HOST) $(PORT) $(PY)
 	$(PY) manage.py migrate --noinput
 	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py setup_demo
+	@# Where this server is reached: e-mail links and .mcp.json files name it, and commands
+	@# run from another shell (create_workspace) read it from .make-run-url.
+	@url=$${GLOVE_PUBLIC_URL:-http://$$(test "$(HOST)" = 0.0.0.0 && echo 127.0.0.1 || echo "$(HOST)"):$(PORT)}; \
+	echo "$$url" > .make-run-url
 	@# The turn worker and the mesh demo's roastery peer run beside the server; Ctrl-C (or the
 	@# server exiting) stops all three.
-	@export MESH_TRANSPORT=$${MESH_TRANSPORT:-database} GLOVE_CHAT_MESH=$${GLOVE_CHAT_MESH:-true}; \
+	@export GLOVE_PUBLIC_URL=$$(cat .make-run-url); \
+	export MESH_TRANSPORT=$${MESH_TRANSPORT:-database} GLOVE_CHAT_MESH=$${GLOVE_CHAT_MESH:-true}; \
 	$(PY) manage.py run_agent roastery --mesh-id roastery --capability stock & roastery=$$!; \
 	DEBUG=$${DEBUG:-true} $(PY) manage.py turn_worker & worker=$$!; \
 	trap 'kill $$roastery $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
@@ -61,6 +74,7 @@ serve-prod: install-run
 	$(PY) manage.py migrate --noinput
 	@HOST=$(HOST) PORT=$(PORT) WS_PORT=$(WS_PORT) HTTP_WORKERS=$(HTTP_WORKERS) \
 		HTTP_THREADS=$(HTTP_THREADS) WS_WORKERS=$(WS_WORKERS) TURN_WORKERS=$(TURN_WORKERS) \
+		PROXY_PORT=$(PROXY_PORT) \
 		exec $(PY) .ci/serve_prod.py
 
 lint: install
@@ -83,11 +97,11 @@ test: lint
 # The documentation site (mkdocs.yml, docs/): built offline into site/, every warning an error
 # and every internal link and anchor checked; the reference's generated parts come from the
 # code. `make test` builds it too (tests/suite/test_docs.py).
-docs: install
+docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The site on http://127.0.0.1:8002 (search needs HTTP), rebuilt as pages change.
-docs-serve: install
+docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict -a $(HOST):$(DOCS_PORT)
 
 # Every bench/*.py in turn; bench/run_all.py writes bench/results.json and bench/results.md

@@ -10,10 +10,14 @@ supervisor running it (systemd, a container runtime) restarts the whole stack in
 leaving it half up. SIGTERM or SIGINT stops everything and exits 0.
 
 Configured by the environment (the Makefile passes its variables): HOST, PORT, WS_PORT,
-HTTP_WORKERS, HTTP_THREADS, WS_WORKERS, TURN_WORKERS. Standard library only; Linux (it
-becomes the child subreaper, so a master's orphaned workers are stopped too).
+HTTP_WORKERS, HTTP_THREADS, WS_WORKERS, TURN_WORKERS, and PROXY_PORT: when set, nginx
+(Debian's `nginx` package) runs beside them on that port and routes as the production proxy
+does (`/ws/` and `/mcp/` to WS_PORT, the rest to PORT), so the whole topology can be tried in
+a browser at one address. Standard library only; Linux (it becomes the child subreaper, so a
+master's orphaned workers are stopped too).
 
     HOST=127.0.0.1 PORT=8000 WS_PORT=8001 .venv/bin/python .ci/serve_prod.py
+    PROXY_PORT=8080 .venv/bin/python .ci/serve_prod.py     # then http://127.0.0.1:8080/
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -77,7 +83,7 @@ def processes() -> list[tuple[str, list[str], dict[str, str]]]:
         "--workers",
         setting("WS_WORKERS", "2"),
         "--ws",
-        "websockets",
+        "websockets-sansio",
         "--lifespan",
         "off",
         "--no-access-log",
@@ -88,11 +94,77 @@ def processes() -> list[tuple[str, list[str], dict[str, str]]]:
         ("http (granian)", http, {}),
         ("websockets (uvicorn)", websockets, {"GLOVE_SERVER": "asgi"}),
     ]
+    if proxy_port := os.environ.get("PROXY_PORT"):
+        found.append(("proxy (nginx)", nginx_command(host, proxy_port), {}))
     turn = [sys.executable, "manage.py", "turn_worker"]
     count = int(setting("TURN_WORKERS", "1"))
     for number in range(1, count + 1):
         found.append((f"turn worker {number}" if count > 1 else "turn worker", turn, {}))
     return found
+
+
+# The production proxy's routing (docs/howto/deploy.md), for trying the topology locally.
+# `$http_host` keeps the port, so Django's CSRF check sees the address the browser used.
+NGINX_CONF = """
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log stderr warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    client_max_body_size 16m;
+    server {{
+        listen {host}:{port};
+        location /ws/ {{
+            proxy_pass http://127.0.0.1:{ws_port};
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection "upgrade";
+            proxy_set_header Host $http_host;
+            proxy_read_timeout 1h;
+        }}
+        location /mcp/ {{
+            proxy_pass http://127.0.0.1:{ws_port};
+            proxy_http_version 1.1;
+            proxy_set_header Host $http_host;
+            proxy_buffering off;
+        }}
+        location / {{
+            proxy_pass http://127.0.0.1:{http_port};
+            proxy_set_header Host $http_host;
+        }}
+    }}
+}}
+"""
+
+
+# Folders of ours to remove once everything has stopped.
+LEFT_BEHIND: list[Path] = []
+
+
+def nginx_command(host: str, port: str) -> list[str]:
+    """nginx in the foreground on `port`, its configuration and files in a folder of its own."""
+    nginx = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+    if nginx is None:
+        say("PROXY_PORT needs nginx: apt-get install nginx (Debian's package)")
+        sys.exit(2)
+    prefix = Path(tempfile.mkdtemp(prefix="glove-proxy-"))
+    prefix.chmod(0o755)
+    LEFT_BEHIND.append(prefix)
+    conf = NGINX_CONF.format(
+        prefix=prefix,
+        host=host,
+        port=port,
+        ws_port=setting("WS_PORT", "8001"),
+        http_port=setting("PORT", "8000"),
+    )
+    (prefix / "nginx.conf").write_text(conf)
+    return [nginx, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"]
 
 
 def say(text: str) -> None:
@@ -189,6 +261,8 @@ def main() -> int:
     else:
         say(f"{signal.Signals(asked[0]).name} received; stopping everything")
     stop_everything(running)
+    for folder in LEFT_BEHIND:
+        shutil.rmtree(folder, ignore_errors=True)
     if ended is None:
         say("stopped")
         return 0

@@ -58,6 +58,8 @@ class EnvVar:
         return str(self.default)
 
 
+PUBLIC_URL_DEFAULT = "http://127.0.0.1:8000"
+
 GENERAL = "Django and the web server"
 HTTPS = "HTTPS and proxies"
 DATABASE = "The database"
@@ -735,8 +737,10 @@ DECLARATIONS: tuple[EnvVar, ...] = (
     EnvVar(
         "GLOVE_PUBLIC_URL",
         "str",
-        "http://127.0.0.1:8000",
-        "The server's URL as agents reach it (printed into `.mcp.json`).",
+        PUBLIC_URL_DEFAULT,
+        "The server's URL as agents and e-mail links reach it (printed into `.mcp.json`). "
+        "`make run` sets it to where it serves; `create_workspace` run from another shell "
+        "follows the port `make run` last served on.",
         WORKSPACE,
     ),
     EnvVar(

@@ -22,6 +22,7 @@ from gloveapp.core.providers.base import ToolSpec
 from gloveapp.core.providers.scripted import ScriptedModel, ScriptedTurn
 from gloveapp.core.types import Message, ToolCall, ToolResult
 from gloveapp.demo.catalogue import CatalogueEntry, find_entry
+from gloveapp.demo.demo_extensions import describe_extension_result, use_extension
 from gloveapp.demo.demo_mesh import (
     answer_mesh_question,
     ask_roastery,
@@ -82,7 +83,7 @@ class DemoModel(ScriptedModel):
         if messages and messages[-1].is_compaction_request:
             reply = _say(self._summary(messages))
         else:
-            reply = self._reply(messages, {tool.name for tool in tools or []})
+            reply = self._reply(messages, {tool.name: tool for tool in tools or []})
             if reply.text and not _has_spoken(messages):
                 reply.text = f"{DISCLOSURE}\n\n{reply.text}"
         return ScriptedTurn(
@@ -92,7 +93,8 @@ class DemoModel(ScriptedModel):
         )
 
     # -- choosing a reply -------------------------------------------------------------------
-    def _reply(self, messages: list[Message], tools: set[str]) -> Message:
+    def _reply(self, messages: list[Message], specs: dict[str, ToolSpec]) -> Message:
+        tools = set(specs)
         context = _without_trailing_reminders(messages)
         if not context:
             return _say(CAPABILITIES)
@@ -110,6 +112,9 @@ class DemoModel(ScriptedModel):
             )
             return answer or _say(self._relay(without_echoes(news)))
         text = last.text.strip()
+        used = use_extension(text, specs)
+        if used is not None:
+            return used
         asked = ask_roastery(text, tools, self._find)
         if asked is not None:
             return asked
@@ -200,7 +205,7 @@ class DemoModel(ScriptedModel):
             return "That was stopped before it finished."
         describe = _DESCRIBERS.get(name)
         if describe is None:
-            return f"Done ({name})."
+            return describe_extension_result(name, outcome.data) or f"Done ({name})."
         return describe(data, tool_input if isinstance(tool_input, dict) else {})
 
     def _summary(self, messages: list[Message]) -> str:

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from gloveapp.agents.config import get_agent_spec
+from gloveapp.conf import PUBLIC_URL_DEFAULT
 from gloveapp.core.input_rules import unstorable_text_problem
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import workspace_stream
@@ -52,6 +53,24 @@ class EntryInvalid(ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}")
+
+
+# `make run` notes where it serves in this file beside manage.py, so that a command run from
+# another shell (create_workspace) prints URLs of that server, not of the default port.
+SERVED_URL_FILE = ".make-run-url"
+
+
+def public_url() -> str:
+    """The server's URL as agents reach it: `GLOVE_PUBLIC_URL` when set (in the environment
+    or the settings), else where `make run` last served, else the default."""
+    configured = settings.GLOVE_PUBLIC_URL
+    if os.environ.get("GLOVE_PUBLIC_URL") or configured != PUBLIC_URL_DEFAULT:
+        return configured
+    try:
+        served = (settings.BASE_DIR / SERVED_URL_FILE).read_text().strip()
+    except (OSError, AttributeError, TypeError):
+        return configured
+    return served if served.startswith(("http://", "https://")) else configured
 
 
 def mcp_url(base_url: str, workspace_id: str) -> str:

@@ -123,7 +123,7 @@ class LiveServer:
                 "--port",
                 str(self.port),
                 "--ws",
-                "websockets",
+                "websockets-sansio",
                 "--lifespan",
                 "off",
                 "--no-access-log",

@@ -1,9 +1,16 @@
 """A newcomer's first command: `make run` in a fresh clone serves its first page, and it
-installs what running needs, not the test tools (pytest, Playwright, ruff: the dev extra)."""
+installs what running needs, not the test tools (pytest, Playwright, ruff: the dev extra).
+Then the README's step 3, its commands read from the README itself, on the port `make run`
+was given: the workspace's `.mcp.json` names that server, stays out of git, and the
+example's push (a note and a file) reaches the demo user's inbox. Last, `make docs` builds
+the site adding MkDocs only."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -73,6 +80,16 @@ def test_make_run_in_a_fresh_clone_serves_the_first_page_without_test_tools(tmp_
         for test_tool in ("pytest", "playwright", "ruff", "schemathesis", "importlinter"):
             assert not (site / test_tool).exists(), f"make run installed {test_tool}"
         assert (site / "django").exists() and (site / "daphne").exists()
+
+        follow_readme_step_3(clone, port)
+
+        # `make docs` adds MkDocs, still without the test tools.
+        docs = in_clone(clone, ["make", "docs"], timeout=600)
+        assert docs.returncode == 0, docs.stdout[-3000:] + docs.stderr[-3000:]
+        assert (clone / "site" / "index.html").exists()
+        assert (site / "mkdocs").exists() and (site / "material").exists()
+        for test_tool in ("pytest", "playwright", "ruff", "schemathesis"):
+            assert not (site / test_tool).exists(), f"make docs installed {test_tool}"
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGTERM)
@@ -82,3 +99,49 @@ def test_make_run_in_a_fresh_clone_serves_the_first_page_without_test_tools(tmp_
                 os.killpg(run.pid, signal.SIGKILL)
                 run.wait()
         log.close()
+
+
+def readme_step_3(clone: Path) -> list[list[str]]:
+    readme = (clone / "README.md").read_text()
+    step = readme[readme.index("3. **Workspace inbox.**") : readme.index("4. **Mesh.**")]
+    return [shlex.split(command) for command in re.findall(r"`(\.venv/bin/python [^`]+)`", step)]
+
+
+def in_clone(clone: Path, args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        args, cwd=clone, env=newcomer_env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
+def follow_readme_step_3(clone: Path, port: int) -> None:
+    create, push = readme_step_3(clone)
+    made = in_clone(clone, create)
+    assert made.returncode == 0, made.stderr
+    server = json.loads((clone / ".mcp.json").read_text())["mcpServers"]["glove-workspace"]
+    assert server["url"].startswith(f"http://127.0.0.1:{port}/mcp/ws-")
+    status = in_clone(clone, ["git", "status", "--porcelain"]).stdout
+    assert ".mcp.json" not in status and ".make-run-url" not in status, status
+
+    pushed = in_clone(clone, push)
+    assert pushed.returncode == 0, pushed.stderr
+    answer = json.loads(pushed.stdout)["pushed"]
+    assert answer["ok"] is True, answer
+
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as browser:
+        login = browser.get("/accounts/login/")
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text)[1]
+        browser.post(
+            "/accounts/login/",
+            data={"username": "demo", "password": "demo-coffee", "csrfmiddlewaretoken": csrf},
+            headers={"Referer": f"http://127.0.0.1:{port}/accounts/login/"},
+        )
+        inbox = browser.get("/inbox/")
+    assert inbox.status_code == 200 and "/accounts/login/" not in str(inbox.url)
+    assert "the overview is in README.md" in inbox.text
+
+    again = in_clone(clone, create)
+    assert again.returncode != 0 and "--force" in again.stderr
+    replaced = in_clone(clone, [*create, "--force"])
+    assert replaced.returncode == 0, replaced.stderr
+    renewed = json.loads((clone / ".mcp.json").read_text())["mcpServers"]["glove-workspace"]
+    assert renewed["headers"] != server["headers"]  # a new workspace, its own token

@@ -11,6 +11,7 @@ exits non-zero, for the supervisor to restart the whole. The heal times are prin
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 
@@ -126,3 +127,63 @@ def test_the_deploy_guide_runs_the_servers_exactly_as_serve_prod_does(monkeypatc
             continue
         arguments = " ".join(command[1:])
         assert flat.count(arguments) == 2, f"{name}: {arguments!r} not in the guide twice"
+
+
+def test_serve_prod_with_a_proxy_port_serves_the_whole_topology_at_one_address():
+    """`make serve-prod PROXY_PORT=…` (the deploy guide's way to try it in a browser): nginx
+    routes as the production proxy does, so a login, the static files, a chat's page and its
+    live socket all work through one address."""
+    import asyncio
+    import json
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from websockets.asyncio.client import connect
+
+    from tests.healing.serve_prod import ROOT, free_port
+    from tests.healing.stack import PASSWORD, Browser
+
+    proxy_port = free_port()
+    with ServeProd(
+        http_workers=1, ws_workers=2, extra_env={"PROXY_PORT": str(proxy_port)}
+    ) as stack:
+        proxy = f"http://127.0.0.1:{proxy_port}"
+        until(lambda: stack.answers(proxy))
+        make_user = (
+            "from django.contrib.auth import get_user_model; "
+            f"get_user_model().objects.create_user('ann', password='{PASSWORD}')"
+        )
+        subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", make_user],
+            cwd=ROOT,
+            env=stack.env,
+            check=True,
+            capture_output=True,
+        )
+        browser = Browser(SimpleNamespace(url=proxy))
+        session_id = browser.new_session()
+        page = browser.client.get(f"/sessions/{session_id}/")
+        assert page.status_code == 200, page.text[-2000:]
+        assets = re.findall(r'(?:href|src)="(/static/[^"]+\.(?:css|js))"', page.text)
+        assert assets and all(browser.client.get(a).status_code == 200 for a in assets)
+
+        sent = browser.post(f"/sessions/{session_id}/messages", {"text": "show me the menu"})
+        assert sent.status_code == 303
+
+        async def first_frame() -> str:
+            cookies = "; ".join(f"{k}={v}" for k, v in browser.client.cookies.items())
+            async with connect(
+                f"ws://127.0.0.1:{proxy_port}/ws/sessions/{session_id}/?last_event_id=0",
+                additional_headers={"Cookie": cookies},
+                origin=proxy,
+            ) as socket:
+                return await asyncio.wait_for(socket.recv(), 10)
+
+        # The socket was accepted through the proxy and replays the chat's stored events.
+        frame = json.loads(asyncio.run(first_frame()))
+        assert frame["id"] >= 1 and frame["type"] in ("session.updated", "message.appended")
+        assert "proxy (nginx)" in stack.log_tail()
+        # The documented servers start without a deprecation warning (uvicorn's legacy
+        # `--ws websockets` printed one).
+        assert "Deprecat" not in stack.log_tail(20000)

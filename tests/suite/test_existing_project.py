@@ -5,7 +5,9 @@ A fresh `django-admin startproject mysite` in a temporary folder gets the how-to
 and the test cannot drift apart. Then, in processes of that project on its own SQLite file:
 `migrate`, a `turn_worker`, and a script that drives the mounted routes (/glove/,
 /glove/api/) as a customer and a member of staff would: a chat turn, an inbox item resolved
-over REST, and the next turn that reads it.
+over REST, and the next turn that reads it. Then the page's "Run it" lines as written: the
+first user made by `createsuperuser`, the page's Daphne line serving the project, whose
+login page, static files and chat list a browser then gets.
 """
 
 from __future__ import annotations
@@ -13,16 +15,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HOWTO = ROOT / "docs" / "howto" / "existing-project.md"
 FENCE = re.compile(r"```python\n(# (settings|urls|asgi)\.py[^\n]*\n.*?)```", re.DOTALL)
+RUN_IT = re.compile(r"## 4\. Run it\s+```sh\n(.*?)```", re.DOTALL)
 
 # Drives the project through Django's test client, in the project's own process.
 DRIVE = r"""
@@ -113,6 +120,16 @@ def howto_files() -> dict[str, str]:
     return found
 
 
+def run_it_lines() -> list[list[str]]:
+    """The page's "Run it" block, each line's command without its comment or `&`."""
+    block = RUN_IT.search(HOWTO.read_text())
+    assert block, "the how-to lost its Run it block"
+    lines = [
+        line.split("#", 1)[0].strip().removesuffix("&").strip() for line in block[1].splitlines()
+    ]
+    return [shlex.split(line) for line in lines if line]
+
+
 def run(site: Path, *args: str, env: dict[str, str]) -> str:
     result = subprocess.run(
         [sys.executable, *args], cwd=site, env=env, capture_output=True, text=True, timeout=300
@@ -132,6 +149,8 @@ def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         if not key.startswith(("DJANGO_", "GLOVE_", "DATABASE_", "REDIS_", "MESH_"))
     }
     env |= {"DJANGO_SETTINGS_MODULE": "mysite.settings", "PYTHONPATH": str(site)}
+    # As in an activated virtual environment: its console scripts (daphne) on the PATH.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     run(site, "-m", "django", "startproject", "mysite", str(site), env=env)
     files = howto_files()
     settings = site / "mysite" / "settings.py"
@@ -181,3 +200,79 @@ def test_it_runs_a_chat_turn_and_a_resolution_in_a_project_of_its_own(project):
     assert result["api_refusal"] == [400, ["details", "error", "field"]]
     assert "Kenya AA is back: 12 bags" in result["second_reply"]
     assert result["item_status"] == "consumed"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.timeout(600)
+def test_its_run_lines_serve_the_login_page_static_files_and_the_chats(project):
+    site, env = project
+    commands = run_it_lines()
+    assert [c[:3] for c in commands[:3]] == [
+        ["python", "manage.py", "migrate"],
+        ["python", "manage.py", "createsuperuser"],
+        ["python", "manage.py", "turn_worker"],
+    ]
+    serve = commands[3]
+    assert serve[0] == "daphne"
+    run(site, *commands[0][1:], "--noinput", env=env)
+    # createsuperuser as the page says, its answers given as Django reads them unattended.
+    first_user = {
+        "DJANGO_SUPERUSER_USERNAME": "owner",
+        "DJANGO_SUPERUSER_EMAIL": "owner@example.com",
+        "DJANGO_SUPERUSER_PASSWORD": "a-first-login-9",
+    }
+    run(site, *commands[1][1:], "--noinput", env=env | first_user)
+    port = free_port()
+    server = subprocess.Popen(
+        [*serve[:-1], "-p", str(port), serve[-1]],
+        cwd=site,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(base + "/", timeout=2)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and server.poll() is None, "daphne did not start"
+                time.sleep(0.2)
+        with httpx.Client(base_url=base, timeout=30, follow_redirects=True) as browser:
+            login = browser.get("/glove/")
+            assert login.status_code == 200, login.text[-2000:]
+            assert str(login.url).startswith(f"{base}/accounts/login/")
+            styles = re.findall(r'href="(/static/[^"]+\.css)"', login.text)
+            scripts = re.findall(r'src="(/static/[^"]+\.js)"', login.text)
+            assert styles
+            for asset in styles + scripts:
+                assert browser.get(asset).status_code == 200, asset
+            csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text)[1]
+            chats = browser.post(
+                str(login.url),
+                data={
+                    "username": "owner",
+                    "password": "a-first-login-9",
+                    "csrfmiddlewaretoken": csrf,
+                    "next": "/glove/",
+                },
+                headers={"Referer": str(login.url)},
+            )
+            assert chats.status_code == 200
+            assert str(chats.url) == f"{base}/glove/"
+            assert "New chat" in chats.text
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

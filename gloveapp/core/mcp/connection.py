@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import shutil
 import sys
 from dataclasses import dataclass
 from datetime import timedelta
@@ -155,7 +157,7 @@ class McpConnection:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         params = StdioServerParameters(
-            command=config.command or "",
+            command=resolve_command(config.command or ""),
             args=list(config.args),
             env=config.resolved_env() or None,
             cwd=config.cwd,
@@ -298,6 +300,20 @@ class _WatchedStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def resolve_command(command: str) -> str:
+    """A stdio server's program: a path as given; a bare name from the PATH, else beside this
+    Python (the console scripts of its virtual environment, which a process started as
+    `.venv/bin/python manage.py turn_worker` does not have on its PATH). A name found in
+    neither raises FileNotFoundError naming it and where it was looked for."""
+    if not command or os.sep in command or (os.altsep and os.altsep in command):
+        return command
+    beside_python = os.path.dirname(sys.executable)
+    found = shutil.which(command) or shutil.which(command, path=beside_python)
+    if found is None:
+        raise FileNotFoundError(f"command {command!r} not found on the PATH or in {beside_python}")
+    return found
 
 
 def describe(error: BaseException) -> str:

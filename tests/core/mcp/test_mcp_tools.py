@@ -228,3 +228,25 @@ async def test_it_prompts_for_tools_not_marked_read_only(everything):
 
     assert permission["everything__echo"] is False  # readOnlyHint
     assert permission["everything__toggle-simulated-logging"] is True
+
+
+async def test_a_bare_command_is_found_beside_python_when_the_path_lacks_the_virtualenv(
+    monkeypatch,
+):
+    # As `make run` starts the worker: `.venv/bin/python manage.py turn_worker`, with the
+    # virtual environment's bin/ not on the PATH.
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    toolbox = McpToolbox([{"name": "time", "command": "mcp-server-time"}])
+    _, model, _ = await run_with(toolbox, ["Ok."])
+
+    assert toolbox.unavailable == []
+    assert "time__get_current_time" in [spec.name for spec in model.calls[0].tools]
+
+
+async def test_a_missing_command_is_named_in_the_notice():
+    toolbox = McpToolbox([{"name": "clock", "command": "no-such-mcp-server"}])
+    await run_with(toolbox, ["Still here."])
+
+    assert [u.name for u in toolbox.unavailable] == ["clock"]
+    notice = toolbox.unavailable[0].notice()
+    assert "'no-such-mcp-server' not found on the PATH" in notice, notice

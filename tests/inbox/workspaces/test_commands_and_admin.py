@@ -44,6 +44,92 @@ def test_it_creates_a_workspace_printing_the_token_once_and_storing_only_its_has
     assert server["headers"]["Authorization"] == f"Bearer {token}"
 
 
+def mcp_json_server(folder) -> dict:
+    return json.loads((folder / ".mcp.json").read_text())["mcpServers"]["glove-workspace"]
+
+
+def test_it_names_the_server_make_run_last_served_unless_a_url_is_configured(
+    ann, tmp_path, settings, monkeypatch
+):
+    monkeypatch.delenv("GLOVE_PUBLIC_URL", raising=False)
+    settings.BASE_DIR = tmp_path
+    (tmp_path / ".make-run-url").write_text("http://127.0.0.1:8100\n")
+    folder = tmp_path / "work"
+    folder.mkdir()
+    call_command(
+        "create_workspace",
+        "--label",
+        "A",
+        "--root",
+        str(folder),
+        "--owner",
+        "ann",
+        "--write",
+        stdout=StringIO(),
+    )
+    assert mcp_json_server(folder)["url"].startswith("http://127.0.0.1:8100/mcp/ws-")
+
+    settings.GLOVE_PUBLIC_URL = "https://glove.example.com"
+    call_command(
+        "create_workspace",
+        "--label",
+        "B",
+        "--root",
+        str(folder),
+        "--owner",
+        "ann",
+        "--write",
+        "--force",
+        stdout=StringIO(),
+    )
+    assert mcp_json_server(folder)["url"].startswith("https://glove.example.com/mcp/ws-")
+
+
+def test_write_force_replaces_an_mcp_json_keeping_it_private(ann, tmp_path):
+    (tmp_path / ".mcp.json").write_text("{}")
+    with pytest.raises(CommandError, match="--force"):
+        call_command(
+            "create_workspace",
+            "--label",
+            "A",
+            "--root",
+            str(tmp_path),
+            "--owner",
+            "ann",
+            "--write",
+            stdout=StringIO(),
+        )
+    assert Workspace.objects.count() == 0
+    with pytest.raises(CommandError, match="only with --write"):
+        call_command(
+            "create_workspace",
+            "--label",
+            "A",
+            "--root",
+            str(tmp_path),
+            "--owner",
+            "ann",
+            "--force",
+            stdout=StringIO(),
+        )
+    call_command(
+        "create_workspace",
+        "--label",
+        "A",
+        "--root",
+        str(tmp_path),
+        "--owner",
+        "ann",
+        "--write",
+        "--force",
+        stdout=StringIO(),
+    )
+    workspace = Workspace.objects.get()
+    assert mcp_json_server(tmp_path)["url"].endswith(f"/mcp/{workspace.pk}")
+    assert oct((tmp_path / ".mcp.json").stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in tmp_path.iterdir()] == [".mcp.json"]  # no temporary file left
+
+
 def test_it_refuses_a_root_that_is_not_a_folder(ann, tmp_path):
     with pytest.raises(CommandError, match="root"):
         call_command(
