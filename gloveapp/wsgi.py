@@ -25,7 +25,11 @@ else:
 from django.core.exceptions import ImproperlyConfigured
 from django.core.wsgi import get_wsgi_application
 
-application = get_wsgi_application()
+from gloveapp.unread_body import drain_unread_bodies
+
+# A refused request's unread body must not cost the client its next request on the same
+# keep-alive connection (gloveapp/unread_body.py).
+application = drain_unread_bodies(get_wsgi_application())
 
 from gloveapp.checks import leaky_connection_settings  # noqa: E402
 
