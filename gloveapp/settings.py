@@ -507,6 +507,8 @@ GLOVE_WORKSPACE_RENDER_SECONDS = env("GLOVE_WORKSPACE_RENDER_SECONDS")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # A refused request is one line, a database outage one line (gloveapp/logs.py).
+    "filters": {"refusals": {"()": "gloveapp.logs.RefusalFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals"]}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL")},
 }
