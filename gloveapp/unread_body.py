@@ -44,9 +44,9 @@ class _CountingInput:
             yield line
 
 
-def _declared_length(environ: dict[str, Any]) -> int:
+def _declared_length(meta: dict[str, Any]) -> int:
     try:
-        return max(0, int(environ.get("CONTENT_LENGTH") or 0))
+        return max(0, int(meta.get("CONTENT_LENGTH") or 0))
     except ValueError:
         return 0
 
