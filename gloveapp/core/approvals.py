@@ -104,8 +104,10 @@ class ApprovalPolicy:
     on_expire_text: str | None = None
     # Argument names shown to staff only (a customer's page shows the rest).
     staff_only: tuple[str, ...] = field(default=())
-    # When only some calls need a person (an order over a threshold): `when(raw_input)`
-    # true asks, false runs at once. Not stored with the request: the executor's rule.
+    # When only some calls need a person (an order over a threshold): `when(args)` true
+    # asks, false runs at once; `args` are as the tool receives them (validated, coerced),
+    # and a `when` that raises asks (the executor's `policy_applies`). Not stored with the
+    # request: the executor's rule.
     when: Callable[[Any], bool] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -119,9 +121,9 @@ class ApprovalPolicy:
             object.__setattr__(self, name, _seconds(getattr(self, name), name))
         object.__setattr__(self, "staff_only", tuple(self.staff_only))
 
-    def applies(self, raw_input: Any) -> bool:
-        """Does this call need a decision? (Checked with the raw input, as permission is.)"""
-        return self.when is None or bool(self.when(raw_input))
+    def applies(self, args: Any) -> bool:
+        """Does this call need a decision? `args` as the tool will receive them."""
+        return self.when is None or bool(self.when(args))
 
     def to_dict(self) -> dict[str, Any]:
         return {
