@@ -13,6 +13,8 @@ from websockets.asyncio.client import connect
 
 from tests.api.liveserver import LiveServer
 
+pytestmark = pytest.mark.apart  # mostly waits on its own Daphne
+
 PASSWORD = "pw-quiet-123456"
 
 
