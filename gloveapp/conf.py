@@ -234,9 +234,36 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         DATABASE,
     ),
     EnvVar(
+        "DATABASE_DIRECT_URL",
+        "str",
+        "",
+        "PostgreSQL behind PgBouncer in transaction mode (`DATABASE_URL` names PgBouncer): "
+        "the server itself, for the connections that `LISTEN` (the live relay, the turn "
+        "worker), which a transaction pooler cannot carry.",
+        DATABASE,
+    ),
+    EnvVar(
+        "DATABASE_REPLICA_URLS",
+        "list",
+        [],
+        "PostgreSQL streaming replicas of `DATABASE_URL`, comma-separated: reads that "
+        "tolerate lag (admin lists, the decided approvals' history) go to them; a chat's "
+        "reads, the worker's and anything right after its reader's own write stay on the "
+        "primary (docs/explanation/scale.md).",
+        DATABASE,
+    ),
+    EnvVar(
+        "GLOVE_REPLICA_PIN_SECONDS",
+        "float",
+        5.0,
+        "After a person's write (POST, PUT, PATCH, DELETE), how long their reads stay on the "
+        "primary, so a list they go back to shows their change while a replica lags.",
+        DATABASE,
+    ),
+    EnvVar(
         "GLOVE_PREPARED_STATEMENTS",
         "bool",
-        True,
+        Derived("`true`; `false` when `DATABASE_DIRECT_URL` is set (behind PgBouncer)"),
         "PostgreSQL: the hot statements (appends, history reads) are prepared once per "
         "connection. Turn off behind a transaction-pooling PgBouncer older than 1.21.",
         DATABASE,
@@ -944,6 +971,7 @@ _DERIVED_APP_DEFAULTS: dict[str, Callable[[Any], Any]] = {
     "GLOVE_CHAT_RATE": lambda settings: f"{settings.GLOVE_TURNS_PER_USER_PER_MINUTE}/min",
     # Another project's login page never names this project's demo logins.
     "GLOVE_DEMO_LOGIN_HINT": lambda settings: False,
+    "GLOVE_PREPARED_STATEMENTS": lambda settings: not getattr(settings, "DATABASE_DIRECT_URL", ""),
 }
 
 

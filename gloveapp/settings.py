@@ -84,6 +84,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Lets admin lists and views marked @reads_may_lag read a replica (none configured: a
+    # no-op), and keeps a person who just wrote on the primary (gloveapp/replicas.py).
+    "gloveapp.replicas.LagTolerantReads",
     # Django's, its storage built when a message is read or added (gloveapp/middleware.py).
     "gloveapp.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -160,10 +163,24 @@ if (
         # A connection the server closed (a restart) is replaced, not handed to a request.
         "check": pool_check,
     }
+# PgBouncer in transaction mode in front of PostgreSQL: DATABASE_URL names PgBouncer, and
+# DATABASE_DIRECT_URL the server, for the LISTEN connections (gloveapp/live/relay.py), which
+# hold a session a transaction pooler would hand to someone else.
+DATABASE_DIRECT_URL = env("DATABASE_DIRECT_URL")
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
 # instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
 # PgBouncer older than 1.21, which cannot keep prepared statements.
-GLOVE_PREPARED_STATEMENTS = env("GLOVE_PREPARED_STATEMENTS")
+GLOVE_PREPARED_STATEMENTS = env("GLOVE_PREPARED_STATEMENTS", default=not DATABASE_DIRECT_URL)
+# Streaming replicas: reads that tolerate lag go there (gloveapp/replicas.py), with the
+# primary's connection settings; migrations and writes never.
+for number, url in enumerate(env("DATABASE_REPLICA_URLS"), start=1):
+    DATABASES[f"replica{number}"] = {
+        **dj_database_url.parse(url, conn_max_age=DATABASES["default"]["CONN_MAX_AGE"]),
+        "OPTIONS": dict(DATABASES["default"].get("OPTIONS", {})),
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_ROUTERS = ["gloveapp.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []
+GLOVE_REPLICA_PIN_SECONDS = env("GLOVE_REPLICA_PIN_SECONDS")
 # PostgreSQL: an append outside a transaction lets go of its session's lock when its rows
 # are written, not when they reach the disk, and answers once they have
 # (docs/explanation/performance.md, "Durability"). Off: one session's appends also wait

@@ -315,3 +315,144 @@ class RedisServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+class ReplicaServer(PostgresServer):
+    """A streaming replica of `primary` on a free port: `pg_basebackup -R` from the running
+    primary, then started as a hot standby. `pause()` holds its replay (a replica as far
+    behind as a test needs), `resume()` lets it catch up."""
+
+    def __init__(self, primary: PostgresServer, *, port: int | None = None) -> None:
+        super().__init__(port=port, max_connections=primary.max_connections)
+        self.primary = primary
+
+    def start(self) -> ReplicaServer:
+        if not self._made:
+            _give_to(self.folder, self.user)
+            subprocess.run(
+                [
+                    str(self.bindir / "pg_basebackup"),
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.primary.port),
+                    "-U",
+                    "postgres",
+                    "-D",
+                    str(self.data),
+                    "-R",
+                    "--checkpoint=fast",
+                    "--wal-method=stream",
+                ],
+                check=True,
+                capture_output=True,
+                user=self.user,
+                timeout=STARTUP_TIMEOUT + 60,
+            )
+            self.data.chmod(0o700)
+            self._made = True
+            atexit.register(self.destroy)
+        self._pg_ctl("start", "-w", "-t", str(int(STARTUP_TIMEOUT)), "-o", self._options())
+        self._wait_accepting()
+        return self
+
+    def pause(self) -> None:
+        self.execute("SELECT pg_wal_replay_pause()")
+
+    def resume(self) -> None:
+        self.execute("SELECT pg_wal_replay_resume()")
+
+    def caught_up(self) -> bool:
+        """Everything the primary has written is replayed here."""
+        import psycopg
+
+        with psycopg.connect(self.primary.url(), autocommit=True) as conn:
+            written = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            behind = conn.execute(
+                "SELECT pg_wal_lsn_diff(%s, pg_last_wal_replay_lsn())", [written]
+            ).fetchone()[0]
+        return behind <= 0
+
+
+def pgbouncer_binary() -> str | None:
+    return shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin:/sbin")
+
+
+class PgBouncer:
+    """PgBouncer (Debian's package) in transaction mode on a free port, in front of a
+    PostgreSQL server: every database of `server` under the same name."""
+
+    def __init__(self, server: PostgresServer, *, port: int | None = None) -> None:
+        binary = pgbouncer_binary()
+        if binary is None:
+            raise RuntimeError("pgbouncer is not installed (apt-get install pgbouncer)")
+        self.binary = binary
+        self.server = server
+        self.port = port or free_port()
+        self.folder = Path(tempfile.mkdtemp(prefix="glove-pgbouncer-"))
+        self.process: subprocess.Popen | None = None
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> PgBouncer:
+        (self.folder / "users.txt").write_text('"postgres" ""\n')
+        (self.folder / "pgbouncer.ini").write_text(
+            "[databases]\n"
+            f"* = host=127.0.0.1 port={self.server.port}\n"
+            "[pgbouncer]\n"
+            "listen_addr = 127.0.0.1\n"
+            f"listen_port = {self.port}\n"
+            f"unix_socket_dir = {self.folder}\n"
+            "auth_type = trust\n"
+            f"auth_file = {self.folder / 'users.txt'}\n"
+            "pool_mode = transaction\n"
+            "max_client_conn = 500\n"
+            "default_pool_size = 20\n"
+            # What some clients send at connect that PgBouncer would refuse.
+            "ignore_startup_parameters = extra_float_digits\n"
+            "server_reset_query = \n"
+            "server_check_delay = 1\n"
+            # After the server went away, try again within a second (default 15 s).
+            "server_login_retry = 0\n"
+            f"logfile = {self.folder / 'pgbouncer.log'}\n"
+        )
+        user = _os_user()
+        if user is not None:
+            _give_to(self.folder, user)
+        self.process = subprocess.Popen(
+            [self.binary, str(self.folder / "pgbouncer.ini")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            user=user,
+        )
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"pgbouncer did not start:\n{self.log_tail()}") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def log_tail(self, size: int = 4000) -> str:
+        path = self.folder / "pgbouncer.log"
+        return path.read_text(errors="replace")[-size:] if path.exists() else ""
+
+    def __enter__(self) -> PgBouncer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import dj_database_url
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
@@ -368,6 +369,21 @@ def listen_params() -> dict:
     # Django's sync cursor class and adapter context do not belong on an async connection.
     params.pop("cursor_factory", None)
     params.pop("context", None)
+    direct_url = getattr(settings, "DATABASE_DIRECT_URL", "")
+    if direct_url:
+        # Behind a transaction pooler: a LISTEN needs a session of its own on the server.
+        direct = dj_database_url.parse(direct_url)
+        for key, value in (
+            ("host", direct.get("HOST")),
+            ("port", direct.get("PORT")),
+            ("dbname", direct.get("NAME")),
+            ("user", direct.get("USER")),
+            ("password", direct.get("PASSWORD")),
+        ):
+            if value:
+                params[key] = value
+            else:
+                params.pop(key, None)
     return params
 
 

@@ -1,5 +1,7 @@
 """The stack the healing tests break: a server and two turn workers on a PostgreSQL of the
-tests' own (and, for RQ, a Redis of their own; tests/servers.py), on each task backend."""
+tests' own (and, for RQ, a Redis of their own; tests/servers.py), on each task backend, and
+once more on the database queue through PgBouncer in transaction mode (the production
+topology: `DATABASE_URL` names PgBouncer, the LISTEN connections go direct)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import pytest
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
 from tests.healing.stack import PASSWORD, query
-from tests.servers import PostgresServer, RedisServer, pg_bindir
+from tests.servers import PgBouncer, PostgresServer, RedisServer, pg_bindir, pgbouncer_binary
 
 
 def add_user(database_url: str, username: str, password: str) -> None:
@@ -50,20 +52,34 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
-@pytest.fixture(scope="session", params=["db", "rq"])
+@pytest.fixture(scope="session")
+def pgbouncer(postgres) -> Iterator[PgBouncer]:
+    if pgbouncer_binary() is None:
+        service_missing("pgbouncer is not installed (apt-get install pgbouncer)")
+    with PgBouncer(postgres) as bouncer:
+        yield bouncer
+
+
+@pytest.fixture(scope="session", params=["db", "rq", "db-pgbouncer"])
 def stack(request, postgres) -> Iterator[LiveServer]:
     """One per backend for the whole run (a test that kills a worker starts another)."""
+    backend, _, pooler = request.param.partition("-")
     env = {
-        "GLOVE_TASKS_BACKEND": request.param,
+        "GLOVE_TASKS_BACKEND": backend,
         "GLOVE_TURN_LEASE_SECONDS": str(LEASE_SECONDS),
         "GLOVE_TURN_DB_THREADS": "2",
         "GLOVE_TURNS_PER_USER_PER_MINUTE": "1000",
         "GLOVE_MAX_QUEUED_MESSAGES": "50",
         "REDIS_URL": "",
     }
-    if request.param == "rq":
+    if backend == "rq":
         env["REDIS_URL"] = request.getfixturevalue("redis_server").url()
-    with LiveServer(database_url=postgres.url(), extra_env=env) as server:
+    server = LiveServer(database_url=postgres.url(), extra_env=env)
+    if pooler:
+        bouncer = request.getfixturevalue("pgbouncer")
+        server.env["DATABASE_DIRECT_URL"] = server.database_url
+        server.env["DATABASE_URL"] = bouncer.url(server.database_url.rpartition("/")[2])
+    with server:
         add_user(server.database_url, "ann", PASSWORD)
         server.start_worker()
         server.start_worker()
