@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.test import Client
 
 from gloveapp.conversations.models import KeptToolResult, Message
@@ -82,18 +81,13 @@ def session_id(owner) -> str:
 
 
 def stored_results(session_id: str) -> list[tuple[dict, int]]:
-    """Each tool result with the size of its stored message row (bytes of JSON)."""
+    """Each tool result with the size of its stored message's results (bytes of JSON)."""
     rows = Message.objects.filter(session_id=session_id, tool_results__isnull=False)
-    found = []
-    for row in rows.order_by("seq"):
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT octet_length(tool_results::text) FROM conversations_message WHERE id = %s",
-                [row.pk],
-            )
-            [size] = cursor.fetchone()
-        found += [(result["result"], size) for result in row.tool_results]
-    return found
+    return [
+        (result["result"], len(json.dumps(row.tool_results).encode()))
+        for row in rows.order_by("seq")
+        for result in row.tool_results
+    ]
 
 
 @pytest.mark.parametrize("tool", ["big__big_text", "big__big_structured"])
