@@ -70,6 +70,7 @@ INBOX = "The inbox, webhooks and limits"
 APPROVALS = "Approvals"
 MESH = "The mesh"
 WORKSPACE = "The workspace inbox"
+RETENTION = "Retention"
 LOGINS = "Logins and the demo"
 
 # In the order the reference shows them, group by group.
@@ -458,6 +459,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         INBOX,
     ),
     EnvVar(
+        "GLOVE_HISTORY_UNPAGED_MAX",
+        "int",
+        10000,
+        "The most messages `GET /api/sessions/<id>/messages` returns without paging (Glove's "
+        "store GET); a longer history answers 400 `history_too_long`, naming `limit` with "
+        "`before` / `after` (keyset pages) and `since_compaction` as the ways to read it.",
+        INBOX,
+    ),
+    EnvVar(
         "GLOVE_MAX_QUEUED_MESSAGES",
         "int",
         5,
@@ -520,17 +530,21 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_TURN_POLL_SECONDS",
         "float",
         0.02,
-        "How often a worker looks at the database for prompt answers and stops, and for new "
-        "tasks on the database queue (SQLite, or PostgreSQL while its LISTEN connection is "
-        "down).",
+        "How often a worker running turns looks at the database for prompt answers and "
+        "stops; and how often it looks for new tasks on the database queue where nothing "
+        "wakes it (PostgreSQL while its LISTEN connection is down, a SQLite file whose "
+        "wake-up socket cannot be made). On a SQLite file the processes of the machine wake "
+        "the worker and the mesh peer through Unix sockets beside the database "
+        "(`<database>.wake/`), so idle they sleep.",
         TURNS,
     ),
     EnvVar(
         "GLOVE_TURN_ANSWER_RECHECK_SECONDS",
         "float",
         1.0,
-        "PostgreSQL: answers, stops and database-queue tasks reach the worker by NOTIFY; it "
-        "still looks this often, a safety net for a lost notification.",
+        "Answers, stops and database-queue tasks reach the worker by NOTIFY (PostgreSQL) or "
+        "a local wake-up (a SQLite file); it still looks this often, a safety net for a "
+        "lost one.",
         TURNS,
     ),
     # -- Live updates
@@ -819,6 +833,84 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "The largest workspace file the download route streams (413 beyond it; the entry "
         "says so instead of linking).",
         WORKSPACE,
+    ),
+    # -- Retention
+    EnvVar(
+        "GLOVE_RETENTION_SECONDS",
+        "float",
+        300.0,
+        "How often the turn worker's scheduler applies the retention below (no cron line): "
+        "on PostgreSQL it first creates the partitions the logs will need and drops the "
+        "expired ones, then deletes old rows in bounded batches. `0` turns it off (the "
+        "`prune_*` commands still work by hand).",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETENTION_BATCH",
+        "int",
+        1000,
+        "Rows per `DELETE` when retention deletes rows (each batch its own short "
+        "transaction, never one huge `DELETE`).",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_LIVE_EVENTS_DAYS",
+        "float",
+        7.0,
+        "Days the live event log keeps an event (a page reconnecting from before the cut "
+        "reloads its state: `resync`). `0` keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS",
+        "float",
+        2.0,
+        "Days an `Idempotency-Key`'s answer is kept for a retry (keep more than any client "
+        "retries for). `0` keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_TASK_RESULTS_DAYS",
+        "float",
+        7.0,
+        "Days the database task queue keeps a finished task's result (django-tasks-db's "
+        "`DBTaskResult`; queued and running tasks are never deleted). `0` keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_MESH_DAYS",
+        "float",
+        30.0,
+        "Days the database mesh transport keeps its records: who sent a message (an ack "
+        "after the cut is refused as one for an unknown message), deliveries (a send "
+        "retried after the cut is delivered again) and deleted chats' registrations. `0` "
+        "keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_INBOX_CONSUMED_DAYS",
+        "float",
+        30.0,
+        "Days an inbox item is kept after its agent consumed it (pending and resolved items "
+        "are never deleted). `0` keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_APPROVALS_DAYS",
+        "float",
+        365.0,
+        "Days a decided or withdrawn approval request is kept, with its decision and "
+        "notifications (the audit); open requests are never deleted. `0` keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_TURNS_DAYS",
+        "float",
+        90.0,
+        "Days a finished turn (done, failed or stopped) is kept, with its prompts "
+        "(`TurnSlot`); the messages it wrote stay with their session. Queued, running and "
+        "waiting turns are never deleted. `0` keeps them forever.",
+        RETENTION,
     ),
     # -- Logins and the demo
     EnvVar(

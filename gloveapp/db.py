@@ -41,6 +41,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.utils import InterfaceError, OperationalError
 
+from gloveapp.wake import TURNS, wake_after_commit
+
 logger = logging.getLogger("gloveapp.db")
 
 
@@ -75,11 +77,38 @@ TURNS_CHANNEL = "glove_turns"
 
 def notify_turn_worker(turn_id: int) -> None:
     """Tell the worker running the turn to look now: NOTIFY on PostgreSQL, delivered when the
-    current transaction commits and dropped if it rolls back. Elsewhere workers poll."""
+    current transaction commits and dropped if it rolls back; on SQLite a local wake-up."""
     connection = transaction.get_connection()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [TURNS_CHANNEL, str(turn_id)])
+    else:
+        # SQLite: a datagram to the workers of this machine, after commit (gloveapp.wake).
+        wake_after_commit(TURNS, str(turn_id))
+
+
+# -- retention --------------------------------------------------------------------------------
+def delete_in_batches(queryset: Any, *, batch: int | None = None) -> int:
+    """Delete `queryset`'s rows a batch at a time, each batch its own short transaction;
+    returns how many rows of the queryset's model went.
+
+    One `DELETE` of a million rows holds its locks and its transaction (and keeps every dead
+    row from being vacuumed) until it ends; batches of GLOVE_RETENTION_BATCH primary keys
+    let writers and vacuum in between, and stop as soon as a batch comes back short.
+    Cascades and SET NULLs run per batch, as Django's `delete()` does them."""
+    size = batch or settings.GLOVE_RETENTION_BATCH
+    model = queryset.model
+    deleted = 0
+    while True:
+        with transaction.atomic(using=queryset.db):
+            pks = list(queryset.order_by().values_list("pk", flat=True)[:size])
+            if not pks:
+                break
+            _, per_model = model._base_manager.using(queryset.db).filter(pk__in=pks).delete()
+        deleted += per_model.get(model._meta.label, 0)
+        if len(pks) < size:
+            break
+    return deleted
 
 
 # -- when the database goes away ------------------------------------------------------------

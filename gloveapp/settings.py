@@ -436,6 +436,7 @@ GLOVE_SUBAGENT_MAX_TOKENS = env("GLOVE_SUBAGENT_MAX_TOKENS")
 # Messages one chat may have waiting behind its running turn; more are refused (429).
 GLOVE_MAX_QUEUED_MESSAGES = env("GLOVE_MAX_QUEUED_MESSAGES")
 GLOVE_LAZY_SESSIONS = env("GLOVE_LAZY_SESSIONS")
+GLOVE_HISTORY_UNPAGED_MAX = env("GLOVE_HISTORY_UNPAGED_MAX")
 
 # Chat turns run as Django Tasks (gloveapp/turns). "db" (default): django-tasks-db's queue in
 # this database, worked by `manage.py turn_worker` (`make run` starts one). "rq": RQ on
@@ -488,6 +489,16 @@ GLOVE_TURN_POLL_SECONDS = env("GLOVE_TURN_POLL_SECONDS")
 # by NOTIFY (it LISTENs on one connection of its own); it still looks this often, a safety
 # net for a lost notification.
 GLOVE_TURN_ANSWER_RECHECK_SECONDS = env("GLOVE_TURN_ANSWER_RECHECK_SECONDS")
+# Retention: how long each growing table keeps its rows, applied by the turn worker.
+GLOVE_RETENTION_SECONDS = env("GLOVE_RETENTION_SECONDS")
+GLOVE_RETENTION_BATCH = env("GLOVE_RETENTION_BATCH")
+GLOVE_RETAIN_LIVE_EVENTS_DAYS = env("GLOVE_RETAIN_LIVE_EVENTS_DAYS")
+GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS = env("GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS")
+GLOVE_RETAIN_TASK_RESULTS_DAYS = env("GLOVE_RETAIN_TASK_RESULTS_DAYS")
+GLOVE_RETAIN_MESH_DAYS = env("GLOVE_RETAIN_MESH_DAYS")
+GLOVE_RETAIN_INBOX_CONSUMED_DAYS = env("GLOVE_RETAIN_INBOX_CONSUMED_DAYS")
+GLOVE_RETAIN_APPROVALS_DAYS = env("GLOVE_RETAIN_APPROVALS_DAYS")
+GLOVE_RETAIN_TURNS_DAYS = env("GLOVE_RETAIN_TURNS_DAYS")
 # Live pushes from a turn (text deltas, tool use) give up after this long: a frozen Redis
 # slows the live push only; the stored events reach pages through the event log.
 GLOVE_LIVE_SEND_TIMEOUT_SECONDS = env("GLOVE_LIVE_SEND_TIMEOUT_SECONDS")

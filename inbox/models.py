@@ -61,7 +61,12 @@ class InboxItem(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [
-            models.Index(fields=["session", "status"]),
+            # A session's items by status, in order: the open ones, and the consumed ones a
+            # page at a time, newest first (`selectors.consumed_inbox_page`), by one range.
+            models.Index(
+                fields=["session", "status", "created_at", "key"],
+                name="inbox_session_status_idx",
+            ),
             models.Index(fields=["status", "created_at"]),
             models.Index(
                 fields=["expires_at"],

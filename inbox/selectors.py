@@ -2,28 +2,80 @@
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from gloveapp.core.types import InboxItem as CoreInboxItem
+from gloveapp.paging import Cursor
 from inbox.models import InboxItem
 from inbox.serialization import inbox_item_to_core
 
+# Consumed items the store's unpaged read returns with the open ones, the newest: the agent
+# loop reads only open items, and a long session's consumed ones would otherwise come back
+# on every read, forever. Older ones are read in pages (`consumed_inbox_page`).
+CONSUMED_UNPAGED = 100
+
 
 def read_inbox_items(session_id: str, status: str | None = None) -> list[CoreInboxItem]:
+    """The session's items, oldest first: every open one (pending, resolved) and the newest
+    `CONSUMED_UNPAGED` consumed ones; or those of one `status` (consumed: the newest
+    `CONSUMED_UNPAGED`)."""
     rows = InboxItem.objects.filter(session_id=session_id)
-    if status is not None:
-        rows = rows.filter(status=status)
+    # One query: the newest consumed items are a subquery (a LIMIT inside IN).
+    newest_consumed = Q(
+        pk__in=rows.filter(status=InboxItem.Status.CONSUMED)
+        .order_by("-created_at", "-key")
+        .values("pk")[:CONSUMED_UNPAGED]
+    )
+    if status == InboxItem.Status.CONSUMED:
+        wanted = newest_consumed
+    elif status:
+        wanted = Q(status=status)
+    else:
+        wanted = Q(status__in=[InboxItem.Status.PENDING, InboxItem.Status.RESOLVED])
+        wanted |= newest_consumed
     # Ties broken by the session's own ids, never by the global ones it must not see.
-    return [inbox_item_to_core(row) for row in rows.order_by("created_at", "key")]
+    picked = rows.filter(wanted).order_by("created_at", "key")
+    return [inbox_item_to_core(row) for row in picked]
+
+
+def consumed_inbox_page(
+    session_id: str, *, limit: int, cursor: Cursor | None = None
+) -> tuple[list[CoreInboxItem], Cursor | None]:
+    """A page of the session's consumed items, newest first, from `cursor` on; and the
+    next page's cursor (None on the last)."""
+    rows = InboxItem.objects.filter(session_id=session_id, status=InboxItem.Status.CONSUMED)
+    if cursor is not None:
+        rows = rows.filter(
+            Q(created_at__lte=cursor.at)
+            & (Q(created_at__lt=cursor.at) | Q(created_at=cursor.at, key__lt=cursor.tie))
+        )
+    picked = list(rows.order_by("-created_at", "-key")[: limit + 1])
+    following = None
+    if len(picked) > limit:
+        picked = picked[:limit]
+        following = Cursor(at=picked[-1].created_at, tie=picked[-1].key)
+    return [inbox_item_to_core(row) for row in picked], following
+
+
+# Consumed items a chat's sidebar shows, the newest: the rest stay in the database (and in
+# the admin) but a long chat's page never reads them all.
+DELIVERED_SHOWN = 20
 
 
 def inbox_items_by_state(session_id: str) -> dict[str, list[InboxItem]]:
     """The session's items as the chat page groups them: "watching" (pending), "resolved"
-    (waiting for the agent to read) and "delivered" (consumed), each oldest first."""
+    (waiting for the agent to read) and "delivered" (consumed, the newest `DELIVERED_SHOWN`),
+    each oldest first."""
     groups: dict[str, list[InboxItem]] = {"watching": [], "resolved": [], "delivered": []}
-    for item in InboxItem.objects.filter(session_id=session_id).order_by("created_at", "key"):
+    open_items = InboxItem.objects.filter(
+        session_id=session_id,
+        status__in=[InboxItem.Status.PENDING, InboxItem.Status.RESOLVED],
+    ).order_by("created_at", "key")
+    for item in open_items:
         if item.status == InboxItem.Status.PENDING:
             groups["watching"].append(item)
-        elif item.status == InboxItem.Status.RESOLVED:
-            groups["resolved"].append(item)
         else:
-            groups["delivered"].append(item)
+            groups["resolved"].append(item)
+    delivered = InboxItem.objects.filter(session_id=session_id, status=InboxItem.Status.CONSUMED)
+    groups["delivered"] = list(delivered.order_by("-created_at", "-key")[:DELIVERED_SHOWN])[::-1]
     return groups

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 import warnings
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -31,6 +31,7 @@ from gloveapp.core.store import (
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import iso_format
+from gloveapp.db import delete_in_batches
 from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import session_stream
 from inbox.models import InboxItem
@@ -472,3 +473,19 @@ def expire_inbox_items(*, now: datetime | None = None) -> int:
             continue
         expired += 1
     return expired
+
+
+def inbox_items_prune(*, older_than: timedelta) -> int:
+    """Forget items their agent consumed more than `older_than` ago, in bounded batches;
+    returns how many. Pending and resolved items stay whatever their age: an agent has not
+    read them yet. The turn worker's scheduler runs it (GLOVE_RETAIN_INBOX_CONSUMED_DAYS)."""
+    if older_than <= timedelta(0):
+        raise ValueError("older_than must be positive")
+    cut = timezone.now() - older_than
+    # created_at too (an item is consumed after it is created): the (status, created_at)
+    # index then reads only the candidates, not every consumed item kept.
+    return delete_in_batches(
+        InboxItem.objects.filter(
+            status=InboxItem.Status.CONSUMED, created_at__lt=cut, consumed_at__lt=cut
+        )
+    )

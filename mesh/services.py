@@ -20,8 +20,11 @@ from django.utils import timezone
 from gloveapp.conversations.models import Session
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from gloveapp.core.types import InboxItem as CoreInboxItem
+from gloveapp.db import delete_in_batches
 from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import mesh_stream
+from gloveapp.wake import MESH as WAKE_MESH
+from gloveapp.wake import wake_after_commit
 from inbox.models import InboxItem
 from inbox.services import inbox_item_add, inbox_item_resolve, inbox_items_deliver
 from mesh import refusals
@@ -60,25 +63,26 @@ def mesh_agent_unregister(*, agent_id: str) -> None:
 
 
 def mesh_prune(*, older_than: timedelta) -> dict[str, int]:
-    """Forget what the database transport no longer needs, older than `older_than`.
+    """Forget what the database transport no longer needs, older than `older_than`, in
+    bounded batches. The turn worker's scheduler runs it (GLOVE_RETAIN_MESH_DAYS), and
+    `prune_mesh` by hand.
 
     - sender rows (`MeshSentMessage`): an ack for a message sent before the cut is refused
       as one for an unknown message;
+    - deliveries (`MeshDelivery`): the record that delivers a retried send at most once; a
+      send retried after the cut is delivered again;
     - registrations of chats whose session was deleted (a chat registers itself with its
       session as its inbox, and nothing unregisters it when the chat is deleted).
-
-    Deliveries stay: they are the record that delivers a retried send at most once.
     """
     cut = timezone.now() - older_than
-    with transaction.atomic():
-        senders, _ = MeshSentMessage.objects.filter(created_at__lt=cut).delete()
-        registrations, _ = (
-            MeshAgent.objects.exclude(inbox_session="")
-            .filter(registered_at__lt=cut)
-            .exclude(inbox_session__in=Session.objects.values("id"))
-            .delete()
-        )
-    return {"sent_messages": senders, "registrations": registrations}
+    senders = delete_in_batches(MeshSentMessage.objects.filter(created_at__lt=cut))
+    deliveries = delete_in_batches(MeshDelivery.objects.filter(delivered_at__lt=cut))
+    registrations = delete_in_batches(
+        MeshAgent.objects.exclude(inbox_session="")
+        .filter(registered_at__lt=cut)
+        .exclude(inbox_session__in=Session.objects.values("id"))
+    )
+    return {"sent_messages": senders, "deliveries": deliveries, "registrations": registrations}
 
 
 def agent_identity(agent: MeshAgent) -> AgentIdentity:
@@ -233,7 +237,11 @@ def _claim_many(
             "RETURNING message_id, recipient, id",
             params,
         )
-        return {(message_id, recipient): pk for message_id, recipient, pk in cursor.fetchall()}
+        claimed = {(message_id, recipient): pk for message_id, recipient, pk in cursor.fetchall()}
+    if claimed:
+        # SQLite: the recipients polling on this machine look now (gloveapp.wake).
+        wake_after_commit(WAKE_MESH)
+    return claimed
 
 
 def _max_age(max_age: float | None) -> float:

@@ -1,6 +1,6 @@
 """`/api/approvals/`: staff list, read and decide approval requests.
 
-    GET  /api/approvals/?view=mine|groups|unassigned|overdue|all&status=open&limit=50&offset=0
+    GET  /api/approvals/?view=mine|groups|unassigned|overdue|all&status=open&limit=50&cursor=…
     GET  /api/approvals/<id>
     POST /api/approvals/<id>/decide   {decision, fingerprint, requestId?, args?, reason?, text?}
 
@@ -27,15 +27,18 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gloveapp import paging
 from gloveapp.api.access import ApiView
 from gloveapp.api.auth import SameOriginJsonSessionAuthentication
 from gloveapp.api.fields import ErrorSerializer
 from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.approvals.access import is_approver
 from gloveapp.approvals.selectors import (
+    MAX_OFFSET,
     MAX_PAGE,
     STATUSES,
     VIEWS,
+    after_cursor,
     approval_data,
     approval_for_system,
     approval_visible,
@@ -97,10 +100,26 @@ class ApprovalRequestSerializer(serializers.Serializer):
     decision = ApprovalDecisionSerializer(allow_null=True)
 
 
+# The list counts its queue up to this many rows, never more: `?status=decided` is a
+# history of a million rows, and an exact count read them all on every page.
+COUNT_CAP = 1000
+
+
 class ApprovalListSerializer(serializers.Serializer):
     results = ApprovalRequestSerializer(many=True)
-    count = serializers.IntegerField()
-    next = serializers.IntegerField(allow_null=True)
+    count = serializers.IntegerField(
+        help_text=f"Requests in the queue, counted up to {COUNT_CAP:,} (see `countExact`)."
+    )
+    countExact = serializers.BooleanField(
+        help_text=f"False when the queue holds more than {COUNT_CAP:,}: `count` is then a floor."
+    )
+    next = serializers.IntegerField(
+        allow_null=True, help_text="The next page's `offset` (prefer `nextCursor`)."
+    )
+    nextCursor = serializers.CharField(
+        allow_null=True,
+        help_text="The next page's `cursor` (a keyset page: the same cost at any depth).",
+    )
 
 
 class ApprovalConflictSerializer(serializers.Serializer):
@@ -131,7 +150,32 @@ class ApprovalListQuerySerializer(serializers.Serializer):
     view = serializers.ChoiceField(choices=VIEWS, default="all")
     status = serializers.ChoiceField(choices=STATUSES, default="open")
     limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, default=50)
-    offset = serializers.IntegerField(min_value=0, max_value=10**9, default=0)
+    offset = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_OFFSET,
+        default=0,
+        help_text=f"Rows to skip, at most {MAX_OFFSET:,} (an offset reads what it skips): "
+        "page with `cursor` instead.",
+    )
+    cursor = serializers.CharField(
+        required=False,
+        trim_whitespace=False,
+        max_length=1000,
+        help_text="Where the next page starts: the `nextCursor` of the page before.",
+    )
+
+    def validate_cursor(self, value: str) -> paging.Cursor:
+        try:
+            cursor = paging.parse_cursor(value)
+        except paging.PageParamError as exc:
+            raise serializers.ValidationError("not a cursor this list handed out.") from exc
+        assert cursor is not None
+        return cursor
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs.get("offset") and "cursor" in attrs:
+            raise serializers.ValidationError({"cursor": ["Send a cursor or an offset, not both."]})
+        return attrs
 
 
 def _not_found() -> Response:
@@ -156,11 +200,14 @@ class ApprovalListApi(ApiView):
         options = query.validated_data
         rows = approvals_queue(user=request.user, view=options["view"], status=options["status"])
         offset, limit = options["offset"], options["limit"]
-        page = page_of(rows, offset=offset, limit=limit)
+        cursor = options.get("cursor")
+        page = page_of(after_cursor(rows, cursor), offset=offset, limit=limit)
         more = len(page) > limit
         page = page[:limit]
         decisions = _decisions(page)
         groups = group_ids(request.user)
+        # COUNT(*) over at most COUNT_CAP + 1 rows of the queue's index range.
+        counted = rows[: COUNT_CAP + 1].count()
         return Response(
             {
                 "results": [
@@ -169,8 +216,12 @@ class ApprovalListApi(ApiView):
                     )
                     for row in page
                 ],
-                "count": rows.count(),
-                "next": offset + limit if more else None,
+                "count": min(counted, COUNT_CAP),
+                "countExact": counted <= COUNT_CAP,
+                "next": offset + limit if more and cursor is None else None,
+                "nextCursor": paging.Cursor(at=page[-1].created_at, tie=str(page[-1].pk)).encode()
+                if more
+                else None,
             }
         )
 

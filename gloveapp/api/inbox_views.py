@@ -21,6 +21,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gloveapp import paging
 from gloveapp.api.access import (
     ApiView,
     Conflict,
@@ -41,9 +42,12 @@ from gloveapp.core.store import DuplicateInboxItem, InboxItemNotFound, InboxTran
 from inbox import selectors
 from inbox import services as inbox_services
 from inbox.access import may_resolve
+from inbox.selectors import CONSUMED_UNPAGED
 from inbox.services import RESOLUTION_ELSEWHERE, InboxUpdateRefused
 
 NOT_FOUND = {404: ErrorSerializer}
+# The most consumed items one page of `?status=consumed` holds.
+CONSUMED_PAGE_MAX = 500
 FORBIDDEN = {403: ErrorSerializer}
 
 
@@ -84,13 +88,74 @@ class InboxApi(ApiView):
 
         item = InboxItemSerializer()
 
+    class QuerySerializer(Schema):
+        class Meta:
+            ref_name = "InboxListQuery"
+
+        status = serializers.ChoiceField(
+            choices=["pending", "resolved", "consumed"],
+            required=False,
+            help_text="Only items of this status.",
+        )
+        limit = serializers.IntegerField(
+            required=False,
+            min_value=1,
+            max_value=CONSUMED_PAGE_MAX,
+            help_text=(
+                f"With status=consumed: a page of consumed items, newest first, 1 to "
+                f"{CONSUMED_PAGE_MAX}; the `Link` header names the next page."
+            ),
+        )
+        cursor = serializers.CharField(
+            required=False,
+            trim_whitespace=False,
+            max_length=1000,
+            help_text="With status=consumed: where the next page starts (from the `Link` header).",
+        )
+
+        def validate_cursor(self, value: str) -> paging.Cursor:
+            try:
+                cursor = paging.parse_cursor(value)
+            except paging.PageParamError as exc:
+                raise serializers.ValidationError("not a cursor this list handed out.") from exc
+            assert cursor is not None
+            return cursor
+
+        def validate(self, attrs: dict) -> dict:
+            if ("limit" in attrs or "cursor" in attrs) and attrs.get("status") != "consumed":
+                raise serializers.ValidationError(
+                    {"status": ["Pages are of consumed items: send status=consumed."]}
+                )
+            return attrs
+
     @extend_schema(
         operation_id="session_inbox_list",
-        responses={200: InboxItemSerializer(many=True), **NOT_FOUND},
+        description=(
+            "The session's inbox, oldest first: every open item (pending, resolved) and the "
+            f"newest {CONSUMED_UNPAGED} consumed ones (Glove's getInboxItems returns every "
+            "item; a long session's consumed items would come back forever). Older consumed "
+            "items: `status=consumed` with `limit` (and `cursor`), newest first, in pages."
+        ),
+        parameters=[QuerySerializer],
+        responses={200: InboxItemSerializer(many=True), 400: ErrorSerializer, **NOT_FOUND},
     )
     def get(self, request: Request, session_id: str) -> Response:
+        query = self.validated(self.QuerySerializer, request.query_params)
         found = owned_or_unborn_session_id(request.user, session_id)
-        return Response([] if found is None else _wire(selectors.read_inbox_items(found)))
+        if found is None:
+            return Response([])
+        if "limit" not in query and "cursor" not in query:
+            return Response(_wire(selectors.read_inbox_items(found, query.get("status"))))
+        items, following = selectors.consumed_inbox_page(
+            found, limit=query.get("limit", CONSUMED_UNPAGED), cursor=query.get("cursor")
+        )
+        response = Response(_wire(items))
+        if following is not None:
+            params = request.query_params.copy()
+            params["cursor"] = following.encode()
+            url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
+            response["Link"] = f'<{url}>; rel="next"'
+        return response
 
     @extend_schema(
         operation_id="session_inbox_add",

@@ -7,10 +7,15 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gloveapp import paging
 from gloveapp.api.access import ApiView, Conflict, owned_session, refused_input_as_400
 from gloveapp.api.fields import ErrorSerializer, OkSerializer, Schema
 from gloveapp.conversations import selectors, services
 from gloveapp.core.input_rules import SESSION_ID_RE
+
+# A page of `GET /api/sessions`: the default and the most sessions one page holds.
+SESSIONS_PAGE_DEFAULT = 100
+SESSIONS_PAGE_MAX = 500
 
 
 class SessionOutputSerializer(serializers.Serializer):
@@ -48,6 +53,31 @@ class SessionListApi(ApiView):
             default=False,
             help_text="Only the sessions no agent delegated, as the chat list shows them.",
         )
+        limit = serializers.IntegerField(
+            required=False,
+            min_value=1,
+            max_value=SESSIONS_PAGE_MAX,
+            help_text=(
+                f"Sessions per page, 1 to {SESSIONS_PAGE_MAX} (default {SESSIONS_PAGE_DEFAULT})."
+            ),
+        )
+        cursor = serializers.CharField(
+            required=False,
+            trim_whitespace=False,
+            max_length=1000,
+            help_text=(
+                'Where the next page starts: the `cursor` of the `Link: <...>; rel="next"` '
+                "header of the page before (opaque)."
+            ),
+        )
+
+        def validate_cursor(self, value: str) -> paging.Cursor:
+            try:
+                cursor = paging.parse_cursor(value)
+            except paging.PageParamError as exc:
+                raise serializers.ValidationError("not a cursor this list handed out.") from exc
+            assert cursor is not None
+            return cursor
 
         def validate(self, attrs: dict) -> dict:
             if attrs.get("topLevel") and "parent" in attrs:
@@ -72,8 +102,11 @@ class SessionListApi(ApiView):
     @extend_schema(
         operation_id="sessions_list",
         description=(
-            "Every session of the caller, newest first, subagents' sessions included (each "
-            "names its parent in `parentSessionId`); `parent` or `topLevel` narrow the list."
+            "The caller's sessions, newest first, subagents' sessions included (each "
+            "names its parent in `parentSessionId`); `parent` or `topLevel` narrow the list. "
+            f"One page of `limit` (default {SESSIONS_PAGE_DEFAULT}, at most "
+            f"{SESSIONS_PAGE_MAX}): when more follow, the `Link` header names the next page "
+            '(`rel="next"`, with its `cursor`), as a keyset page: the same cost for every page.'
         ),
         parameters=[QuerySerializer],
         responses={
@@ -87,10 +120,20 @@ class SessionListApi(ApiView):
         parent = None
         if "parent" in query:
             parent = owned_session(request.user, query["parent"])
-        sessions = selectors.sessions_with_parents(
-            request.user, parent=parent, top_level=query["topLevel"]
+        sessions, next_cursor = selectors.sessions_page(
+            selectors.sessions_with_parents(
+                request.user, parent=parent, top_level=query["topLevel"]
+            ),
+            limit=query.get("limit", SESSIONS_PAGE_DEFAULT),
+            cursor=query.get("cursor"),
         )
-        return Response(SessionOutputSerializer(sessions, many=True).data)
+        response = Response(SessionOutputSerializer(sessions, many=True).data)
+        if next_cursor is not None:
+            following = request.query_params.copy()
+            following["cursor"] = next_cursor.encode()
+            url = request.build_absolute_uri(f"{request.path}?{following.urlencode()}")
+            response["Link"] = f'<{url}>; rel="next"'
+        return response
 
     @extend_schema(
         operation_id="sessions_create",

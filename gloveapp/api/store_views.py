@@ -12,15 +12,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gloveapp import paging
 from gloveapp.api.access import ApiView, owned_session_id, refused_input_as_400
 from gloveapp.api.fields import (
     ErrorSerializer,
@@ -55,6 +57,30 @@ from gloveapp.core.store import permission_key
 from gloveapp.core.types import PERMISSION_STATUSES, TokenUsage
 
 NOT_FOUND = {404: ErrorSerializer}
+# A page of a history over REST: the default and the most messages one page holds.
+HISTORY_PAGE_DEFAULT = 100
+HISTORY_PAGE_MAX = 1000
+
+
+class HistoryTooLong(APIException):
+    """400: an unpaged GET of a history longer than `GLOVE_HISTORY_UNPAGED_MAX`."""
+
+    status_code = 400
+    default_code = "history_too_long"
+
+    def __init__(self, length: int, cap: int) -> None:
+        super().__init__(
+            {
+                "error": (
+                    f"limit: this history has {length:,} messages, more than the {cap:,} an "
+                    f"unpaged GET returns; read it in pages (limit=1..{HISTORY_PAGE_MAX} with "
+                    "before=<seq> or after=<seq>) or only what the model sees "
+                    "(since_compaction=1)."
+                ),
+                "field": "limit",
+                "code": "history_too_long",
+            }
+        )
 
 
 def _wire(objects: list) -> list[dict]:
@@ -74,30 +100,116 @@ class MessagesApi(ApiView):
 
     @extend_schema(
         operation_id="session_messages_list",
+        description=(
+            "The session's history, oldest first. Without `limit`, `before` or `after` it is "
+            "Glove's store GET: every message (from the last compaction with "
+            "`since_compaction`) as a JSON array, up to `GLOVE_HISTORY_UNPAGED_MAX` messages "
+            "(default 10,000); a longer history answers 400 `history_too_long` naming `limit`. "
+            "With any of them it is a keyset page: an object with `messages` (chronological), "
+            "`firstSeq`, `lastSeq`, `hasEarlier` and `hasLater`; the next older page is "
+            "`before=<firstSeq>`, the next newer `after=<lastSeq>`."
+        ),
         parameters=[
             OpenApiParameter(
                 "since_compaction",
                 OpenApiTypes.BOOL,
                 description="Only what the model sees: from the last compaction summary on.",
-            )
+            ),
+            OpenApiParameter(
+                "limit",
+                OpenApiTypes.INT,
+                description=(
+                    f"Messages per page, 1 to {HISTORY_PAGE_MAX} (default "
+                    f"{HISTORY_PAGE_DEFAULT}); asks for a page instead of the whole history."
+                ),
+            ),
+            OpenApiParameter(
+                "before",
+                OpenApiTypes.INT,
+                description="A page of the newest messages older than this seq.",
+            ),
+            OpenApiParameter(
+                "after",
+                OpenApiTypes.INT,
+                description="A page of the oldest messages newer than this seq.",
+            ),
         ],
-        responses={200: MessageSerializer(many=True), **NOT_FOUND},
+        responses={
+            200: MessageSerializer(many=True),
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description=(
+                    "A paging parameter is not valid (`field` names it), or an unpaged "
+                    "history is longer than `GLOVE_HISTORY_UNPAGED_MAX` (`history_too_long`)."
+                ),
+            ),
+            **NOT_FOUND,
+        },
     )
     def get(self, request: Request, session_id: str) -> Response:
+        params = request.query_params
+        since_compaction = _flag(request, "since_compaction")
+        if any(name in params for name in ("limit", "before", "after")):
+            return self._page(request, session_id, since_compaction)
         # One query: the ownership check is the history's join (404 for an outsider). The
         # body is the messages' stored wire texts, joined.
         body = None
         if usable_session_id(session_id):
-            body = selectors.read_owned_messages_json(
-                session_id,
-                owner=request.user,
-                since_compaction=_flag(request, "since_compaction"),
-            )
+            try:
+                body = selectors.read_owned_messages_json(
+                    session_id,
+                    owner=request.user,
+                    since_compaction=since_compaction,
+                    cap=settings.GLOVE_HISTORY_UNPAGED_MAX,
+                )
+            except selectors.HistoryTooLong as exc:
+                raise HistoryTooLong(exc.length, exc.cap) from None
         if body is None and unused_key(request.user, session_id):
             body = b"[]"  # a key its owner has not used yet: an empty history, nothing created
         if body is None:
             raise Http404("Session not found.")
         return json_text_response(request, body)
+
+    @staticmethod
+    def _page(request: Request, session_id: str, since_compaction: bool) -> HttpResponse:
+        params = request.query_params
+        try:
+            limit = paging.parse_limit(
+                params.get("limit"), default=HISTORY_PAGE_DEFAULT, maximum=HISTORY_PAGE_MAX
+            )
+            before = paging.parse_seq(params.get("before"), field="before")
+            after = paging.parse_seq(params.get("after"), field="after")
+        except paging.PageParamError as exc:
+            raise ValidationError({exc.field: [exc.message.split(": ", 1)[1]]}) from None
+        page = None
+        if usable_session_id(session_id):
+            page = selectors.read_owned_messages_page(
+                session_id,
+                owner=request.user,
+                limit=limit,
+                before=before,
+                after=after,
+                since_compaction=since_compaction,
+            )
+        if page is None and unused_key(request.user, session_id):
+            page = selectors.MessagesPage([], None, None, False, False)
+        if page is None:
+            raise Http404("Session not found.")
+        body = (
+            '{"messages":['
+            + ",".join(page.texts)
+            + "],"
+            + json.dumps(
+                {
+                    "firstSeq": page.first_seq,
+                    "lastSeq": page.last_seq,
+                    "hasEarlier": page.has_earlier,
+                    "hasLater": page.has_later,
+                },
+                separators=(",", ":"),
+            )[1:]
+        )
+        return json_text_response(request, body.encode())
 
     @extend_schema(
         operation_id="session_messages_append",

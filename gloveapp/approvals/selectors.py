@@ -16,10 +16,14 @@ from django.utils import timezone
 
 from gloveapp.approvals.access import is_approver, is_request_id, may_decide
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
+from gloveapp.paging import Cursor
 
 VIEWS = ("mine", "groups", "unassigned", "overdue", "all")
 STATUSES = (*ApprovalRequest.Status.values, "any")
 MAX_PAGE = 200
+# The deepest offset a list may ask for: an offset reads every row it skips (page by
+# `after_cursor` instead).
+MAX_OFFSET = 10_000
 
 
 def group_ids(user: Any) -> set[int]:
@@ -52,6 +56,19 @@ def approvals_queue(
         now = now or timezone.now()
         rows = rows.filter(Q(remind_at__lte=now) | Q(escalate_at__lte=now) | escalated)
     return rows.order_by("created_at", "id")
+
+
+def after_cursor(
+    rows: QuerySet[ApprovalRequest], cursor: Cursor | None
+) -> QuerySet[ApprovalRequest]:
+    """A queue (ordered by created_at, id) from just after `cursor`'s row on: a keyset page,
+    which starts with one probe of the queue's (…, created_at, id) index at any depth."""
+    if cursor is None:
+        return rows
+    return rows.filter(
+        Q(created_at__gte=cursor.at)
+        & (Q(created_at__gt=cursor.at) | Q(created_at=cursor.at, id__gt=cursor.tie))
+    )
 
 
 def page_of(rows: QuerySet[ApprovalRequest], *, offset: int, limit: int) -> list[ApprovalRequest]:

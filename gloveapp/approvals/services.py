@@ -19,6 +19,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -39,7 +40,7 @@ from gloveapp.core.approvals import (
     customer_view,
     validate_edit,
 )
-from gloveapp.db import notify_turn_worker
+from gloveapp.db import delete_in_batches, notify_turn_worker
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import approvals_stream, session_stream
 
@@ -467,3 +468,22 @@ def _expire(row: ApprovalRequest, decision: Decision, now: datetime) -> None:
         approval_decide(request_id=row.pk, decision=decision, channel="expiry", now=now)
         row.refresh_from_db()
         queue_notifications(row=row, event=Event.EXPIRY, now=now)
+
+
+def approvals_prune(*, older_than: timedelta) -> int:
+    """Forget requests decided or withdrawn more than `older_than` ago, with their decision
+    and notifications (the audit), in bounded batches; returns how many requests. Open
+    requests stay whatever their age. The turn worker's scheduler runs it
+    (GLOVE_RETAIN_APPROVALS_DAYS)."""
+    if older_than <= timedelta(0):
+        raise ValueError("older_than must be positive")
+    cut = timezone.now() - older_than
+    ended = Q(decided_at__lt=cut) | Q(decided_at__isnull=True)
+    # created_at bounds the (status, created_at, id) index scan to the candidates.
+    return delete_in_batches(
+        ApprovalRequest.objects.filter(
+            ended,
+            status__in=[ApprovalRequest.Status.DECIDED, ApprovalRequest.Status.WITHDRAWN],
+            created_at__lt=cut,
+        )
+    )

@@ -81,6 +81,12 @@ def chat_title(fields: list[dict[str, Any]]) -> str:
     return ""
 
 
+def person_messages(fields: list[dict[str, Any]]) -> int:
+    """How many of these messages a person sent (`Session.person_message_count` grows by it
+    in the append's own statement)."""
+    return sum(1 for values in fields if is_person_message(values))
+
+
 def append_to_existing(
     *,
     session_id: str,
@@ -229,6 +235,7 @@ def postgresql_statement(
         WITH s AS (
             UPDATE {session_table} t
                SET updated_at = %(now)s, last_seq = t.last_seq + %(count)s,
+                   person_message_count = t.person_message_count + %(people)s,
                    title = CASE WHEN t.title = '' THEN %(title)s ELSE t.title END{counters}
               FROM (SELECT title FROM {session_table} WHERE id = %(session_id)s FOR UPDATE) old
              WHERE t.id = %(session_id)s{guard}
@@ -270,6 +277,7 @@ def postgresql_statement(
         "stream": stream,
         "rows": json.dumps(rows),
         "title": chat_title(fields),
+        "people": person_messages(fields),
     }
     if usage is not None:
         params.update(
@@ -370,9 +378,16 @@ def _append_stepwise(
         return None
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET updated_at = %s, last_seq = last_seq + %s WHERE id = %s"
-            f"{guard} RETURNING last_seq, title",
-            [sql_datetime(now), len(fields), session_id, *(owned_by or ())],
+            f"UPDATE {table} SET updated_at = %s, last_seq = last_seq + %s,"
+            " person_message_count = person_message_count + %s"
+            f" WHERE id = %s{guard} RETURNING last_seq, title",
+            [
+                sql_datetime(now),
+                len(fields),
+                person_messages(fields),
+                session_id,
+                *(owned_by or ()),
+            ],
         )
         found = cursor.fetchone()
         if found is None:

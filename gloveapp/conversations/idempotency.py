@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from gloveapp.conversations.models import IdempotentRequest
+from gloveapp.db import delete_in_batches
 
 KEY_HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 200
@@ -125,10 +126,10 @@ def _stored_answer(row: IdempotentRequest, scope: str, fingerprint: str) -> Any:
 
 
 def idempotency_keys_prune(*, older_than: timedelta) -> int:
-    """Forget keys older than `older_than`; returns how many (`prune_idempotency_keys`)."""
+    """Forget keys older than `older_than`; returns how many. The turn worker's scheduler
+    runs it (GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS), and `prune_idempotency_keys` by hand."""
     if older_than <= timedelta(0):
         raise ValueError("older_than must be positive")
-    deleted, _ = IdempotentRequest.objects.filter(
-        created_at__lt=timezone.now() - older_than
-    ).delete()
-    return deleted
+    return delete_in_batches(
+        IdempotentRequest.objects.filter(created_at__lt=timezone.now() - older_than)
+    )

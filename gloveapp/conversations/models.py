@@ -45,6 +45,9 @@ class Session(models.Model):
     # The highest message `seq` given out: an append takes its numbers from this row in the
     # same statement that locks it, instead of reading max(seq) in another round trip.
     last_seq = models.PositiveIntegerField(default=0, editable=False)
+    # The messages a person sent (`PERSON_MESSAGE`), counted by the append that stores them,
+    # in the same statement: the chat list shows it per chat without reading any history.
+    person_message_count = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -64,6 +67,11 @@ class Session(models.Model):
                 condition=models.Q(parent__isnull=False),
                 name="session_one_child_per_call",
             ),
+        ]
+        indexes = [
+            # The owner's list, newest first, paged by (created_at, key) (`selectors.
+            # sessions_page`): columns an append never changes, so appends stay HOT.
+            models.Index(fields=["owner", "-created_at", "-key"], name="session_owner_created_idx"),
         ]
 
     def __str__(self) -> str:
@@ -91,7 +99,7 @@ class RetiredSessionKey(models.Model):
 # counted and chats titled by these.
 PERSON_MESSAGE = (
     models.Q(sender="user", is_compaction=False, is_skill_injection=False)
-    & models.Q(framework_context__isnull=True)
+    & models.Q(framework_context__isnull=True, tool_results__isnull=True)
     & ~models.Q(text="")
 )
 
@@ -104,6 +112,7 @@ def is_person_message(values: dict) -> bool:
         and not values.get("is_compaction")
         and not values.get("is_skill_injection")
         and values.get("framework_context") is None
+        and values.get("tool_results") is None
         and bool(values.get("text"))
     )
 

@@ -8,16 +8,18 @@ exactly what a local agent would. Writes go through `services`; the inbox's read
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, JSONField, Q, QuerySet
+from django.db.models import JSONField, Q, QuerySet
 
 from gloveapp.conversations import serialization
-from gloveapp.conversations.models import PERSON_MESSAGE, Message, Permission, Session, Task
+from gloveapp.conversations.models import Message, Permission, Session, Task
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
 from gloveapp.db import prepared_cursor
+from gloveapp.paging import Cursor
 
 _FIELDS = serialization.MESSAGE_VALUES
 # Which of them a raw cursor hands over as JSON text.
@@ -63,18 +65,30 @@ def read_owned_messages(session_id: str, *, owner: Any, since_compaction: bool) 
     return None if texts is None else [json.loads(text) for text in texts]
 
 
+class HistoryTooLong(Exception):
+    """An unpaged read of a history longer than its cap: nothing was sent."""
+
+    def __init__(self, length: int, cap: int) -> None:
+        super().__init__(f"{length} messages, more than {cap}")
+        self.length = length
+        self.cap = cap
+
+
 def read_owned_messages_json(
-    session_id: str, *, owner: Any, since_compaction: bool
+    session_id: str, *, owner: Any, since_compaction: bool, cap: int | None = None
 ) -> bytes | None:
     """The body of the REST GET of a history (`read_owned_messages` rendered as
     DRF renders it), None if `owner` holds no such session: the texts stored with the
     messages, joined. The hot GET of the remote store, one query: the ownership check is
-    the history's join (a session without messages is one row of NULLs)."""
-    texts = _owned_wire_texts(session_id, owner=owner, since_compaction=since_compaction)
+    the history's join (a session without messages is one row of NULLs). With `cap`, a
+    history of more messages raises `HistoryTooLong` having read at most cap + 1 of them."""
+    texts = _owned_wire_texts(session_id, owner=owner, since_compaction=since_compaction, cap=cap)
     return None if texts is None else ("[" + ",".join(texts) + "]").encode()
 
 
-def _owned_wire_texts(session_id: str, *, owner: Any, since_compaction: bool) -> list[str] | None:
+def _owned_wire_texts(
+    session_id: str, *, owner: Any, since_compaction: bool, cap: int | None = None
+) -> list[str] | None:
     owner_id = getattr(owner, "pk", None)
     if owner_id is None:
         return None
@@ -82,23 +96,95 @@ def _owned_wire_texts(session_id: str, *, owner: Any, since_compaction: bool) ->
         lower = _owned_lower_bound(cursor, owner_id, session_id, since_compaction)
         if lower is None:
             return None
-        cursor.execute(_OWNED_WIRES_SQL, [lower, owner_id, session_id])
+        # A history past the cap joins no message: the range's upper bound (an index
+        # condition, from the session row) is then empty, so no message is read; its length
+        # is the session's last_seq. The LIMIT holds even so (seqs are contiguous from 1).
+        bound = _UNCAPPED if cap is None else cap
+        first = max(lower, 1)
+        cursor.execute(_OWNED_WIRES_SQL, [lower, first, bound, owner_id, session_id, bound + 1])
         rows = cursor.fetchall()
     if not rows:
         return None
-    texts = [wire for seq, wire, _ in rows if seq is not None]
-    if None in texts:  # rows written before `Message.wire` existed: from their columns
-        missing = [seq for seq, wire, _ in rows if seq is not None and wire is None]
+    length = rows[0][3] - first + 1
+    if cap is not None and (len(rows) > cap or (rows[0][0] is None and length > cap)):
+        raise HistoryTooLong(length, cap)
+    return _texts_of(rows[0][2], [(seq, wire) for seq, wire, *_ in rows if seq is not None])
+
+
+def _texts_of(session_id: str, rows: list[tuple[int, str | None]]) -> list[str]:
+    """The wire texts of (seq, wire) rows, those written before `Message.wire` existed
+    rebuilt from their columns."""
+    texts = [wire for _, wire in rows]
+    if None in texts:
+        missing = [seq for seq, wire in rows if wire is None]
         rebuilt = dict(
             (row[0], serialization.wire_json(_message_from_row(row[1:]).to_dict()))
-            for row in Message.objects.filter(session_id=rows[0][2], seq__in=missing)
+            for row in Message.objects.filter(session_id=session_id, seq__in=missing)
             .values_list("seq", *_FIELDS)
             .iterator()
         )
-        texts = [
-            wire if wire is not None else rebuilt[seq] for seq, wire, _ in rows if seq is not None
-        ]
+        texts = [wire if wire is not None else rebuilt[seq] for seq, wire in rows]
     return texts
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesPage:
+    """A page of a history for the REST GET: wire texts in chronological order, the seqs of
+    the first and last, and whether older / newer messages exist beyond them."""
+
+    texts: list[str]
+    first_seq: int | None
+    last_seq: int | None
+    has_earlier: bool
+    has_later: bool
+
+
+def read_owned_messages_page(
+    session_id: str,
+    *,
+    owner: Any,
+    limit: int,
+    before: int | None = None,
+    after: int | None = None,
+    since_compaction: bool = False,
+) -> MessagesPage | None:
+    """A keyset page of the history `owner` holds under `session_id` (None if none): the
+    newest `limit` messages older than `before` (the newest of all without it), or with
+    `after` the oldest `limit` newer than it (and older than `before`, if given). Two
+    index probes: the session, then a (session, seq) range."""
+    owner_id = getattr(owner, "pk", None)
+    if owner_id is None:
+        return None
+    found = (
+        Session.objects.filter(owner_id=owner_id, key=session_id).values_list("pk", "last_seq")
+    ).first()
+    if found is None:
+        return None
+    pk, last_seq = found
+    lower = 1
+    if since_compaction:
+        marker = (
+            Message.objects.filter(session_id=pk, is_compaction=True)
+            .order_by("-seq")
+            .values_list("seq", flat=True)
+            .first()
+        )
+        lower = marker or 1
+    rows = Message.objects.filter(session_id=pk, seq__gte=lower)
+    if before is not None:
+        rows = rows.filter(seq__lt=before)
+    if after is not None:
+        rows = rows.filter(seq__gt=after).order_by("seq")
+        picked = list(rows.values_list("seq", "wire")[:limit])
+    else:
+        picked = list(rows.order_by("-seq").values_list("seq", "wire")[:limit])[::-1]
+    if not picked:
+        return MessagesPage([], None, None, False, False)
+    first, last = picked[0][0], picked[-1][0]
+    # Seqs run from 1 without gaps (messages are deleted only with their session), so the
+    # session's last_seq and the lower bound tell what lies beyond the page.
+    has_earlier, has_later = first > lower, last < last_seq
+    return MessagesPage(_texts_of(pk, picked), first, last, has_earlier, has_later)
 
 
 def _owned_lower_bound(
@@ -123,12 +209,16 @@ def _json(value: Any) -> Any:
 _MESSAGE_TABLE = Message._meta.db_table
 _SESSION_TABLE = Session._meta.db_table
 _OWNED_WIRES_SQL = f"""
-    SELECT m.seq, m.wire, s.id
+    SELECT m.seq, m.wire, s.id, s.last_seq
       FROM {_SESSION_TABLE} s
-      LEFT JOIN {_MESSAGE_TABLE} m ON m.session_id = s.id AND m.seq >= %s
+      LEFT JOIN {_MESSAGE_TABLE} m
+             ON m.session_id = s.id AND m.seq >= %s
+            AND m.seq <= CASE WHEN s.last_seq - %s < %s THEN s.last_seq ELSE -1 END
      WHERE s.owner_id = %s AND s."key" = %s
      ORDER BY m.seq
+     LIMIT %s
 """
+_UNCAPPED = 2**62
 _COLUMNS = ", ".join(f'"{Message._meta.get_field(name).column}"' for name in _FIELDS)
 _MESSAGES_SQL = (
     f'SELECT {_COLUMNS} FROM "{_MESSAGE_TABLE}" WHERE "session_id" = %s AND "seq" >= %s'
@@ -166,19 +256,91 @@ def sessions_with_parents(
     return sessions
 
 
-def sessions_listed_for(owner: Any) -> list[Session]:
-    """`sessions_owned_by`, each with `person_turns`: the messages the person sent (the
-    runtime's `turn_count` counts model calls, two or more per answer that used a tool)."""
-    sent = Q(messages__in=Message.objects.filter(PERSON_MESSAGE))
-    # Subagents' conversations are shown under their parent's, not as chats of their own.
-    listed = sessions_owned_by(owner).filter(parent__isnull=True)
-    return list(listed.annotate(person_turns=Count("messages", filter=sent)))
+def sessions_page(
+    sessions: QuerySet[Session], *, limit: int, cursor: Cursor | None = None
+) -> tuple[list[Session], Cursor | None]:
+    """One page of `sessions` (a `sessions_owned_by` queryset), newest first, from `cursor`
+    on; and the cursor of the next page, None on the last. A keyset page: one probe of the
+    (owner, created_at, key) index, the same cost for the first page and the thousandth."""
+    if cursor is not None:
+        # The plain bound lets the index scan start at the cursor; the OR breaks the ties.
+        sessions = sessions.filter(
+            Q(created_at__lte=cursor.at)
+            & (Q(created_at__lt=cursor.at) | Q(created_at=cursor.at, key__lt=cursor.tie))
+        )
+    rows = list(sessions[: limit + 1])
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    return rows, Cursor(at=rows[-1].created_at, tie=rows[-1].key)
+
+
+def sessions_listed_for(
+    owner: Any, *, limit: int, cursor: Cursor | None = None
+) -> tuple[list[Session], Cursor | None]:
+    """The chat list: one page of the chats `owner` started (subagents' conversations are
+    shown under their parent's), each with `person_message_count`, the messages the person
+    sent (the runtime's `turn_count` counts model calls, two or more per answer that used a
+    tool), kept on the row by the append: no history is read."""
+    return sessions_page(
+        sessions_owned_by(owner).filter(parent__isnull=True), limit=limit, cursor=cursor
+    )
 
 
 def session_messages(session_id: str) -> list[Message]:
-    """Every message of the session as rows, oldest first: what a person reads (the model
-    reads from the last compaction on, `read_messages`)."""
+    """Every message of the session as rows, oldest first (the admin's transcript and the
+    exports; a person's page reads `history_window`)."""
     return list(Message.objects.filter(session_id=session_id).order_by("seq"))
+
+
+# Rows read past a page's limit so that it never starts with a tool's result: the result is
+# folded under its call, and a page split between them would show the call running forever.
+_PAGE_LEAD = 8
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryWindow:
+    """A contiguous run of a session's messages, oldest first, as a page shows them."""
+
+    messages: list[Message]
+    has_earlier: bool  # messages older than the first shown exist
+
+    @property
+    def first_seq(self) -> int:
+        return self.messages[0].seq if self.messages else 0
+
+    @property
+    def last_seq(self) -> int:
+        return self.messages[-1].seq if self.messages else 0
+
+
+def history_window(
+    session_id: str,
+    *,
+    limit: int,
+    before: int | None = None,
+    start: int | None = None,
+    widest: int | None = None,
+) -> HistoryWindow:
+    """The messages a person's page shows: the newest `limit` (or those older than `before`),
+    never starting with a tool's result; or with `start`, everything from that seq on, when
+    that is at most `widest` messages (a page that already shows them, refreshed), else the
+    newest `limit`. Keyset reads on (session, seq): the cost of a page, not of the history."""
+    rows = Message.objects.filter(session_id=session_id)
+    if start is not None and before is None and widest is not None:
+        tail = list(rows.filter(seq__gte=max(start, 1)).order_by("seq")[: widest + 1])
+        if 0 < len(tail) <= widest:
+            earlier = bool(tail) and tail[0].seq > 1 and rows.filter(seq__lt=tail[0].seq).exists()
+            return HistoryWindow(messages=tail, has_earlier=earlier)
+    if before is not None:
+        rows = rows.filter(seq__lt=before)
+    newest_first = list(rows.order_by("-seq")[: limit + _PAGE_LEAD + 1])
+    cut = min(limit, len(newest_first))
+    while cut < len(newest_first) and newest_first[cut - 1].tool_results:
+        cut += 1  # take the call the page's first message answers
+    messages = newest_first[:cut][::-1]
+    earlier = len(newest_first) > cut or len(newest_first) > limit + _PAGE_LEAD
+    return HistoryWindow(messages=messages, has_earlier=earlier)
 
 
 def session_tasks(session_id: str) -> list[Task]:
@@ -186,9 +348,13 @@ def session_tasks(session_id: str) -> list[Task]:
     return list(Task.objects.filter(session_id=session_id).order_by("position", "pk"))
 
 
-def session_children(session: Session) -> list[Session]:
-    """The subagent sessions `session`'s agent delegated to, oldest first."""
-    return list(Session.objects.filter(parent=session).order_by("created_at", "id"))
+def session_children(session: Session, *, call_ids: list[str] | None = None) -> list[Session]:
+    """The subagent sessions `session`'s agent delegated to, oldest first; with `call_ids`,
+    only those these tool calls delegated (what one page of the history shows)."""
+    children = Session.objects.filter(parent=session)
+    if call_ids is not None:
+        children = children.filter(parent_call_id__in=call_ids)
+    return list(children.order_by("created_at", "id"))
 
 
 def session_depth(session_id: str, *, limit: int = 50) -> int:

@@ -101,8 +101,14 @@ def turn_note_text(turn: Any) -> str:
 
 
 def timeline(
-    session: Session, messages: list[Message], notes: list[Any] | None = None
+    session: Session,
+    messages: list[Message],
+    notes: list[Any] | None = None,
+    *,
+    from_start: bool = True,
 ) -> list[Entry]:
+    """The entries of `messages` (a contiguous run of the history, oldest first; the whole
+    of it unless `from_start` is false) with the turn notes that fall among them."""
     templates = _tool_templates(session.agent_name)
     entries: list[Entry] = []
     # Stopped or failed turns, each noted after its last message.
@@ -114,7 +120,8 @@ def timeline(
         for turn in notes_after.pop(seq, []):
             entries.append(Entry(kind="turn-note", seq=seq, text=turn_note_text(turn)))
 
-    add_notes(0)
+    if from_start:
+        add_notes(0)
     # Results arrive in a later message than their calls; they find their call by id.
     open_calls: dict[str, ToolEntry] = {}
     for message in messages:
@@ -167,9 +174,18 @@ def _add_entry(
 
 
 def _attach_children(session: Session, open_calls: dict, entries: list[Entry]) -> None:
-    children = {child.parent_call_id: child for child in selectors.session_children(session)}
-    if not children:
+    # Only the delegations this page shows: a long chat's page reads no other child.
+    calls = [
+        tool.call_id
+        for entry in entries
+        for tool in entry.tools
+        if tool.tool_name == SUBAGENT_TOOL_NAME and tool.call_id
+    ]
+    if not calls:
         return
+    children = {
+        child.parent_call_id: child for child in selectors.session_children(session, call_ids=calls)
+    }
     for entry in entries:
         for tool in entry.tools:
             if tool.tool_name == SUBAGENT_TOOL_NAME and tool.call_id in children:

@@ -22,8 +22,10 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from gloveapp.db import delete_in_batches
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.outbox import before_event_insert
+from gloveapp.partitions import is_partitioned, partitions_prune
 
 # PostgreSQL delivers a NOTIFY at commit (and drops it on rollback), so a relay that LISTENs
 # on this channel wakes as soon as an event is durable, without Redis and without polling.
@@ -92,12 +94,21 @@ def _insert(stream: str, events: list[tuple[str, dict[str, Any]]]) -> list[LiveE
 
 
 def live_events_prune(*, older_than: timedelta) -> int:
-    """Delete events older than `older_than`; returns how many.
+    """Forget events older than `older_than`; returns how many (dropped partitions' rows
+    estimated). The turn worker's scheduler runs it (GLOVE_RETAIN_LIVE_EVENTS_DAYS), and
+    `prune_live_events` by hand.
 
-    Pages rendered before the cut that reconnect get a `resync` (reload your state) instead
-    of a replay, so pruning never makes a client silently miss a change.
+    On PostgreSQL the log is partitioned by day: whole days are dropped
+    (`gloveapp.partitions.partitions_prune`); elsewhere rows go in bounded batches. Pages
+    rendered before the cut that reconnect get a `resync` (reload your state) instead of a
+    replay, so pruning never makes a client silently miss a change.
     """
     if older_than <= timedelta(0):
         raise ValueError("older_than must be positive")
-    deleted, _ = LiveEvent.objects.filter(created_at__lt=timezone.now() - older_than).delete()
-    return deleted
+    cut = timezone.now() - older_than
+    table = LiveEvent._meta.db_table
+    if is_partitioned(table):
+        return partitions_prune(
+            table, column="created_at", cut=cut, batch=settings.GLOVE_RETENTION_BATCH
+        )
+    return delete_in_batches(LiveEvent.objects.filter(created_at__lt=cut))

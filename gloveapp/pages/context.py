@@ -116,14 +116,43 @@ def inbox_cards(session_id: str) -> dict[str, list[InboxCard]]:
     return groups
 
 
-def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
-    """Everything the chat page renders."""
+# Messages per page of a chat's history: the page opens at the newest, earlier ones load
+# on scroll (`history_context`).
+HISTORY_PAGE = 50
+# A refresh re-renders what the page shows from its oldest message on (so the earlier pages
+# a reader loaded stay), up to this many messages; past it, the newest page again.
+HISTORY_WIDEST = 400
+
+
+def _entries(
+    session: Session, window: conversation_selectors.HistoryWindow, *, newest: bool
+) -> list[Any]:
+    """The window's timeline with the turn notes that fall in it: a note stands after its
+    turn's last message (`end_seq`), so a page takes those from its first message to its
+    last (the newest page, every later one too)."""
+    notes = turn_selectors.ended_turn_notes(
+        session.pk,
+        from_seq=window.first_seq if window.has_earlier else None,
+        to_seq=None if newest else window.last_seq,
+    )
+    return timeline(session, window.messages, notes, from_start=not window.has_earlier)
+
+
+def chat_context(
+    session: Session, *, user: Any, before: int | None = None, start: int | None = None
+) -> dict[str, Any]:
+    """Everything the chat page renders: its newest page of history (`HISTORY_PAGE`
+    messages), or the page older than `before` (the page without JavaScript), or, for a
+    refresh of a page that shows everything from `start` on, that again (`HISTORY_WIDEST`)."""
     # Read the event id first: an event that lands while the page is being read is then
     # replayed by the socket (a refresh too many), never lost (a refresh too few).
     # The log's newest id, not this stream's: after `prune_live_events` a quiet session has
     # no events left, and a cursor of 0 would read as "expired" and reload the page forever.
     last_event_id = current_cursor()
-    messages = conversation_selectors.session_messages(session.pk)
+    window = conversation_selectors.history_window(
+        session.pk, limit=HISTORY_PAGE, before=before, start=start, widest=HISTORY_WIDEST
+    )
+    newest = before is None
     return {
         "session": session,
         # The id the page's URLs name the session by: its owner's own, staff's the global one.
@@ -133,18 +162,35 @@ def chat_context(session: Session, *, user: Any) -> dict[str, Any]:
         # the browser's resubmit) stores the message once (composer.js renews it per send).
         "composer_key": uuid.uuid4().hex,
         "last_event_id": last_event_id,
-        "entries": timeline(session, messages, turn_selectors.ended_turn_notes(session.pk)),
+        "entries": _entries(session, window, newest=newest),
+        "has_earlier": window.has_earlier,
+        "first_seq": window.first_seq,
+        # An older page (`?before=`, without JavaScript): it links back to the newest.
+        "older_page": not newest,
         # What waits behind the running turn, from the database: a reload shows the same.
         "queue": turn_selectors.live_turns(session.pk),
         "permissions": conversation_selectors.remembered_permissions(session.pk),
         "permission_labels": REMEMBERED_PERMISSION_LABELS,
         "permission_choices": PERMISSION_CHOICES,
         # The history's version: live.js never swaps in a partial older than the one shown.
-        "last_seq": messages[-1].seq if messages else 0,
+        "last_seq": window.last_seq if newest else session.last_seq,
         "tasks": conversation_selectors.session_tasks(session.pk),
         "inbox": inbox_cards(session.pk),
         "slots": turn_selectors.visible_slots(session.pk),
         "busy": turn_selectors.is_busy(session.pk),
         "turn": turn_selectors.newest_turn(session.pk),
         "parent_ref": address_of(user, session.parent) if session.parent_id else None,
+    }
+
+
+def history_context(session: Session, *, user: Any, before: int) -> dict[str, Any]:
+    """One page of history older than `before`, as the chat page's "earlier" loader swaps
+    it in above what it shows."""
+    window = conversation_selectors.history_window(session.pk, limit=HISTORY_PAGE, before=before)
+    return {
+        "session": session,
+        "session_ref": address_of(user, session),
+        "entries": _entries(session, window, newest=False),
+        "has_earlier": window.has_earlier,
+        "first_seq": window.first_seq,
     }

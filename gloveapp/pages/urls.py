@@ -11,6 +11,7 @@ urlpatterns = [
     path("sessions/new", views.session_new, name="session-new"),
     path("sessions/<str:session_id>/", views.chat, name="chat"),
     path("sessions/<str:session_id>/messages", views.message_create, name="message-create"),
+    path("sessions/<str:session_id>/history", views.chat_history, name="chat-history"),
     path("sessions/<str:session_id>/slots/<str:slot_id>", views.slot_answer, name="slot-answer"),
     path("sessions/<str:session_id>/cancel", views.turn_cancel, name="turn-cancel"),
     path(

@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
+from gloveapp import paging
 from gloveapp.conversations import access, idempotency
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations import services as conversation_services
@@ -38,6 +39,8 @@ from gloveapp.turns import public as turns
 from gloveapp.turns import services as turn_services
 
 CHAT_TEMPLATE = "conversations/chat.html"
+# Chats per page of the chat list (`/`).
+CHAT_LIST_PAGE = 50
 MAX_MESSAGE_CHARS = 20_000
 
 
@@ -54,12 +57,26 @@ def _see_other(url: str) -> HttpResponseRedirect:
 
 @login_required
 @require_GET
+@vary_on_headers("HX-Request")
 def session_list(request: HttpRequest) -> HttpResponse:
-    return render(
-        request,
-        "conversations/session_list.html",
-        {"sessions": conversation_selectors.sessions_listed_for(request.user)},
+    """One page of the chat list (`CHAT_LIST_PAGE` chats, newest first); `?cursor=` names
+    the next, and htmx asks for the rows alone when the "more" row scrolls into view."""
+    try:
+        cursor = paging.parse_cursor(request.GET.get("cursor"))
+    except paging.PageParamError as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain")
+    sessions, next_cursor = conversation_selectors.sessions_listed_for(
+        request.user, limit=CHAT_LIST_PAGE, cursor=cursor
     )
+    template = "conversations/session_list.html"
+    if request.htmx and cursor is not None:
+        template += "#rows"
+    context = {
+        "sessions": sessions,
+        "cursor": cursor,
+        "next_cursor": next_cursor.encode() if next_cursor else None,
+    }
+    return render(request, template, context)
 
 
 @login_required
@@ -76,8 +93,16 @@ def session_new(request: HttpRequest) -> HttpResponse:
 # One URL answers with the page or a partial: caches (and the back button) must tell them apart.
 @vary_on_headers("HX-Request", "HX-Target")
 def chat(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The chat page at its newest messages; `?before=<seq>` the page of older ones (the
+    "earlier messages" link without JavaScript); `?from=<seq>` (a refresh of the page's
+    history) everything it shows from that message on, within `HISTORY_WIDEST`."""
     session = access.viewable_session(request.user, session_id)
-    context = pages.chat_context(session, user=request.user)
+    try:
+        before = paging.parse_seq(request.GET.get("before"), field="before")
+        start = paging.parse_seq(request.GET.get("from"), field="from")
+    except paging.PageParamError as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain")
+    context = pages.chat_context(session, user=request.user, before=before, start=start)
     target = request.htmx.target if request.htmx else None
     template = f"{CHAT_TEMPLATE}#{target}" if target in pages.PARTIALS else CHAT_TEMPLATE
     return render(request, template, context)
@@ -100,10 +125,32 @@ def tool_result_download(request: HttpRequest, session_id: str, call_id: str) ->
     return response
 
 
+@login_required
+@require_GET
+def chat_history(request: HttpRequest, session_id: str) -> HttpResponse:
+    """One page of a chat's history older than `before` (a seq), as the page's "earlier"
+    loader swaps it in when it scrolls into view."""
+    session = access.viewable_session(request.user, session_id)
+    try:
+        before = paging.parse_seq(request.GET.get("before"), field="before")
+    except paging.PageParamError as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain")
+    if before is None:
+        return HttpResponse("before: required.", status=400, content_type="text/plain")
+    context = pages.history_context(session, user=request.user, before=before)
+    return render(request, f"{CHAT_TEMPLATE}#earlier", context)
+
+
 def _messages_partial(request: HttpRequest, session: Session) -> HttpResponse:
     # A sent message is listed under the history, queued or running, until its turn stores
-    # it: the list is read from the database, so every tab and a reload show the same.
-    context = pages.chat_context(session, user=request.user)
+    # it: the list is read from the database, so every tab and a reload show the same. The
+    # page sends the oldest message it shows (`from`): what it shows is rendered again, no
+    # more (the earlier pages a reader loaded stay), within `HISTORY_WIDEST`.
+    try:
+        start = paging.parse_seq(request.POST.get("from"), field="from")
+    except paging.PageParamError:
+        start = None
+    context = pages.chat_context(session, user=request.user, start=start)
     return render(request, f"{CHAT_TEMPLATE}#messages", context)
 
 

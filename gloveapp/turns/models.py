@@ -15,6 +15,10 @@ from django.db.models import Q
 
 from gloveapp.conversations.models import Session
 
+# Turns that still run or will: the partial index's condition. "waiting" (a turn parked on
+# a person) is listed ahead of its status so the index needs no rebuild when it arrives.
+UNFINISHED = ["queued", "running", "waiting"]
+
 
 class Turn(models.Model):
     class Status(models.TextChoices):
@@ -24,9 +28,12 @@ class Turn(models.Model):
         FAILED = "failed"
         CANCELLED = "cancelled"
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
+    # No index of their own: (session, id) and (user, created_at) below serve them.
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="turns", db_index=False
+    )
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, db_index=False
     )
     text = models.TextField()
     source = models.CharField(max_length=20, default="page")
@@ -47,6 +54,7 @@ class Turn(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        db_index=False,
     )
     stopped_at = models.DateTimeField(null=True, blank=True)
     # The session's last message seq when the turn ended: where its note goes in a transcript.
@@ -61,10 +69,29 @@ class Turn(models.Model):
 
     class Meta:
         ordering = ["id"]
+        # Few indexes, and none on `lease_until`: a heartbeat (every lease/3 seconds for
+        # each running turn) changes only that column, so it stays a HOT update (no index
+        # entry written; PostgreSQL) when no index covers it. Taking back expired leases
+        # reads the running turns through the partial unique index below and checks their
+        # lease on the row: a handful of rows, whatever the table's size.
         indexes = [
-            models.Index(fields=["session", "status"]),
-            models.Index(fields=["status", "lease_until"]),
+            # The newest turn of a session, its turns in order, cascades from a session.
+            models.Index(fields=["session", "id"], name="turn_session_newest_idx"),
+            # What runs or waits to run, per session, in order: the claim, the queue's
+            # length, the page's busy state. Small: finished turns leave it.
+            models.Index(
+                fields=["session", "id"],
+                condition=Q(status__in=UNFINISHED),
+                name="turn_session_unfinished_idx",
+            ),
+            # A user's turns in the last minute (the rate limit); deleting a user.
             models.Index(fields=["user", "created_at"]),
+            # Deleting a user who once pressed Stop (most turns have nobody here).
+            models.Index(
+                fields=["stopped_by"],
+                condition=Q(stopped_by__isnull=False),
+                name="turn_stopped_by_idx",
+            ),
         ]
         constraints = [
             # The rule "one turn at a time per session", held by the database itself.

@@ -135,15 +135,19 @@ def live_turns(session_id: str) -> list[Turn]:
     )
 
 
-def ended_turn_notes(session_id: str) -> list[Turn]:
+def ended_turn_notes(
+    session_id: str, *, from_seq: int | None = None, to_seq: int | None = None
+) -> list[Turn]:
     """Turns that were stopped or failed, with where their note goes (`end_seq`) and who
-    stopped them: the transcripts say so after the turn's last message."""
-    return list(
-        Turn.objects.filter(
-            session_id=session_id,
-            status__in=[Turn.Status.CANCELLED, Turn.Status.FAILED],
-            end_seq__isnull=False,
-        )
-        .select_related("stopped_by")
-        .order_by("id")
+    stopped them: the transcripts say so after the turn's last message. `from_seq` and
+    `to_seq` bound them to what one page of the history shows."""
+    notes = Turn.objects.filter(
+        session_id=session_id,
+        status__in=[Turn.Status.CANCELLED, Turn.Status.FAILED],
+        end_seq__isnull=False,
     )
+    if from_seq is not None:
+        notes = notes.filter(end_seq__gte=from_seq)
+    if to_seq is not None:
+        notes = notes.filter(end_seq__lte=to_seq)
+    return list(notes.select_related("stopped_by").order_by("id"))

@@ -28,10 +28,12 @@ from gloveapp.core.display import PERMISSION_RENDERER
 from gloveapp.core.executor import ABORTED_MESSAGE, PERMISSION_DENY_ONCE, PERMISSION_ONCE
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import ToolResult, ToolResultData
-from gloveapp.db import prepared_cursor, sql_datetime
+from gloveapp.db import delete_in_batches, prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import session_stream
 from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.wake import TURNS as WAKE_TURNS
+from gloveapp.wake import wake_after_commit
 
 # The permission vocabulary, in one place: what a prompt offers (value, button label), what
 # each answer tells the executor, and how a remembered decision is named on the page.
@@ -110,8 +112,16 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
         elif source == MESH_SOURCE:
             # A mesh peer nobody owns is limited as a user of its own: other agents wake it,
             # and every wake-up is a paid model call.
-            recent = Turn.objects.filter(session_id=session_id, created_at__gte=since).count()
-            if recent >= settings.GLOVE_MESH_TURNS_PER_MINUTE:
+            # The newest turns only, through (session, id): a peer's session holds every
+            # wake-up it ever had, and this runs on each one.
+            bound = settings.GLOVE_MESH_TURNS_PER_MINUTE
+            newest = (
+                Turn.objects.filter(session_id=session_id)
+                .order_by("-id")
+                .values_list("created_at", flat=True)[:bound]
+            )
+            recent = sum(1 for created_at in newest if created_at >= since)
+            if recent >= bound:
                 raise TurnLimitReached(
                     f"Mesh agent {session_id} started {recent} turns in the last minute, "
                     "the most GLOVE_MESH_TURNS_PER_MINUTE allows."
@@ -601,12 +611,15 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
 
 
 def task_enqueued_notify() -> None:
-    """Tell idle workers a task waits on the database queue (PostgreSQL; elsewhere they
-    poll). Sent at once outside a transaction, at commit inside one."""
+    """Tell idle workers a task waits on the database queue: NOTIFY on PostgreSQL, a local
+    wake-up on SQLite (`gloveapp.wake`). Sent at once outside a transaction, at commit
+    inside one."""
     connection = transaction.get_connection()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [TURNS_CHANNEL, TASK_ENQUEUED])
+    else:
+        wake_after_commit(WAKE_TURNS, TASK_ENQUEUED)
 
 
 def _wake_worker(turn_id: int) -> None:
@@ -625,3 +638,29 @@ def _expire_slots(turn: Turn) -> None:
         _event(turn, "slot.resolved", {"turn": turn.pk, "expired": expired})
     # Nothing waits for its approvals any more: they can no longer be decided.
     approvals.approvals_withdraw(turn_id=turn.pk)
+
+
+FINISHED_STATUSES = (Turn.Status.DONE, Turn.Status.FAILED, Turn.Status.CANCELLED)
+
+
+def turns_prune(*, older_than: timedelta) -> int:
+    """Forget turns that finished more than `older_than` ago, with their prompts, in bounded
+    batches; returns how many. A turn not finished (queued, running, waiting) stays whatever
+    its age; the messages a turn wrote belong to the session and stay. The turn worker's
+    scheduler runs it (GLOVE_RETAIN_TURNS_DAYS)."""
+    if older_than <= timedelta(0):
+        raise ValueError("older_than must be positive")
+    cut = timezone.now() - older_than
+    # Turns are created in id order: the first turn created after the cut bounds the scan
+    # (read from the primary key's start, where only the turns about to go lie before it),
+    # so no index on the timestamps is needed and each batch reads only its candidates.
+    boundary = (
+        Turn.objects.filter(created_at__gte=cut).order_by("id").values_list("id", flat=True)[:1]
+    )
+    candidates = Turn.objects.filter(
+        status__in=FINISHED_STATUSES, created_at__lt=cut, finished_at__lt=cut
+    )
+    first_kept = list(boundary)
+    if first_kept:
+        candidates = candidates.filter(id__lt=first_kept[0])
+    return delete_in_batches(candidates)

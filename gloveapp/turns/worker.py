@@ -5,9 +5,11 @@ Django Tasks backend (`turns.queue.fetch`), claims each session's next turn in t
 and runs it (`turns.single_turn`). Turns wait on the model, not the CPU, so one process runs up to
 GLOVE_TURN_CONCURRENCY of them. A watcher hands its turns the prompt answers and cancels that
 any server process stored (on PostgreSQL as soon as a NOTIFY on `services.TURNS_CHANNEL` says
-so, rechecking every GLOVE_TURN_ANSWER_RECHECK_SECONDS; elsewhere every
-GLOVE_TURN_POLL_SECONDS), renews their leases, and takes back turns whose worker died
-(another worker's lease ran out) to run them again.
+so, on a SQLite file as soon as a local wake-up does (`gloveapp.wake`), rechecking every
+GLOVE_TURN_ANSWER_RECHECK_SECONDS; elsewhere every GLOVE_TURN_POLL_SECONDS; idle, it
+sleeps), renews their leases, and takes back turns whose worker died (another worker's lease
+ran out) to run them again. Its scheduler runs the periodic work: approvals' deadlines, inbox
+expiry, retention (`turns.retention`).
 
 The engine knows nothing of the queue: the task (`turns.queue.tasks`) hands it sessions
 through `dispatch`, and it puts sessions back through the `requeue` it is given.
@@ -49,6 +51,7 @@ from gloveapp.db import (
 from gloveapp.live.relay import listen_params, listen_postgres
 from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.retention import retention_apply
 from gloveapp.turns.single_turn import (
     agent_tools,
     answer_turn,
@@ -56,6 +59,9 @@ from gloveapp.turns.single_turn import (
     slot_template,
     turn_agent,
 )
+from gloveapp.wake import TURNS as WAKE_TURNS
+from gloveapp.wake import WakeListener
+from inbox.services import expire_inbox_items
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +119,11 @@ class TurnEngine:
         ]
         self._scheduler_thread = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="glove-turns-schedule"
+        )
+        # Retention on a thread of its own: a long round of deletes never delays the
+        # approvals' deadlines.
+        self._retention_thread = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="glove-turns-retention"
         )
 
     # -- handing sessions to the loop --------------------------------------------------------
@@ -180,6 +191,8 @@ class TurnEngine:
     async def _run(self, turn: Turn) -> None:
         state = RunningTurn(turn=turn)
         self.running[turn.pk] = state
+        # The idle watcher sleeps until the next sweep: it looks after this turn from now.
+        self._nudge_event().set()
         status, error, reply = Turn.Status.DONE, "", ""
         announcer: _Announcer | None = None
         interrupted = taken_back = False
@@ -239,8 +252,15 @@ class TurnEngine:
         backoff = Backoff("turn watcher")
         pause = 0.0
         while not self._stopping:
+            # Idle (no running turn) there is nothing to deliver or renew: it sleeps until
+            # nudged (a turn starts, an answer is notified) or the next sweep is due.
+            timeout = (
+                settings.GLOVE_TURN_POLL_SECONDS
+                if self.running
+                else max(settings.GLOVE_TURN_POLL_SECONDS, next_sweep - time.monotonic())
+            )
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(nudge.wait(), settings.GLOVE_TURN_POLL_SECONDS)
+                await asyncio.wait_for(nudge.wait(), timeout)
             nudge.clear()
             if pause:
                 await asyncio.sleep(pause)
@@ -279,9 +299,13 @@ class TurnEngine:
                 backoff.succeeded()
 
     async def schedule(self) -> None:
-        """The scheduler: the approvals' periodic task (deadlines, then notifications) every
-        GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own so a slow SMTP server or
-        webhook never holds up the watcher's heartbeats. No cron line is needed."""
+        """The scheduler: the approvals' periodic task (deadlines, then notifications) and
+        the inbox items' expiry every GLOVE_APPROVAL_SWEEP_SECONDS, on a thread of its own
+        so a slow SMTP server or webhook never holds up the watcher's heartbeats; and
+        retention (`turns.retention`) every GLOVE_RETENTION_SECONDS on another. No cron
+        line is needed."""
+        if settings.GLOVE_RETENTION_SECONDS > 0:
+            self._spawn(self._retain(), name="glove-turns:retention")
         loop = asyncio.get_running_loop()
         # The database away: one line, not a traceback per round; any other failure is
         # logged whole. It runs again either way.
@@ -294,6 +318,18 @@ class TurnEngine:
             else:
                 backoff.succeeded()
             await asyncio.sleep(settings.GLOVE_APPROVAL_SWEEP_SECONDS)
+
+    async def _retain(self) -> None:
+        loop = asyncio.get_running_loop()
+        backoff = Backoff("retention")
+        while not self._stopping:
+            try:
+                await loop.run_in_executor(self._retention_thread, _run_retention)
+            except Exception as error:
+                backoff.failed(error)
+            else:
+                backoff.succeeded()
+            await asyncio.sleep(settings.GLOVE_RETENTION_SECONDS)
 
     def _task_event(self) -> asyncio.Event:
         if self._task_enqueued is None:
@@ -330,14 +366,6 @@ class TurnEngine:
             self._notified.update(self.running)
             nudge.set()
 
-        def notified(payload: str) -> None:
-            if payload == services.TASK_ENQUEUED:
-                self._task_event().set()
-                return
-            with contextlib.suppress(ValueError):
-                self._notified.add(int(payload))
-            nudge.set()
-
         def lost() -> None:
             self.listening = False
 
@@ -345,10 +373,29 @@ class TurnEngine:
             services.TURNS_CHANNEL,
             params=await sync_to_async(listen_params)(),
             on_connect=connected,
-            on_notify=notified,
+            on_notify=self._notified_of,
             on_lost=lost,
             label="turns",
         )
+
+    def _notified_of(self, payload: str) -> None:
+        """A NOTIFY (PostgreSQL) or a local wake-up (SQLite): a task was enqueued, or a
+        running turn has an answer or a stop waiting."""
+        if payload == services.TASK_ENQUEUED:
+            self._task_event().set()
+            return
+        with contextlib.suppress(ValueError):
+            self._notified.add(int(payload))
+        self._nudge_event().set()
+
+    def _wake_locally(self) -> WakeListener | None:
+        """SQLite: wake-ups from the processes of this machine (`gloveapp.wake`) stand for
+        NOTIFY, so an idle worker waits instead of polling every GLOVE_TURN_POLL_SECONDS."""
+        listener = WakeListener(WAKE_TURNS, self._notified_of)
+        if not listener.start():
+            return None
+        self.listening = True
+        return listener
 
     async def _deliver_answers_and_cancels(
         self, *, answers_too: bool = True, cancels_too: bool
@@ -401,6 +448,7 @@ class TurnEngine:
         self.loop = asyncio.get_running_loop()
         self._slots = asyncio.Semaphore(self.concurrency)
         _current = self
+        waker: WakeListener | None = None
         try:
             jobs = [
                 self._spawn(self.watch(), name="glove-turns:watch"),
@@ -408,10 +456,14 @@ class TurnEngine:
             ]
             if connections["default"].vendor == "postgresql":
                 jobs.append(self._spawn(self.listen(), name="glove-turns:listen"))
+            else:
+                waker = self._wake_locally()
             if fetch is not None:
                 jobs.append(self._spawn(fetch(self), name="glove-turns:fetch"))
             await asyncio.gather(*jobs)
         finally:
+            if waker is not None:
+                waker.close()
             if _current is self:
                 _current = None
 
@@ -428,7 +480,7 @@ class TurnEngine:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.sleep(0)
-        for executor in [*self._db_threads, self._scheduler_thread]:
+        for executor in [*self._db_threads, self._scheduler_thread, self._retention_thread]:
             # Their connections belong to those threads: close them there.
             await asyncio.wrap_future(executor.submit(connections.close_all))
             executor.shutdown(wait=False)
@@ -457,6 +509,15 @@ class TurnEngine:
 def _run_scheduled() -> None:
     try:
         approval_deadlines.call()
+        # Inbox items past their expires_at are answered "Expired: ..." (no cron line).
+        expire_inbox_items()
+    finally:
+        close_broken_connections()
+
+
+def _run_retention() -> None:
+    try:
+        retention_apply()
     finally:
         close_broken_connections()
 

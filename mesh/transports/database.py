@@ -24,6 +24,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from gloveapp.db import Backoff, healing
+from gloveapp.wake import MESH as WAKE_MESH
+from gloveapp.wake import WakeListener
 from mesh import services
 from mesh.core.adapter import MeshHandler, Unsubscribe
 from mesh.core.errors import MeshAccessDeniedError, MeshUnknownAgentError, MeshUnknownMessageError
@@ -31,6 +33,8 @@ from mesh.core.security import DEFAULT_MAX_AGE, MeshGuard
 from mesh.core.types import AgentIdentity, IncomingMeshMessage, MeshMessage, build_ack
 
 logger = logging.getLogger("mesh")
+# With wake-ups (SQLite), how often an idle recipient looks anyway, in case one was lost.
+WAKE_RECHECK_SECONDS = 1.0
 
 
 def _run(function: Any) -> Any:
@@ -212,25 +216,40 @@ class DatabaseMeshAdapter:
 
     async def _poll(self, cursor: int, handler: MeshHandler) -> None:
         backoff = Backoff(f"[mesh-db] {self.agent_id}'s deliveries", log=logger)
-        while True:
-            try:
-                deliveries = await _run(services.mesh_deliveries_after)(
-                    recipient=self.agent_id, after=cursor
-                )
-            except Exception as error:
-                # The database away: a new connection after a backoff; what was delivered
-                # meanwhile is read then (the cursor did not move).
-                await asyncio.sleep(backoff.failed(error))
-                continue
-            backoff.succeeded()
-            for delivery in deliveries:
-                cursor = delivery.pk
+        # SQLite: a sender on this machine wakes us (gloveapp.wake), so an idle recipient
+        # looks only every WAKE_RECHECK_SECONDS (a lost wake-up's safety net), not every
+        # poll_interval. Elsewhere (no wake-ups) it polls as before.
+        arrived = asyncio.Event()
+        listener = WakeListener(WAKE_MESH, lambda _payload: arrived.set())
+        woken = listener.start()
+        try:
+            while True:
+                arrived.clear()
                 try:
-                    await handler(IncomingMeshMessage.from_dict(delivery.body))
-                except Exception:
-                    logger.exception("[mesh-db] handler:")
-            if not deliveries:
-                await asyncio.sleep(self.poll_interval)
+                    deliveries = await _run(services.mesh_deliveries_after)(
+                        recipient=self.agent_id, after=cursor
+                    )
+                except Exception as error:
+                    # The database away: a new connection after a backoff; what was
+                    # delivered meanwhile is read then (the cursor did not move).
+                    await asyncio.sleep(backoff.failed(error))
+                    continue
+                backoff.succeeded()
+                for delivery in deliveries:
+                    cursor = delivery.pk
+                    try:
+                        await handler(IncomingMeshMessage.from_dict(delivery.body))
+                    except Exception:
+                        logger.exception("[mesh-db] handler:")
+                if deliveries:
+                    continue
+                if woken:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(arrived.wait(), WAKE_RECHECK_SECONDS)
+                else:
+                    await asyncio.sleep(self.poll_interval)
+        finally:
+            listener.close()
 
 
 class DatabaseMeshTransport:

@@ -60,3 +60,51 @@ def test_it_opens_a_long_chat_at_its_newest_message(server, browser, long_chat, 
     banner.locator(".note__raw summary").click()
     assert "[Inbox: 1 item(s) resolved]" in banner.locator(".note__raw .note__text").inner_text()
     context.close()
+
+
+def test_it_loads_earlier_pages_on_scroll_and_keeps_them_through_a_refresh(server, browser):
+    from gloveapp.pages.context import HISTORY_PAGE
+
+    token = server.token_for("demo")
+    with httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Token {token}"}, timeout=10
+    ) as api:
+        session_id = api.post("/api/sessions", json={"title": "A very long day"}).json()[
+            "sessionId"
+        ]
+        messages = [
+            {"sender": "user" if n % 2 == 0 else "agent", "text": f"Line {n}."}
+            for n in range(3 * HISTORY_PAGE)
+        ]
+        assert (
+            api.post(
+                f"/api/sessions/{session_id}/messages", json={"messages": messages}
+            ).status_code
+            == 200
+        )
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        log_in(page, server.url, "demo", DEMO_PASSWORD, next_url=f"/sessions/{session_id}/")
+        page.wait_for_selector("#messages .timeline")
+        shown = "document.querySelectorAll('#messages li.msg').length"
+        assert page.evaluate(shown) == HISTORY_PAGE
+
+        # Scrolling to the top reveals the "earlier" row, which loads the page before it.
+        for _ in range(10):
+            if page.evaluate(shown) == 3 * HISTORY_PAGE:
+                break
+            before = page.evaluate(shown)
+            page.evaluate("window.scrollTo(0, 0)")
+            # (Locators, not wait_for_function: the page's CSP forbids evaluating strings.)
+            page.locator("#messages li.msg").nth(before).wait_for(state="attached")
+        assert page.evaluate(shown) == 3 * HISTORY_PAGE
+        assert page.locator("#messages li.msg").first.inner_text().strip() == "Line 0."
+
+        # A live refresh (a message appended elsewhere) keeps the earlier pages loaded.
+        api.post(
+            f"/api/sessions/{session_id}/messages",
+            json={"messages": [{"sender": "agent", "text": "One more line."}]},
+        )
+        page.locator("#messages li.msg", has_text="One more line.").wait_for()
+        assert page.evaluate(shown) == 3 * HISTORY_PAGE + 1
+        context.close()

@@ -168,7 +168,8 @@ async def test_prune_mesh_forgets_old_senders_and_deleted_chats_and_keeps_the_re
     await SyncToAsync(call_command)("prune_mesh", stdout=out)
 
     assert out.getvalue().strip() == (
-        "Deleted 1 sent message record(s) and 1 deleted chat registration(s) older than 30 day(s)."
+        "Deleted 1 sent message record(s), 0 delivery record(s) and 1 deleted chat "
+        "registration(s) older than 30 day(s)."
     )
     with pytest.raises(MeshUnknownMessageError):
         await roastery.acknowledge(old, "too late")

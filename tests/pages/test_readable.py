@@ -185,6 +185,7 @@ def test_it_keeps_a_title_and_skips_framework_messages_when_naming(owner, owner_
         {"sender": "user", "text": "hi", "is_compaction": True},
         {"sender": "user", "text": "hi", "is_skill_injection": True},
         {"sender": "user", "text": "hi", "framework_context": "inbox"},
+        {"sender": "user", "text": "tool results", "tool_results": [{"call_id": "c1"}]},
     ],
 )
 def test_it_names_chats_by_the_same_rule_the_pages_count_turns_by(session, values):

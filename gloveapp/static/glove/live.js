@@ -141,6 +141,21 @@
       event.detail.shouldSwap = false;
     }
   });
+  // The history is paged: a request that re-renders it (a refresh, the composer's post, a
+  // withdrawal) names the oldest message the page shows, so the earlier pages a reader
+  // loaded stay on the page (the server renders from there on, within a bound).
+  document.body.addEventListener("htmx:configRequest", function (event) {
+    const target = event.detail.target;
+    if (!target || target.id !== "messages") return;
+    let oldest = 0;
+    target.querySelectorAll("[data-first-seq]").forEach(function (element) {
+      const seq = Number(element.dataset.firstSeq || 0);
+      if (seq > 0 && (oldest === 0 || seq < oldest)) oldest = seq;
+    });
+    const own = Number(target.dataset.firstSeq || 0);
+    if (own > 0 && (oldest === 0 || own < oldest)) oldest = own;
+    if (oldest > 0) event.detail.parameters.from = String(oldest);
+  });
   // The display stack has no version to compare: after answering a prompt in place, read
   // the stack once more, so a prompt the resumed tool pushed meanwhile is never hidden.
   document.body.addEventListener("htmx:afterSwap", function (event) {

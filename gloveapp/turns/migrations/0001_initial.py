@@ -6,83 +6,155 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('conversations', '0001_initial'),
+        ("conversations", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Turn',
+            name="Turn",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('source', models.CharField(default='page', max_length=20)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=10)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('worker_id', models.CharField(blank=True, default='', max_length=64)),
-                ('lease_until', models.DateTimeField(blank=True, null=True)),
-                ('base_seq', models.PositiveIntegerField(blank=True, null=True)),
-                ('cancel_requested', models.BooleanField(default=False)),
-                ('error', models.TextField(blank=True, default='')),
-                ('task_id', models.CharField(blank=True, default='', max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='turns', to='conversations.session')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("text", models.TextField()),
+                ("source", models.CharField(default="page", max_length=20)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("worker_id", models.CharField(blank=True, default="", max_length=64)),
+                ("lease_until", models.DateTimeField(blank=True, null=True)),
+                ("base_seq", models.PositiveIntegerField(blank=True, null=True)),
+                ("cancel_requested", models.BooleanField(default=False)),
+                ("error", models.TextField(blank=True, default="")),
+                ("task_id", models.CharField(blank=True, default="", max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="turns",
+                        to="conversations.session",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='TurnSlot',
+            name="TurnSlot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slot_id', models.CharField(max_length=64)),
-                ('renderer', models.CharField(max_length=100)),
-                ('input', models.JSONField(blank=True, null=True)),
-                ('tool_name', models.CharField(blank=True, max_length=100, null=True)),
-                ('call_id', models.CharField(blank=True, max_length=200, null=True)),
-                ('display_strategy', models.CharField(default='stay', max_length=30)),
-                ('waits_for_answer', models.BooleanField(default=False)),
-                ('template', models.CharField(max_length=200)),
-                ('status', models.CharField(choices=[('open', 'Open'), ('answered', 'Answered'), ('resolved', 'Resolved'), ('rejected', 'Rejected'), ('expired', 'Expired')], default='open', max_length=10)),
-                ('answer', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='turn_slots', to='conversations.session')),
-                ('turn', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='slots', to='turns.turn')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slot_id", models.CharField(max_length=64)),
+                ("renderer", models.CharField(max_length=100)),
+                ("input", models.JSONField(blank=True, null=True)),
+                ("tool_name", models.CharField(blank=True, max_length=100, null=True)),
+                ("call_id", models.CharField(blank=True, max_length=200, null=True)),
+                ("display_strategy", models.CharField(default="stay", max_length=30)),
+                ("waits_for_answer", models.BooleanField(default=False)),
+                ("template", models.CharField(max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("open", "Open"),
+                            ("answered", "Answered"),
+                            ("resolved", "Resolved"),
+                            ("rejected", "Rejected"),
+                            ("expired", "Expired"),
+                        ],
+                        default="open",
+                        max_length=10,
+                    ),
+                ),
+                ("answer", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="turn_slots",
+                        to="conversations.session",
+                    ),
+                ),
+                (
+                    "turn",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="slots",
+                        to="turns.turn",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.AddIndex(
-            model_name='turn',
-            index=models.Index(fields=['session', 'status'], name='turns_turn_session_55177c_idx'),
+            model_name="turn",
+            index=models.Index(fields=["session", "status"], name="turns_turn_session_55177c_idx"),
         ),
         migrations.AddIndex(
-            model_name='turn',
-            index=models.Index(fields=['status', 'lease_until'], name='turns_turn_status_62e565_idx'),
+            model_name="turn",
+            index=models.Index(
+                fields=["status", "lease_until"], name="turns_turn_status_62e565_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='turn',
-            index=models.Index(fields=['user', 'created_at'], name='turns_turn_user_id_5d8cf2_idx'),
+            model_name="turn",
+            index=models.Index(fields=["user", "created_at"], name="turns_turn_user_id_5d8cf2_idx"),
         ),
         migrations.AddConstraint(
-            model_name='turn',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'running')), fields=('session',), name='one_running_turn_per_session'),
+            model_name="turn",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "running")),
+                fields=("session",),
+                name="one_running_turn_per_session",
+            ),
         ),
         migrations.AddIndex(
-            model_name='turnslot',
-            index=models.Index(fields=['session', 'status'], name='turns_turns_session_794a8c_idx'),
+            model_name="turnslot",
+            index=models.Index(fields=["session", "status"], name="turns_turns_session_794a8c_idx"),
         ),
         migrations.AddConstraint(
-            model_name='turnslot',
-            constraint=models.UniqueConstraint(fields=('turn', 'slot_id'), name='one_row_per_turn_slot'),
+            model_name="turnslot",
+            constraint=models.UniqueConstraint(
+                fields=("turn", "slot_id"), name="one_row_per_turn_slot"
+            ),
         ),
     ]

@@ -5,23 +5,31 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0003_message_extra_and_cache_tokens'),
-        ('turns', '0001_initial'),
+        ("conversations", "0003_message_extra_and_cache_tokens"),
+        ("turns", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MeshPeer',
+            name="MeshPeer",
             fields=[
-                ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='mesh_peer', serialize=False, to='conversations.session')),
-                ('mesh_id', models.CharField(max_length=128, unique=True)),
-                ('transport', models.CharField(default='default', max_length=100)),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True, default='')),
-                ('capabilities', models.JSONField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "session",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="mesh_peer",
+                        serialize=False,
+                        to="conversations.session",
+                    ),
+                ),
+                ("mesh_id", models.CharField(max_length=128, unique=True)),
+                ("transport", models.CharField(default="default", max_length=100)),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True, default="")),
+                ("capabilities", models.JSONField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('turns', '0002_mesh_peer'),
+        ("turns", "0002_mesh_peer"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='turn',
-            name='notice',
-            field=models.TextField(blank=True, default=''),
+            model_name="turn",
+            name="notice",
+            field=models.TextField(blank=True, default=""),
         ),
     ]

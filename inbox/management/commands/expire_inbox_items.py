@@ -1,6 +1,7 @@
 """`manage.py expire_inbox_items`: answer pending items whose `expires_at` has passed.
 
-Run it from cron (every minute is fine: it only touches items that are due). Each expired
+The turn worker's scheduler does this every GLOVE_APPROVAL_SWEEP_SECONDS (no cron line);
+this is the manual tool. Each expired
 item is resolved with an "Expired: ..." response by `expiry`, so the agent that posted it
 learns on its next turn that no answer came, instead of waiting forever.
 """
@@ -15,7 +16,7 @@ from inbox.services import expire_inbox_items
 
 
 class Command(BaseCommand):
-    help = "Resolve every pending inbox item whose expires_at is in the past (cron-suitable)."
+    help = "Resolve every pending inbox item whose expires_at is in the past."
 
     def handle(self, *args: Any, **options: Any) -> None:
         expired = expire_inbox_items()

@@ -1,6 +1,7 @@
 """`manage.py prune_idempotency_keys [--days N]`: forget the answers kept for retries.
 
-Run it from cron (daily is plenty). A client retries within seconds or minutes; a retry
+The turn worker's scheduler does this by itself (GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS); this is
+the manual tool, sharing its code. A client retries within seconds or minutes; a retry
 after the cut is a new request (it is stored again), so keep more days than any client
 retries for.
 """
@@ -16,7 +17,7 @@ from gloveapp.conversations.idempotency import idempotency_keys_prune
 
 
 class Command(BaseCommand):
-    help = "Delete Idempotency-Key answers older than --days (default 2); cron-suitable."
+    help = "Delete Idempotency-Key answers older than --days (default 2)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--days", type=float, default=2.0, help="keep this many days")

@@ -1,6 +1,7 @@
 """`manage.py prune_live_events [--days N]`: keep the live event log from growing forever.
 
-Run it from cron (daily is plenty). Clients that reconnect from before the cut are told to
+The turn worker's scheduler does this by itself (GLOVE_RETAIN_LIVE_EVENTS_DAYS); this is
+the manual tool, sharing its code. Clients that reconnect from before the cut are told to
 reload their state (`resync`), so nothing is silently missed.
 """
 
@@ -15,7 +16,7 @@ from gloveapp.live.eventlog import live_events_prune
 
 
 class Command(BaseCommand):
-    help = "Delete live events older than --days (default 7); cron-suitable."
+    help = "Delete live events older than --days (default 7)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--days", type=float, default=7.0, help="keep this many days")

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0009_idempotent_request'),
+        ('conversations', '0010_session_person_message_count'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inbox', '0006_inbox_decisions'),
+        ('inbox', '0007_session_status_created_index'),
     ]
 
     operations = [

@@ -1,0 +1,108 @@
+"""Retention: how long each growing table keeps its rows, applied by the turn worker.
+
+Every table that grows with use declares here how long it keeps a row (a `GLOVE_RETAIN_*`
+setting, in days; `0` keeps them forever) and the one function that forgets older rows. The
+turn worker's scheduler (`worker.TurnEngine.schedule`) calls `retention_apply` every
+GLOVE_RETENTION_SECONDS, so no cron line is needed; the `prune_*` management commands are
+the same functions by hand.
+
+On PostgreSQL the append-only logs are partitioned by day (`gloveapp.partitions`): each
+round first creates the partitions of the coming days, then the prunes drop whole expired
+days. Other tables lose their old rows in bounded batches (`gloveapp.db.delete_in_batches`).
+Several workers may run it at once, harmlessly: a batch another worker deleted first deletes
+nothing, a partition is made under a transaction-level advisory lock (safe behind a
+transaction-pooling PgBouncer, where a session-level lock would leak) and dropped `IF EXISTS`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from gloveapp import partitions
+from gloveapp.approvals.services import approvals_prune
+from gloveapp.conversations.idempotency import idempotency_keys_prune
+from gloveapp.db import delete_in_batches, is_database_outage
+from gloveapp.live.eventlog import live_events_prune
+from gloveapp.live.models import LiveEvent
+from gloveapp.turns.services import turns_prune
+from inbox.services import inbox_items_prune
+from mesh.services import mesh_prune
+
+logger = logging.getLogger(__name__)
+
+
+def task_results_prune(*, older_than: timedelta) -> int:
+    """Forget the database queue's finished task results (django-tasks-db's `DBTaskResult`)
+    older than `older_than`, in bounded batches; queued and running tasks stay. Not
+    partitioned: the table and its migrations belong to django-tasks-db (a UUID key, its
+    own claim query on a partial index), so partitioning it would fork another package's
+    schema; a turn's task row is small and this deletes it in batches instead."""
+    if older_than <= timedelta(0):
+        raise ValueError("older_than must be positive")
+    from django_tasks_db.compat import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    cut = timezone.now() - older_than
+    return delete_in_batches(
+        DBTaskResult.objects.filter(
+            status__in=[TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED],
+            finished_at__lt=cut,
+        )
+    )
+
+
+def _mesh_prune(*, older_than: timedelta) -> int:
+    return sum(mesh_prune(older_than=older_than).values())
+
+
+@dataclass(frozen=True)
+class Retention:
+    """One growing table (or family of tables) and how long it keeps a row."""
+
+    name: str
+    setting: str
+    prune: Callable[..., int]
+
+
+RETENTION: tuple[Retention, ...] = (
+    Retention("live events", "GLOVE_RETAIN_LIVE_EVENTS_DAYS", live_events_prune),
+    Retention("idempotency keys", "GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS", idempotency_keys_prune),
+    Retention("task results", "GLOVE_RETAIN_TASK_RESULTS_DAYS", task_results_prune),
+    Retention("mesh records", "GLOVE_RETAIN_MESH_DAYS", _mesh_prune),
+    Retention("consumed inbox items", "GLOVE_RETAIN_INBOX_CONSUMED_DAYS", inbox_items_prune),
+    Retention("decided approvals", "GLOVE_RETAIN_APPROVALS_DAYS", approvals_prune),
+    Retention("finished turns", "GLOVE_RETAIN_TURNS_DAYS", turns_prune),
+)
+
+# The tables partitioned by day on PostgreSQL, with their partition key.
+PARTITIONED: tuple[tuple[str, str], ...] = ((LiveEvent._meta.db_table, "created_at"),)
+
+
+def retention_apply() -> dict[str, int]:
+    """One round: the coming days' partitions, then every table's prune; returns the rows
+    each forgot (what dropped partitions held is estimated)."""
+    for table, column in PARTITIONED:
+        partitions.partitions_ensure(table, column=column, now=timezone.now())
+    pruned: dict[str, int] = {}
+    for policy in RETENTION:
+        days = getattr(settings, policy.setting)
+        if not days or days <= 0:
+            continue
+        try:
+            pruned[policy.name] = policy.prune(older_than=timedelta(days=days))
+        except Exception as error:
+            if is_database_outage(error):
+                raise
+            # One table's failure (a lock timeout on a busy log) must not keep the others
+            # from their retention; the next round tries again.
+            logger.exception("retention of %s failed; it runs again next round", policy.name)
+    forgotten = {name: rows for name, rows in pruned.items() if rows}
+    if forgotten:
+        logger.info("retention: %s", ", ".join(f"{n} {name}" for name, n in forgotten.items()))
+    return pruned
