@@ -12,7 +12,8 @@ leaving it half up. SIGTERM or SIGINT stops everything and exits 0.
 Configured by the environment (the Makefile passes its variables): HOST, PORT, WS_PORT,
 HTTP_WORKERS, HTTP_THREADS, WS_WORKERS, TURN_WORKERS, and PROXY_PORT: when set, nginx
 (Debian's `nginx` package) runs beside them on that port and routes as the production proxy
-does (`/ws/` and `/mcp/` to WS_PORT, the rest to PORT), so the whole topology can be tried in
+does (`/ws/`, `/mcp/` and the SSE streams `/api/sessions/<id>/events` to WS_PORT, the
+rest to PORT), so the whole topology can be tried in
 a browser at one address. Standard library only; Linux (it becomes the child subreaper, so a
 master's orphaned workers are stopped too).
 
@@ -126,6 +127,13 @@ http {{
             proxy_set_header Upgrade $http_upgrade;
             proxy_set_header Connection "upgrade";
             proxy_set_header Host $http_host;
+            proxy_read_timeout 1h;
+        }}
+        location ~ ^/api/sessions/[^/]+/events$ {{
+            proxy_pass http://127.0.0.1:{ws_port};
+            proxy_http_version 1.1;
+            proxy_set_header Host $http_host;
+            proxy_buffering off;
             proxy_read_timeout 1h;
         }}
         location /mcp/ {{

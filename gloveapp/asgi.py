@@ -6,11 +6,15 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from gloveapp.conf import http_process_defaults
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gloveapp.settings")
 os.environ.setdefault("GLOVE_SERVER", "asgi")
 # Under ASGI a request's sync code may run on a thread of its own, so connections are reused
 # through psycopg's pool (PostgreSQL; settings.DB_POOL_SIZE).
 os.environ.setdefault("DB_POOL_SIZE", "10")
+# A request's statements are bounded (GLOVE_DB_STATEMENT_TIMEOUT_SECONDS) unless DEBUG.
+http_process_defaults()
 django_asgi_app = get_asgi_application()
 
 
@@ -45,15 +49,20 @@ if leaky := leaky_connection_settings():
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from gloveapp.api.session_events import events_asgi_app, events_path_session  # noqa: E402
 from gloveapp.api.workspace_mcp import mcp_endpoint  # noqa: E402
 from gloveapp.live.auth import LoginMiddlewareStack  # noqa: E402
 from gloveapp.routing import RefusingURLRouter, websocket_urlpatterns  # noqa: E402
 
 
 async def http_app(scope, receive, send):
-    """`/mcp/<workspace_id>` goes to the workspace MCP server; everything else to Django."""
+    """`/mcp/<workspace_id>` goes to the workspace MCP server, a session's event stream
+    (`/api/sessions/<id>/events`, SSE) to its ASGI app (no Django request, so no thread
+    parked per open stream); everything else to Django."""
     if scope["path"].startswith("/mcp/"):
         await mcp_endpoint(scope, receive, send)
+    elif scope["path"].endswith("/events") and events_path_session(scope["path"]):
+        await events_asgi_app(scope, receive, send)
     else:
         await django_asgi_app(scope, receive, send)
 

@@ -235,6 +235,35 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         DATABASE,
     ),
     EnvVar(
+        "GLOVE_DB_STATEMENT_TIMEOUT_SECONDS",
+        "float",
+        Derived(
+            "`30` in the HTTP servers (`gloveapp.asgi`, `gloveapp.wsgi`) with `DEBUG` off; else `0`"
+        ),
+        "PostgreSQL: the longest a statement may run (its `statement_timeout`); the server "
+        "cancels it past that, so no request, nor a query its client gave up on, holds the "
+        "database longer; the request answers 503. `0` is off (management commands and the "
+        "turn worker, whose long work is its own, unless set for them).",
+        DATABASE,
+    ),
+    EnvVar(
+        "GLOVE_DB_CONNECT_TIMEOUT_SECONDS",
+        "float",
+        10.0,
+        "PostgreSQL: the longest a request waits for a connection (one from the pool, or a new "
+        "one's handshake, at least 2 s); past it, 503 with `Retry-After`.",
+        DATABASE,
+    ),
+    EnvVar(
+        "GLOVE_DB_WAIT_SECONDS",
+        "float",
+        Derived("`GLOVE_DB_STATEMENT_TIMEOUT_SECONDS` + 2 when that is on, else `0`"),
+        "PostgreSQL: the longest the process waits for a statement's answer before it cuts the "
+        "connection: a frozen server, which cancels nothing, answers 503 within it instead of "
+        "holding the request. `0` is off.",
+        DATABASE,
+    ),
+    EnvVar(
         "DATABASE_DIRECT_URL",
         "str",
         "",
@@ -520,6 +549,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         TURNS,
     ),
     EnvVar(
+        "GLOVE_TURN_PARK_AFTER_SECONDS",
+        "float",
+        5.0,
+        "A turn waiting on a person (an approval, a permission prompt, a slot that waits for "
+        "an answer) this long is parked in the database: it gives its worker slot back, and "
+        "the answer continues it on any worker. 0 parks at once.",
+        TURNS,
+    ),
+    EnvVar(
         "GLOVE_TURN_MAX_ATTEMPTS",
         "int",
         3,
@@ -569,6 +607,14 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         500,
         "The most events replayed to a reconnecting socket before it is told to reload its "
         "state instead.",
+        LIVE,
+    ),
+    EnvVar(
+        "GLOVE_SSE_HEARTBEAT_SECONDS",
+        "float",
+        15.0,
+        "An open Server-Sent Events stream (`/api/sessions/<id>/events`) with nothing to send "
+        "gets a comment line this often, so proxies keep it open.",
         LIVE,
     ),
     EnvVar(
@@ -1059,12 +1105,34 @@ def env(name: str, default: Any = _NO_DEFAULT, environ: Mapping[str, str] | None
 
 # The settings the apps read whose default is computed from other settings.
 _DERIVED_APP_DEFAULTS: dict[str, Callable[[Any], Any]] = {
+    # Another project's processes run no statement bound unless it sets one.
+    "GLOVE_DB_STATEMENT_TIMEOUT_SECONDS": lambda settings: 0.0,
+    "GLOVE_DB_WAIT_SECONDS": lambda settings: (
+        settings.GLOVE_DB_STATEMENT_TIMEOUT_SECONDS + 2
+        if settings.GLOVE_DB_STATEMENT_TIMEOUT_SECONDS > 0
+        else 0.0
+    ),
     "GLOVE_MESH_TURNS_PER_MINUTE": lambda settings: settings.GLOVE_TURNS_PER_USER_PER_MINUTE,
     "GLOVE_CHAT_RATE": lambda settings: f"{settings.GLOVE_TURNS_PER_USER_PER_MINUTE}/min",
     # Another project's login page never names this project's demo logins.
     "GLOVE_DEMO_LOGIN_HINT": lambda settings: False,
     "GLOVE_PREPARED_STATEMENTS": lambda settings: not getattr(settings, "DATABASE_DIRECT_URL", ""),
 }
+
+
+# What an HTTP server process defaults to, set by its entry point before Django starts, as it
+# sets DB_POOL_SIZE: gloveapp/asgi.py and gloveapp/wsgi.py.
+HTTP_STATEMENT_TIMEOUT_SECONDS = 30
+
+
+def http_process_defaults(environ: Any = None) -> None:
+    """An HTTP server's defaults: its statements bounded (GLOVE_DB_STATEMENT_TIMEOUT_SECONDS),
+    unless DEBUG is on or the variable is set."""
+    environ = os.environ if environ is None else environ
+    if not env("DEBUG", environ=environ):
+        environ.setdefault(
+            "GLOVE_DB_STATEMENT_TIMEOUT_SECONDS", str(HTTP_STATEMENT_TIMEOUT_SECONDS)
+        )
 
 
 def is_app_setting(var: EnvVar) -> bool:

@@ -6,18 +6,25 @@ does not use what they prepare.
   every response, unless the response's nonce was used (then the header must carry it).
 - `MessageMiddleware` builds a request's message storage (a cookie signer and the session
   storage behind it) when something reads or adds a message, not for every API call.
+
+And WhiteNoise's, able to run async (`WhiteNoiseMiddleware`): a sync-only middleware makes
+Django run every request of the ASGI server through a thread of its own, held until the
+response ends, so each open event stream (`/api/sessions/<id>/events`) kept a parked
+thread (about 350 KB each, measured: bench/agent_stream.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.contrib.messages import middleware as messages_middleware
 from django.contrib.messages.storage import default_storage
 from django.middleware import csp
 from django.utils.csp import CSP, build_policy
 from django.utils.functional import SimpleLazyObject, empty
+from whitenoise import middleware as whitenoise_middleware
 
 MAX_POLICIES = 64  # distinct configurations (settings, per-view overrides) kept rendered
 
@@ -68,3 +75,31 @@ class MessageMiddleware(messages_middleware.MessageMiddleware):
         if isinstance(messages, SimpleLazyObject) and messages._wrapped is empty:
             return response  # never read nor added to: Django's update would store nothing
         return super().process_response(request, response)
+
+
+class WhiteNoiseMiddleware(whitenoise_middleware.WhiteNoiseMiddleware):
+    """WhiteNoise's middleware, the same files and headers, also async under ASGI."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Any = None, settings: Any = settings) -> None:
+        super().__init__(get_response, settings)
+        self._async = iscoroutinefunction(get_response)
+        if self._async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: Any) -> Any:
+        if self._async:
+            return self._acall(request)
+        return super().__call__(request)
+
+    async def _acall(self, request: Any) -> Any:
+        if self.autorefresh:  # DEBUG: looks on disk, off the event loop
+            find = sync_to_async(self.find_file, thread_sensitive=False)
+            static_file = await find(request.path_info)
+        else:
+            static_file = self.files.get(request.path_info)
+        if static_file is not None:
+            return self.serve(static_file, request)
+        return await self.get_response(request)

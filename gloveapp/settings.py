@@ -8,6 +8,7 @@ is declared once, with its type, default and meaning, in gloveapp/conf.py and re
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -78,8 +79,9 @@ MIDDLEWARE = [
     # Content-Security-Policy on every response (SECURE_CSP below); Django's, each policy
     # rendered once (gloveapp/middleware.py).
     "gloveapp.middleware.ContentSecurityPolicyMiddleware",
-    # Serves STATIC_ROOT (collectstatic) with DEBUG off, straight from the ASGI app.
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Serves STATIC_ROOT (collectstatic) with DEBUG off, straight from the ASGI app
+    # (WhiteNoise's, able to run async: gloveapp/middleware.py).
+    "gloveapp.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -143,6 +145,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+# Bounded waits on PostgreSQL (docs/explanation/performance.md, "Bounded queries"): a
+# statement runs at most GLOVE_DB_STATEMENT_TIMEOUT_SECONDS (the server cancels it; on in the
+# HTTP servers, set by their entry points), a connection is waited for at most
+# GLOVE_DB_CONNECT_TIMEOUT_SECONDS, and an answer at most GLOVE_DB_WAIT_SECONDS, past which
+# the connection is cut (gloveapp/db.py, a frozen server cancels nothing). Each is a 503 with
+# Retry-After for a request.
+GLOVE_DB_STATEMENT_TIMEOUT_SECONDS = env("GLOVE_DB_STATEMENT_TIMEOUT_SECONDS", default=0.0)
+GLOVE_DB_CONNECT_TIMEOUT_SECONDS = env("GLOVE_DB_CONNECT_TIMEOUT_SECONDS")
+GLOVE_DB_WAIT_SECONDS = env(
+    "GLOVE_DB_WAIT_SECONDS",
+    default=GLOVE_DB_STATEMENT_TIMEOUT_SECONDS + 2
+    if GLOVE_DB_STATEMENT_TIMEOUT_SECONDS > 0
+    else 0.0,
+)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    # libpq's connect_timeout (whole seconds, 2 at least): a frozen server's handshake.
+    _options.setdefault("connect_timeout", max(2, math.ceil(GLOVE_DB_CONNECT_TIMEOUT_SECONDS)))
 # psycopg's connection pool (PostgreSQL), the only way to reuse connections under ASGI and
 # granian: gloveapp/asgi.py and gloveapp/wsgi.py (under granian) turn it on (10 per
 # process) unless DB_POOL_SIZE says otherwise; 0 is off (management commands and tests
@@ -159,7 +179,7 @@ if (
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DB_POOL_SIZE,
-        "timeout": 10,
+        "timeout": GLOVE_DB_CONNECT_TIMEOUT_SECONDS,
         # A connection the server closed (a restart) is replaced, not handed to a request.
         "check": pool_check,
     }
@@ -167,6 +187,17 @@ if (
 # DATABASE_DIRECT_URL the server, for the LISTEN connections (gloveapp/live/relay.py), which
 # hold a session a transaction pooler would hand to someone else.
 DATABASE_DIRECT_URL = env("DATABASE_DIRECT_URL")
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and GLOVE_DB_STATEMENT_TIMEOUT_SECONDS > 0
+    and not DATABASE_DIRECT_URL
+):
+    # Sent with the connection's start (no round trip of its own). PgBouncer refuses that
+    # startup parameter: behind it, set the timeout on the database role instead
+    # (docs/howto/deploy.md); GLOVE_DB_WAIT_SECONDS still bounds the wait for an answer.
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _timeout = f"-c statement_timeout={int(GLOVE_DB_STATEMENT_TIMEOUT_SECONDS * 1000)}"
+    _options["options"] = f"{_options.get('options', '')} {_timeout}".strip()
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
 # instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
 # PgBouncer older than 1.21, which cannot keep prepared statements.
@@ -273,6 +304,8 @@ GLOVE_CHAT_MESH = env("GLOVE_CHAT_MESH")
 GLOVE_LIVE_POLL_SECONDS = env("GLOVE_LIVE_POLL_SECONDS")
 GLOVE_LIVE_GAP_SECONDS = env("GLOVE_LIVE_GAP_SECONDS")
 GLOVE_LIVE_REPLAY_LIMIT = env("GLOVE_LIVE_REPLAY_LIMIT")
+# An idle Server-Sent Events stream gets a heartbeat comment this often.
+GLOVE_SSE_HEARTBEAT_SECONDS = env("GLOVE_SSE_HEARTBEAT_SECONDS")
 
 # django-axes counts failed logins (the site's and the admin's, both go through
 # authenticate()): after AXES_FAILURE_LIMIT failures for one username from one address, that
@@ -376,11 +409,13 @@ SPECTACULAR_SETTINGS = {
 # The model the agents talk to: "demo" (offline, rule-based), "scripted",
 # "anthropic:<model>" (ANTHROPIC_API_KEY) or "openai:<model>" (OPENAI_API_KEY, OPENAI_BASE_URL).
 GLOVE_MODEL = env("GLOVE_MODEL")
-# Agent name -> dotted path of a factory returning its tools and system prompt.
+# Agent name -> dotted path of a factory returning its tools and system prompt (or a dict:
+# "factory", its extensions, and "open_to": who may start a chat with it).
 GLOVE_AGENTS = {
     "coffee": "gloveapp.demo.coffee.build_agent",
-    # The mesh demo's second agent: `manage.py run_agent roastery --mesh-id roastery`.
-    "roastery": "gloveapp.demo.roastery.build_agent",
+    # The mesh demo's second agent: `manage.py run_agent roastery --mesh-id roastery`. Only
+    # the mesh reaches it: no customer may open a chat with the shop's supplier.
+    "roastery": {"factory": "gloveapp.demo.roastery.build_agent", "open_to": "mesh"},
 }
 GLOVE_DEFAULT_AGENT = env("GLOVE_DEFAULT_AGENT")
 # Shared secret for signed webhooks resolving inbox items (HMAC-SHA256 over the body).
@@ -482,6 +517,9 @@ GLOVE_TURN_DB_THREADS = env("GLOVE_TURN_DB_THREADS")
 # and another worker restarts the turn, at most GLOVE_TURN_MAX_ATTEMPTS times in all.
 GLOVE_TURN_LEASE_SECONDS = env("GLOVE_TURN_LEASE_SECONDS")
 GLOVE_TURN_MAX_ATTEMPTS = env("GLOVE_TURN_MAX_ATTEMPTS")
+# A turn waiting on a person this long is parked in the database (no worker slot, no
+# lease); the answer continues it on any worker. 0 parks at once.
+GLOVE_TURN_PARK_AFTER_SECONDS = env("GLOVE_TURN_PARK_AFTER_SECONDS")
 # How often a worker looks at the database for answers and cancels, and for new tasks on the
 # database queue (SQLite, or PostgreSQL while its LISTEN connection is down).
 GLOVE_TURN_POLL_SECONDS = env("GLOVE_TURN_POLL_SECONDS")

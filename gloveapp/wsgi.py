@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import sys
 
+from gloveapp.conf import http_process_defaults
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gloveapp.settings")
 # Read by the settings and the system checks: may connections be kept per thread here?
 if "granian" in sys.modules:
@@ -21,11 +23,13 @@ if "granian" in sys.modules:
     os.environ.setdefault("DB_POOL_SIZE", "10")
 else:
     os.environ.setdefault("GLOVE_SERVER", "wsgi")
+# A request's statements are bounded (GLOVE_DB_STATEMENT_TIMEOUT_SECONDS) unless DEBUG.
+http_process_defaults()
 
-from django.core.exceptions import ImproperlyConfigured
-from django.core.wsgi import get_wsgi_application
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+from django.core.wsgi import get_wsgi_application  # noqa: E402
 
-from gloveapp.unread_body import drain_unread_bodies
+from gloveapp.unread_body import drain_unread_bodies  # noqa: E402
 
 # A refused request's unread body must not cost the client its next request on the same
 # keep-alive connection (gloveapp/unread_body.py).

@@ -5,6 +5,17 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+# The admin's order: pending first, then resolved, then the rest; newest first in each. An
+# index holds exactly these expressions (`inbox_admin_order_idx`), so a page of the list is a
+# range scan of it at any size; the two must stay the same.
+PENDING_FIRST = models.Case(
+    models.When(status="pending", then=models.Value(0)),
+    models.When(status="resolved", then=models.Value(1)),
+    default=models.Value(2),
+    output_field=models.IntegerField(),
+)
+ADMIN_ORDER = (PENDING_FIRST.asc(), models.F("created_at").desc(), models.F("id").desc())
+
 
 class InboxItem(models.Model):
     """pending -> resolved -> consumed (or pending -> consumed when withdrawn).
@@ -68,6 +79,12 @@ class InboxItem(models.Model):
                 name="inbox_session_status_idx",
             ),
             models.Index(fields=["status", "created_at"]),
+            models.Index(
+                PENDING_FIRST,
+                models.F("created_at").desc(),
+                models.F("id").desc(),
+                name="inbox_admin_order_idx",
+            ),
             models.Index(
                 fields=["expires_at"],
                 condition=models.Q(status="pending"),

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.db.models import Q, QuerySet
+from django.utils import timezone
+from django.utils.html import format_html
 
+from gloveapp.admin_lists import ExactValueFilter, ScaleAdmin, usable
+from inbox.models import ADMIN_ORDER
 from mesh.models import MeshAgent, MeshDelivery, MeshRefusal, MeshTraffic
 
 SENDER_PREFIXES = ("mesh:from:", "mesh:broadcast:from:")
@@ -22,7 +26,7 @@ def sender_of(tag: str) -> str:
     return ""  # mesh:waiting:<id> is this agent's own pending send
 
 
-class MeshRecordAdmin(admin.ModelAdmin):
+class MeshRecordAdmin(ScaleAdmin):
     """What the mesh wrote, listed and searched: never added or edited here, and deleted only
     where `deletable` says so."""
 
@@ -38,46 +42,100 @@ class MeshRecordAdmin(admin.ModelAdmin):
         return self.deletable and super().has_delete_permission(request, obj)
 
 
-class SenderFilter(admin.SimpleListFilter):
+class SenderFilter(ExactValueFilter):
+    """A sender's agent id typed in (a list of them was a DISTINCT over every item's tag)."""
+
     title = "sender"
     parameter_name = "sender"
-
-    def lookups(self, request, model_admin):
-        tags = model_admin.get_queryset(request).values_list("tag", flat=True).distinct()
-        senders = sorted({sender_of(tag) for tag in tags} - {""})
-        return [(sender, sender) for sender in senders]
+    placeholder = "a sender's agent id"
 
     def queryset(self, request, queryset: QuerySet) -> QuerySet:
-        sender = self.value()
+        sender = (self.value() or "").strip()
         if not sender:
             return queryset
+        if not usable(sender):
+            return queryset.none()
         return queryset.filter(
             Q(tag=f"mesh:from:{sender}") | Q(tag=f"mesh:broadcast:from:{sender}")
         )
 
 
-class RecipientFilter(admin.SimpleListFilter):
+class RecipientFilter(ExactValueFilter):
+    """The session that holds the items (`mesh:<agent id>` for mesh peers), typed in."""
+
     title = "recipient"
     parameter_name = "recipient"
+    field = "session_id"
+    placeholder = "a session id, e.g. mesh:<agent id>"
 
-    def lookups(self, request, model_admin):
-        sessions = model_admin.get_queryset(request).values_list("session_id", flat=True)
-        return [(session, session) for session in sorted(set(sessions))]
 
-    def queryset(self, request, queryset: QuerySet) -> QuerySet:
-        return queryset.filter(session_id=self.value()) if self.value() else queryset
+class ExactFieldFilter(ExactValueFilter):
+    placeholder = "an exact agent id"
+
+
+def exact_filter(name: str) -> type[ExactValueFilter]:
+    return type(
+        f"{name.title()}Filter",
+        (ExactFieldFilter,),
+        {"title": name, "parameter_name": name, "field": name},
+    )
 
 
 @admin.register(MeshTraffic)
 class MeshTrafficAdmin(MeshRecordAdmin):
-    list_display = ("id", "kind", "sender", "session", "status", "short_response", "created_at")
-    list_filter = (SenderFilter, RecipientFilter, "status")
-    search_fields = ("id", "tag", "request", "response", "session__id")
+    # Readable at 1280 px beside the admin's sidebar: long ids are shortened (the full one is
+    # the cell's title and the search finds it), long values wrap inside their cells.
+    list_display = (
+        "short_id",
+        "kind",
+        "sender",
+        "recipient",
+        "status",
+        "short_response",
+        "created",
+    )
+    list_display_links = ("short_id",)
+    # The recipient's title is read with each row (one join, the page's rows only).
     list_select_related = ("session",)
-    date_hierarchy = "created_at"
+    list_filter = (SenderFilter, RecipientFilter, "status")
+    sortable_by = ()
+    search_exact = ("id", "session_id", "tag")
+    search_prefix = ("id",)
+    search_text = ("request",)
+    search_help_text = (
+        "An item id or its beginning, an exact session id or tag, or words of the request."
+    )
+
+    class Media:
+        css = {"all": ["glove/admin-lists.css"]}
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, item: MeshTraffic) -> str:
+        return format_html('<span title="{}">{}</span>', item.id, _short(item.id))
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, item: MeshTraffic) -> str:
+        when = timezone.localtime(item.created_at)
+        return format_html(
+            '<time datetime="{}" title="{}">{}</time>',
+            when.isoformat(timespec="seconds"),
+            when.isoformat(timespec="seconds"),
+            f"{when:%-d %b %H:%M}",
+        )
+
+    @admin.display(description="recipient", ordering="session")
+    def recipient(self, item: MeshTraffic) -> str:
+        session = item.session
+        return format_html(
+            '<span title="{}">{}</span>', session.pk, session.title or _short(session.pk)
+        )
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(tag__startswith="mesh:")
+
+    def get_ordering(self, request):
+        # The inbox's order and its index (inbox.models.ADMIN_ORDER).
+        return list(ADMIN_ORDER)
 
     @admin.display(description="kind")
     def kind(self, item: MeshTraffic) -> str:
@@ -95,10 +153,19 @@ class MeshTrafficAdmin(MeshRecordAdmin):
         return text if len(text) <= 80 else text[:79] + "\u2026"
 
 
+def _short(value: str, keep: int = 14) -> str:
+    """A long id as people scan it: its start and its end ("inbox_17f3…9c2a41")."""
+    return value if len(value) <= keep else f"{value[: keep - 7]}\u2026{value[-6:]}"
+
+
 @admin.register(MeshAgent)
 class MeshAgentAdmin(MeshRecordAdmin):
     list_display = ("agent_id", "name", "description", "capabilities", "registered_at")
-    search_fields = ("agent_id", "name", "description")
+    # On the primary key: an agent id or its beginning (a registry, not a log).
+    sortable_by = ("agent_id",)
+    search_exact = ("agent_id",)
+    search_prefix = ("agent_id",)
+    search_help_text = "An agent id or its beginning."
     # An agent that will not come back may be taken off the registry.
     deletable = True
 
@@ -106,8 +173,13 @@ class MeshAgentAdmin(MeshRecordAdmin):
 @admin.register(MeshDelivery)
 class MeshDeliveryAdmin(MeshRecordAdmin):
     list_display = ("message_id", "kind", "sender", "recipient", "delivered_at")
-    list_filter = ("kind", "sender", "recipient")
-    search_fields = ("message_id", "sender", "recipient")
+    # Newest first on the primary key; one recipient's on `mesh_delivery_cursor_idx`.
+    ordering = ("-id",)
+    sortable_by = ()
+    list_filter = ("kind", exact_filter("sender"), exact_filter("recipient"))
+    # A message id (`mesh_delivery_once_per_recipient` starts with it) or a recipient.
+    search_exact = ("message_id", "recipient")
+    search_help_text = "An exact message id or recipient agent id."
 
 
 @admin.register(MeshRefusal)

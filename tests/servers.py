@@ -15,6 +15,7 @@ by tests/healing and bench/chaos.py; nothing here imports Django.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pwd
 import shutil
@@ -154,6 +155,37 @@ class PostgresServer:
         pid = self.pid()
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
+
+    def freeze(self) -> None:
+        """SIGSTOP the postmaster and every backend: connections stay open (new ones even
+        connect, then wait for the handshake) but nothing answers or cancels."""
+        for pid in self._processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in self._processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def _processes(self) -> list[int]:
+        """The postmaster and its children (backends, background workers)."""
+        postmaster = self.pid()
+        if postmaster is None:
+            return []
+        found = [postmaster]
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # "pid (comm) state ppid ...": comm may hold spaces, so split after its ")".
+            fields = stat.rsplit(")", 1)[-1].split()
+            if len(fields) > 1 and fields[1] == str(postmaster):
+                found.append(int(entry.name))
+        return found
 
     def pid(self) -> int | None:
         pidfile = self.data / "postmaster.pid"

@@ -95,7 +95,7 @@ def check_model(app_configs, **kwargs):
 def check_agent_extensions(app_configs, **kwargs):
     """The extensions of GLOVE_AGENTS dict entries: MCP servers well formed, subagents naming
     configured agents, hooks at known points (the factories are not run here)."""
-    from gloveapp.agents.config import EXTENSION_KEYS
+    from gloveapp.agents.config import EXTENSION_KEYS, OPEN_TO_KEY
     from gloveapp.core.hooks import HOOK_POINTS
     from gloveapp.core.mcp import McpConfigError, McpServerConfig
 
@@ -111,7 +111,7 @@ def check_agent_extensions(app_configs, **kwargs):
         if not isinstance(entry, dict):
             continue
         where = f"GLOVE_AGENTS[{name!r}]"
-        unknown = sorted(set(entry) - EXTENSION_KEYS - {"factory"})
+        unknown = sorted(set(entry) - EXTENSION_KEYS - {"factory", OPEN_TO_KEY})
         if unknown:
             error(f"{where} has unknown key(s) {', '.join(unknown)}.")
         for raw in entry.get("mcp_servers") or []:
@@ -130,4 +130,37 @@ def check_agent_extensions(app_configs, **kwargs):
                 error(
                     f"{where}.hooks: {key!r} is neither '/name' nor one of {', '.join(HOOK_POINTS)}."
                 )
+    return errors
+
+
+@register("glove")
+def check_agent_audiences(app_configs, **kwargs):
+    """Each agent's `open_to` is one of the audiences, and the default agent (the one a new
+    chat on the pages opens) is open to customers."""
+    from gloveapp.agents.config import AUDIENCES, agent_audience, default_agent_name
+
+    agents = getattr(settings, "GLOVE_AGENTS", None)
+    if not isinstance(agents, dict) or not agents:
+        return []
+    errors = []
+    for name in agents:
+        audience = agent_audience(name)
+        if audience not in AUDIENCES:
+            errors.append(
+                Error(
+                    f"GLOVE_AGENTS[{name!r}]['open_to'] is {audience!r}.",
+                    hint=f"Use one of: {', '.join(AUDIENCES)}.",
+                    id="glove.E011",
+                )
+            )
+    default = default_agent_name()
+    if default in agents and agent_audience(default) != "customers":
+        errors.append(
+            Error(
+                f"The default agent {default!r} is open to {agent_audience(default)!r} only, "
+                "but every user's new chat opens it.",
+                hint="Set GLOVE_DEFAULT_AGENT to an agent open to customers.",
+                id="glove.E012",
+            )
+        )
     return errors

@@ -19,7 +19,13 @@ it, added to what the factory returns (docs/howto/agents.md):
         "content_skills": [{"name": "latte-art", "description": "...", "content": "..."}],
         "hooks": {"/hook-name": "dotted.path.to.handler",
                   "before_model": [...], "after_tool": [...]},
+        "open_to": "customers",        # who may start a chat with it (below)
     }}
+
+Who may start a chat with an agent (a new session on the pages, `POST /api/sessions`, a turn
+over REST) is the entry's `"open_to"`: "customers" (anyone logged in; the default),
+"staff" (`is_staff` users only) or "mesh" (no person: only the mesh and the runtime reach it,
+as the demo's roastery). `agent_may_start` is the one rule every edge asks.
 """
 
 from __future__ import annotations
@@ -72,6 +78,58 @@ def agent_names() -> list[str]:
     return list(_agents_setting())
 
 
+# -- who may start a chat with which agent -----------------------------------------------------
+OPEN_TO_KEY = "open_to"
+AUDIENCES = ("customers", "staff", "mesh")
+DEFAULT_AUDIENCE = "customers"
+
+
+class AgentNotStartable(ValueError):
+    """The caller may not start a chat with this agent (unknown, staff only, or mesh only).
+
+    One text for every reason: a customer learns nothing about agents they may not open."""
+
+    field = "agentName"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"No agent you may start a chat with is called {name!r}.")
+
+
+def agent_audience(name: str) -> str | None:
+    """Who may start a chat with the agent `name` ("customers", "staff" or "mesh"); None
+    when GLOVE_AGENTS does not define it."""
+    agents = _agents_setting()
+    if name not in agents:
+        return None
+    entry = agents[name]
+    if isinstance(entry, Mapping):
+        return entry.get(OPEN_TO_KEY, DEFAULT_AUDIENCE)
+    return DEFAULT_AUDIENCE
+
+
+def agent_may_start(name: str, user: Any) -> bool:
+    """Whether `user` may start a chat with the agent `name` (empty: the default agent)."""
+    audience = agent_audience(name or default_agent_name())
+    if audience == "customers":
+        return bool(getattr(user, "is_authenticated", False))
+    if audience == "staff":
+        return bool(getattr(user, "is_staff", False) and user.is_authenticated)
+    return False  # mesh only, unknown, or a misconfigured audience (glove.E011)
+
+
+def startable_agent(name: str, user: Any) -> str:
+    """The agent `name` (empty: the default) when `user` may start a chat with it, else
+    `AgentNotStartable`; returns the name a session stores (empty stays empty)."""
+    if not agent_may_start(name, user):
+        raise AgentNotStartable(name or default_agent_name())
+    return name
+
+
+def startable_agent_names(user: Any) -> list[str]:
+    return [name for name in _agents_setting() if agent_may_start(name, user)]
+
+
 def default_agent_name() -> str:
     return getattr(settings, "GLOVE_DEFAULT_AGENT", "") or next(iter(_agents_setting()), "")
 
@@ -95,11 +153,12 @@ def get_agent_spec(name: str | None = None) -> AgentSpec:
     if isinstance(entry, Mapping):
         extensions = dict(entry)
         entry = extensions.pop("factory", None)
+        extensions.pop(OPEN_TO_KEY, None)  # who may start it, not what it is
         unknown = sorted(set(extensions) - EXTENSION_KEYS)
         if unknown:
             raise ImproperlyConfigured(
                 f"GLOVE_AGENTS[{name!r}] has unknown key(s) {', '.join(unknown)}; "
-                f"known: factory, {', '.join(sorted(EXTENSION_KEYS))}."
+                f"known: factory, {OPEN_TO_KEY}, {', '.join(sorted(EXTENSION_KEYS))}."
             )
     factory = load_factory(name, entry)
     try:

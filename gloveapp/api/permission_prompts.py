@@ -1,5 +1,6 @@
-"""`/api/sessions/<id>/permission-prompts`: the prompts a running turn waits on ("may this
-tool run?"), listed and answered over REST as on the chat page.
+"""`/api/sessions/<id>/permission-prompts`: the prompts a turn waits on ("may this tool
+run?"), running or parked on the customer, listed and answered over REST as on the chat
+page.
 
 The answer goes through the page's service (`turns.services.slot_answer`), which holds the
 rule (what each answer means, one answer wins); this edge only checks the body's shape and
@@ -45,8 +46,9 @@ class PermissionPromptOutputSerializer(serializers.Serializer):
 class PermissionPromptListApi(ApiView):
     @extend_schema(
         operation_id="session_permission_prompts_list",
-        description="The permission prompts the session's running turn waits on, oldest "
-        "first (its subagents' too); `[]` when none waits.",
+        description="The permission prompts the session's turn waits on (running, or parked "
+        "until the customer answers), oldest first (its subagents' too); `[]` when none "
+        "waits.",
         responses={200: PermissionPromptOutputSerializer(many=True), 404: ErrorSerializer},
     )
     def get(self, request: Request, session_id: str) -> Response:
@@ -92,7 +94,7 @@ class PermissionPromptAnswerApi(ApiView):
         description=(
             'Answer a permission prompt as the chat page does: `{"decision": "approve"}`, '
             '`{"decision": "reject", "reason": "…"}` or `{"value": "always"}`. The turn '
-            "goes on at once."
+            "goes on at once, on whichever worker takes it if it was parked."
         ),
         request=InputSerializer,
         responses={

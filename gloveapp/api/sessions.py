@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gloveapp import paging
+from gloveapp.agents.config import AgentNotStartable, startable_agent
 from gloveapp.api.access import ApiView, Conflict, owned_session, refused_input_as_400
 from gloveapp.api.fields import ErrorSerializer, OkSerializer, Schema
 from gloveapp.conversations import selectors, services
@@ -97,7 +99,13 @@ class SessionListApi(ApiView):
         )
         title = serializers.CharField(required=False, allow_blank=True, max_length=200)
         name = serializers.CharField(required=False, allow_blank=True, max_length=200)
-        agentName = serializers.CharField(required=False, allow_blank=True, max_length=100)
+        agentName = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            max_length=100,
+            help_text="The configured agent the session talks to (empty: the default one); "
+            "only an agent open to the caller (`open_to` in GLOVE_AGENTS), else a 400.",
+        )
 
     @extend_schema(
         operation_id="sessions_list",
@@ -156,6 +164,10 @@ class SessionListApi(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = self.validated(self.InputSerializer, request.data)
+        try:
+            startable_agent(data.get("agentName", ""), request.user)
+        except AgentNotStartable as refused:
+            raise ValidationError({refused.field: [str(refused)]}) from None
         try:
             with refused_input_as_400():
                 session = services.session_create(

@@ -9,12 +9,14 @@ from __future__ import annotations
 from django.urls import path
 
 from gloveapp.api import (
+    agent_turns,
     approvals,
     chat,
     chat_url,
     inbox_resolve,
     inbox_views,
     permission_prompts,
+    session_events,
     sessions,
     store_views,
     workspace_inbox,
@@ -127,4 +129,30 @@ urlpatterns = [
     path("chat", chat.ChatApi.as_view(), name="api-chat"),
     path("chat/<str:token>", chat_url.SignedChatApi.as_view(), name="api-chat-signed"),
     path("sessions/<str:session_id>/cancel", TurnCancelApi.as_view(), name="api-turn-cancel"),
+    # The server's agents from any client (issue 33): start a turn, stream it, answer it.
+    path(
+        "sessions/<str:session_id>/agent/turns",
+        agent_turns.AgentTurnStartApi.as_view(),
+        name="api-session-agent-turns",
+    ),
+    path(
+        "sessions/<str:session_id>/agent/turns/<str:turn_id>",
+        agent_turns.AgentTurnDetailApi.as_view(),
+        name="api-session-agent-turn",
+    ),
+    path(
+        "sessions/<str:session_id>/events",
+        session_events.session_events,
+        name="api-session-events",
+    ),
+    path(
+        "sessions/<str:session_id>/slots",
+        agent_turns.SlotListApi.as_view(),
+        name="api-session-slots",
+    ),
+    path(
+        "sessions/<str:session_id>/slots/<str:slot_id>",
+        agent_turns.SlotAnswerApi.as_view(),
+        name="api-session-slot",
+    ),
 ]

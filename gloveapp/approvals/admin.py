@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 
+from gloveapp.admin_lists import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
 from gloveapp.approvals.services import (
     ApprovalConflict,
@@ -20,7 +21,7 @@ from gloveapp.approvals.services import (
     NotYoursToDecide,
     approval_decide,
 )
-from gloveapp.core.approvals import APPROVE, REJECT, Decision
+from gloveapp.core.approvals import APPROVE, DECISIONS, REJECT, Decision
 from gloveapp.core.escaping import csv_row
 
 AUDIT_COLUMNS = (
@@ -107,8 +108,26 @@ class DecisionInline(ReadOnly, admin.StackedInline):
     fields = readonly_fields
 
 
+class DecisionFilter(FixedChoicesFilter):
+    """The decisions there are (gloveapp.core.approvals), not a DISTINCT over the requests."""
+
+    title = "decision"
+    parameter_name = "decision"
+    field = "decision"
+
+    def fixed_choices(self) -> list[tuple[str, str]]:
+        return [(kind, kind) for kind in DECISIONS]
+
+
+class ToolFilter(ExactValueFilter):
+    title = "tool"
+    parameter_name = "tool_name"
+    field = "tool_name"
+    placeholder = "an exact tool name"
+
+
 @admin.register(ApprovalRequest)
-class ApprovalRequestAdmin(ReadOnly, admin.ModelAdmin):
+class ApprovalRequestAdmin(ReadOnly, ScaleAdmin):
     list_display = (
         "tool_name",
         "status",
@@ -119,10 +138,15 @@ class ApprovalRequestAdmin(ReadOnly, admin.ModelAdmin):
         "expires_at",
         "session",
     )
-    list_filter = ("status", "decision", "tool_name", "assignee_group")
-    search_fields = ("=id", "tool_name", "session__id")
+    # Newest first on `approval_created_idx` (created_at, id); with a status, on
+    # `approval_status_created_idx`. The groups are few: their filter lists them.
+    ordering = ("-created_at", "-id")
+    sortable_by = ("created_at",)
+    list_filter = ("status", DecisionFilter, ToolFilter, "assignee_group")
+    # A request's id (a UUID), an exact tool name, an exact session id.
+    search_exact = ("id", "tool_name", "session_id")
+    search_help_text = "A request's id, an exact tool name, or an exact session id."
     list_select_related = ("assignee_user", "assignee_group", "session")
-    date_hierarchy = "created_at"
     inlines = [DecisionInline]
     actions = ["approve_selected", "reject_selected", "export_audit"]
 
@@ -161,10 +185,16 @@ class ApprovalRequestAdmin(ReadOnly, admin.ModelAdmin):
 
 
 @admin.register(ApprovalDecision)
-class ApprovalDecisionAdmin(ReadOnly, admin.ModelAdmin):
+class ApprovalDecisionAdmin(ReadOnly, ScaleAdmin):
     list_display = ("request", "kind", "username", "channel", "decided_at")
+    # Newest first on `approval_decision_decided_idx` (decided_at, id).
+    ordering = ("-decided_at", "-id")
+    sortable_by = ("decided_at",)
     list_filter = ("kind", "channel")
-    search_fields = ("username", "request__tool_name", "=request__id")
+    # The request's id (its one-to-one key), the decider's exact username (their ids).
+    search_exact = ("request_id",)
+    search_usernames = ("user",)
+    search_help_text = "A request's id, or the decider's exact username."
     list_select_related = ("request",)
     actions = ["export_audit"]
 

@@ -38,6 +38,12 @@ class ApprovalRequest(models.Model):
     args = models.JSONField()
     fingerprint = models.CharField(max_length=64)
     input_schema = models.JSONField(null=True, blank=True)
+    # How the call reads to people, from the tool's `summary` when the request opened
+    # (empty: the tool declares none, and the pages show the arguments).
+    label = models.CharField(max_length=200, blank=True, default="")
+    summary = models.CharField(max_length=500, blank=True, default="")
+    customer_summary = models.CharField(max_length=500, blank=True, default="")
+    total = models.CharField(max_length=500, blank=True, default="")
     decisions = models.JSONField()
     # Argument names only staff see.
     staff_only = models.JSONField(default=list, blank=True)
@@ -81,6 +87,8 @@ class ApprovalRequest(models.Model):
             # The queues' order (created_at, id) in every index, so a page is an ordered
             # index range scan that stops after its rows, never a sort of the whole queue.
             models.Index(fields=["status", "created_at", "id"], name="approval_status_created_idx"),
+            # The admin's list, newest first, unfiltered.
+            models.Index(fields=["created_at", "id"], name="approval_created_idx"),
             models.Index(
                 fields=["assignee_user", "status", "created_at", "id"],
                 name="approval_user_queue_idx",
@@ -144,6 +152,8 @@ class ApprovalDecision(models.Model):
 
     class Meta:
         ordering = ["-decided_at", "-id"]
+        # The admin's list (and the audit export), newest first.
+        indexes = [models.Index(fields=["decided_at", "id"], name="approval_decision_decided_idx")]
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.username or self.channel}"

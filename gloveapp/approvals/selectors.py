@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from gloveapp.approvals.access import is_approver, is_request_id, may_decide
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
+from gloveapp.core.approvals import EDIT, args_changes, change_sentence
 from gloveapp.paging import Cursor
 
 VIEWS = ("mine", "groups", "unassigned", "overdue", "all")
@@ -80,7 +81,13 @@ def page_of(rows: QuerySet[ApprovalRequest], *, offset: int, limit: int) -> list
     return [found[pk] for pk in ids if pk in found]
 
 
-_PEOPLE = ("assignee_user", "assignee_group", "escalate_to_user", "escalate_to_group")
+_PEOPLE = (
+    "assignee_user",
+    "assignee_group",
+    "escalate_to_user",
+    "escalate_to_group",
+    "session__owner",
+)
 
 
 def queue_rows(
@@ -104,17 +111,30 @@ def queue_rows(
         "assignee_group__name",
         "escalate_to_user" + username,
         "escalate_to_group__name",
+        "label",
+        "summary",
+        "total",
+        "session__owner" + username,
+        "session__title",
     )
     found = sorted(ApprovalRequest.objects.filter(pk__in=ids).values_list(*columns))
     now = timezone.now()
     rows = []
     for values in found[:limit]:
-        _, pk, tool, status, expires_at, escalated_at, user_name, group, to_user, to_group = values
+        _, pk, tool, status, expires_at, escalated_at, user_name, group, to_user, to_group = values[
+            :10
+        ]
+        label, summary, total, customer, title = values[10:]
         open_ = status == ApprovalRequest.Status.OPEN
         rows.append(
             {
                 "id": str(pk),
                 "tool": tool,
+                "label": label or None,
+                "summary": summary or None,
+                "total": total or None,
+                "customer": customer or None,
+                "sessionTitle": title or None,
                 "status": status,
                 "assignee": {"user": user_name, "group": group},
                 "escalateTo": {"user": to_user, "group": to_group},
@@ -136,13 +156,7 @@ def approval_visible(*, user: Any, request_id: Any) -> ApprovalRequest | None:
         return None
     if not is_request_id(request_id):
         return None
-    return (
-        ApprovalRequest.objects.select_related(
-            "assignee_user", "assignee_group", "escalate_to_user", "escalate_to_group", "session"
-        )
-        .filter(pk=request_id)
-        .first()
-    )
+    return ApprovalRequest.objects.select_related(*_PEOPLE).filter(pk=request_id).first()
 
 
 def approval_for_system(*, request_id: Any) -> ApprovalRequest | None:
@@ -177,6 +191,11 @@ def approval_data(
         "id": str(row.pk),
         "sessionId": row.session_id,
         "tool": row.tool_name,
+        "label": row.label or None,
+        "summary": row.summary or None,
+        "total": row.total or None,
+        "customer": row.session.owner.get_username() if row.session.owner else None,
+        "sessionTitle": row.session.title or None,
         "callId": row.call_id or None,
         "args": row.args,
         "fingerprint": row.fingerprint,
@@ -220,3 +239,42 @@ def describe(decision: ApprovalDecision) -> dict[str, Any]:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def staff_word(group_name: str | None) -> str:
+    """How a customer is told who decided, never a staff member's name: the group's
+    member in the singular ("baristas" -> "A barista"), else "A staff member"."""
+    name = (group_name or "").strip().replace("_", " ")
+    if not name:
+        return "A staff member"
+    one = name[:-1] if name.endswith("s") and not name.endswith("ss") else name
+    return f"{'An' if one[:1].lower() in 'aeiou' else 'A'} {one.lower()}"
+
+
+def session_edits(session_id: str) -> dict[str, list[str]]:
+    """Tool call id -> what staff changed before it ran, as the customer reads it ("A
+    barista changed the quantity of Colombia Huila from 6 to 4."): the session's edited
+    decisions, one indexed query (session, status)."""
+    rows = (
+        ApprovalRequest.objects.filter(
+            session_id=session_id,
+            status=ApprovalRequest.Status.DECIDED,
+            decision=EDIT,
+        )
+        .exclude(call_id="")
+        .select_related("decision_row", "assignee_group", "escalate_to_group")
+        .order_by("created_at")
+    )
+    edits: dict[str, list[str]] = {}
+    for row in rows:
+        decided = getattr(row, "decision_row", None)
+        if decided is None or decided.args is None:
+            continue
+        escalated = row.escalated_at is not None and row.escalate_to_group is not None
+        group = row.escalate_to_group if escalated else row.assignee_group
+        sentence = change_sentence(
+            staff_word(group.name if group else None), args_changes(row.args, decided.args)
+        )
+        if sentence:
+            edits.setdefault(row.call_id, []).append(sentence)
+    return edits

@@ -23,10 +23,12 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from gloveapp.agents.labels import call_summary, tool_label
 from gloveapp.approvals.access import is_request_id, may_decide
 from gloveapp.approvals.models import ApprovalDecision, ApprovalNotification, ApprovalRequest
 from gloveapp.approvals.notifications import queue_notifications
 from gloveapp.approvals.selectors import describe
+from gloveapp.conversations.models import Session
 from gloveapp.core import input_rules
 from gloveapp.core.approvals import (
     EDIT,
@@ -40,7 +42,7 @@ from gloveapp.core.approvals import (
     customer_view,
     validate_edit,
 )
-from gloveapp.db import delete_in_batches, notify_turn_worker
+from gloveapp.db import delete_in_batches, wake_turn
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import approvals_stream, session_stream
 
@@ -101,6 +103,8 @@ def approval_open(
     tool_name = str(prompt.get("toolName") or "")
     args = prompt.get("toolInput")
     remind, escalate, expire = _deadlines(tool_name, policy)
+    agent_name = Session.objects.filter(pk=session_id).values_list("agent_name", flat=True).first()
+    summary = call_summary(agent_name, tool_name, args)
     user_name, group_name = _route(
         {
             "session_id": session_id,
@@ -120,6 +124,10 @@ def approval_open(
             args=args,
             fingerprint=str(prompt.get("fingerprint") or ""),
             input_schema=prompt.get("inputSchema"),
+            label=tool_label(agent_name, tool_name)[:200],
+            summary=summary.text if summary else "",
+            customer_summary=summary.customer or "" if summary else "",
+            total=summary.total or "" if summary else "",
             decisions=list(policy.decisions),
             staff_only=list(policy.staff_only),
             assignee_user=_user(user_name),
@@ -139,9 +147,15 @@ def approval_open(
     return row
 
 
-def customer_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
-    """What the customer's page keeps of an approval prompt (no staff-only fields)."""
-    return customer_view(prompt)
+def customer_prompt(prompt: dict[str, Any], row: ApprovalRequest | None = None) -> dict[str, Any]:
+    """What the customer's page keeps of an approval prompt (no staff-only fields), with
+    the call's label and the customer's summary of it when `row` (the stored request) has
+    them."""
+    shown = customer_view(prompt)
+    if row is not None:
+        shown["label"] = row.label or None
+        shown["summary"] = row.customer_summary or row.summary or None
+    return shown
 
 
 def _deadlines(tool_name: str, policy: ApprovalPolicy) -> tuple[float, float, float]:
@@ -274,7 +288,8 @@ def approval_decide(
             payload={"id": str(row.pk), "decision": decision.kind},
         )
         if row.turn_id is not None:
-            notify_turn_worker(row.turn_id)
+            # A turn parked on this request goes back on the queue in this transaction.
+            wake_turn(row.turn_id)
     return made
 
 
@@ -322,7 +337,9 @@ def _agent_tool(row: ApprovalRequest) -> Any:
 def _lost(row: ApprovalRequest) -> ApprovalConflict:
     if row.status == Status.WITHDRAWN:
         return AlreadyDecided(
-            f"request {row.pk} was withdrawn: its conversation stopped waiting", winner=None
+            f"request {row.pk} was withdrawn without a decision: its turn ended (stopped, "
+            "or failed) before anyone decided, so nothing waits for a decision any more",
+            winner=None,
         )
     winner = ApprovalDecision.objects.filter(request_id=row.pk).first()
     described = describe(winner) if winner is not None else None
@@ -365,10 +382,42 @@ def decisions_for_turns(turn_ids: list[int]) -> list[tuple[int, str, dict[str, A
                 reason=row.reason or None,
                 text=row.text or None,
                 decided_by=row.username or None,
+                expired=row.channel == ApprovalDecision.Channel.EXPIRY,
             ).to_dict(),
         )
         for row in rows
     ]
+
+
+def decided_for_turn(turn_id: int, slot_ids: list[str]) -> bool:
+    """Whether a decision on one of these slots of the turn waits to be handed over (the
+    turn may not park)."""
+    return ApprovalRequest.objects.filter(
+        turn_id=turn_id, slot_id__in=slot_ids, status=Status.DECIDED, delivered_at__isnull=True
+    ).exists()
+
+
+def decision_for_slot(*, turn_id: int, slot_id: str) -> dict[str, Any] | None:
+    """The decision on the request the turn opened for this slot, as the executor reads it
+    (delivered or not: a continuing attempt re-runs the call and takes it again), or None
+    while nobody decided."""
+    made = (
+        ApprovalDecision.objects.filter(
+            request__turn_id=turn_id, request__slot_id=slot_id, request__status=Status.DECIDED
+        )
+        .order_by("-decided_at")
+        .first()
+    )
+    if made is None:
+        return None
+    return Decision(
+        kind=made.kind,
+        fingerprint=made.fingerprint_seen,
+        args=made.args,
+        reason=made.reason or None,
+        text=made.text or None,
+        decided_by=made.username or None,
+    ).to_dict()
 
 
 def approval_delivered(*, turn_id: int, slot_id: str) -> None:
@@ -379,8 +428,9 @@ def approval_delivered(*, turn_id: int, slot_id: str) -> None:
 
 
 def approvals_withdraw(*, turn_id: int) -> int:
-    """The turn ended without waiting any longer: its open requests can no longer be
-    decided (a retried turn asks again). Call inside the turn's transaction."""
+    """The turn ended (done, stopped, failed) with these requests open: they can no longer
+    be decided. Not called when a worker dies or a turn parks: the request stays open and
+    the turn's next attempt finds it again. Call inside the turn's transaction."""
     rows = list(
         ApprovalRequest.objects.filter(turn_id=turn_id, status=Status.OPEN).values_list(
             "pk", flat=True
@@ -402,10 +452,8 @@ def approvals_withdraw(*, turn_id: int) -> int:
 
 # -- deadlines -------------------------------------------------------------------------------
 def expired_reason(row: ApprovalRequest) -> str:
-    return (
-        f"No decision by {row.expires_at.isoformat() if row.expires_at else 'the deadline'}: "
-        "the request expired."
-    )
+    when = f"{row.expires_at:%-d %b %Y, %H:%M} UTC" if row.expires_at else "the deadline"
+    return f"No decision by {when}: the request expired."
 
 
 def approvals_sweep(*, now: datetime | None = None) -> dict[str, int]:

@@ -1,24 +1,31 @@
 """Conversations in the Django admin, read-only: history is written by agents, not by hand.
 
-A session's page shows its conversation as a transcript (`transcript.py`, drawn by the
-template admin/conversations/session/change_form.html of this app), each message's JSON
-folded away.
+A session's page is a view-only transcript (`transcript.py`, drawn by the template
+admin/conversations/session/transcript.html of this app): its facts, its tasks and the
+conversation, each message's JSON folded away; no Save or Delete. Renaming it is a link away
+(`?edit=1`, the change form).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 
+from gloveapp.admin_lists import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
 from gloveapp.conversations import selectors, services
-from gloveapp.conversations.models import Session, Task
+from gloveapp.conversations.models import Message, Session, Task
 from gloveapp.conversations.transcript import session_transcript
 
 # A session page shows the newest messages only; a long history would make it unusable.
@@ -61,8 +68,19 @@ class TaskInline(ReadOnlyInline):
     fields = readonly_fields = ("position", "task_id", "content", "active_form", "status")
 
 
+class AgentFilter(FixedChoicesFilter):
+    """The configured agents (GLOVE_AGENTS), not a DISTINCT over a million sessions."""
+
+    title = "agent"
+    parameter_name = "agent"
+    field = "agent_name"
+
+    def fixed_choices(self) -> list[tuple[str, str]]:
+        return [(name, name) for name in sorted(getattr(settings, "GLOVE_AGENTS", {}) or {})]
+
+
 @admin.register(Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(ScaleAdmin):
     # Readable at 1280 px: long ids and titles are cut (the whole value on hover), times
     # are ages; exact values are on the session's page.
     list_display = (
@@ -73,14 +91,25 @@ class SessionAdmin(admin.ModelAdmin):
         "turns",
         "tokens",
         "updated",
+        "created",
     )
     list_display_links = ("short_title",)
 
     class Media:
         css = {"all": ["glove/admin-lists.css"]}
 
-    list_filter = ("agent_name", ("parent", admin.EmptyFieldListFilter))
-    search_fields = ("id", "key", "title", "owner__username")
+    # Newest first on `session_created_idx` (created_at, id); `updated_at` has no index on
+    # purpose (an append changes it: the row's updates stay HOT), so it is shown, not sorted.
+    ordering = ("-created_at",)
+    sortable_by = ("shown_id", "created")
+    list_filter = (AgentFilter, ("parent", admin.EmptyFieldListFilter))
+    # An exact id or its beginning (the primary key's pattern index), the owner's exact
+    # username, words of the title (a trigram index on PostgreSQL).
+    search_exact = ("id",)
+    search_prefix = ("id",)
+    search_text = ("title",)
+    search_usernames = ("owner",)
+    search_help_text = "A session id or its beginning, an owner's username, or words of the title."
     list_select_related = ("owner",)
     readonly_fields = (
         "id",
@@ -107,8 +136,6 @@ class SessionAdmin(admin.ModelAdmin):
         ("created_at", "updated_at"),
     )
     inlines = [TaskInline]
-    # The transcript is long and the title the only field to edit: Save at the top too.
-    save_on_top = True
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -151,22 +178,44 @@ class SessionAdmin(admin.ModelAdmin):
     def tokens(self, session: Session) -> int:
         return session.token_count
 
-    @admin.display(description="updated", ordering="updated_at")
+    @admin.display(description="updated")
     def updated(self, session: Session) -> str:
         return ago(session.updated_at)
 
-    def render_change_form(
+    @admin.display(description="created", ordering="created_at")
+    def created(self, session: Session) -> str:
+        return ago(session.created_at)
+
+    # A session's page is its transcript, view-only (facts, tasks, the conversation); the
+    # change form is only for renaming it (`?edit=1`, linked from the transcript).
+    def change_view(
         self,
         request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
+        object_id: str,
         form_url: str = "",
-        obj: Session | None = None,
+        extra_context: dict[str, Any] | None = None,
     ) -> Any:
-        if obj is not None:
-            context["transcript"] = session_transcript(obj, newest=MESSAGES_SHOWN)
-        return super().render_change_form(request, context, add, change, form_url, obj)
+        if request.method == "GET" and "edit" not in request.GET:
+            return self.transcript_view(request, object_id)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def transcript_view(self, request: HttpRequest, object_id: str) -> Any:
+        session = self.get_object(request, unquote(object_id))
+        if session is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_view_or_change_permission(request, session):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": session.title or "(untitled)",
+            "session": session,
+            "transcript": session_transcript(session, newest=MESSAGES_SHOWN),
+            "tasks": list(Task.objects.filter(session=session).order_by("position")),
+            "subagents": self.subagent_sessions(session),
+            "may_rename": self.has_change_permission(request, session),
+        }
+        return TemplateResponse(request, "admin/conversations/session/transcript.html", context)
 
     # Through the services, so live pages hear of the change like any other.
     def save_model(self, request: HttpRequest, obj: Session, form: Any, change: bool) -> None:
@@ -178,3 +227,111 @@ class SessionAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
         for session in queryset:
             services.session_delete(session=session)
+
+
+class SessionIdFilter(ExactValueFilter):
+    title = "session id"
+    parameter_name = "session"
+    field = "session_id"
+    placeholder = "an exact session id"
+
+
+class SenderFilter(FixedChoicesFilter):
+    title = "sender"
+    parameter_name = "sender"
+    field = "sender"
+
+    def fixed_choices(self) -> list[tuple[str, str]]:
+        return list(Message.SENDERS)
+
+
+@admin.register(Message)
+class MessageAdmin(ScaleAdmin):
+    """Every session's messages, read-only, newest first; one session's in its order.
+
+    Unfiltered, the list runs backwards on the primary key; with a session it runs backwards
+    on `message_unique_seq` (session, seq). No search in the text: a trigram index over
+    every message would weigh on the hottest writes; a session's page shows its transcript."""
+
+    list_display = ("short_text", "session_link", "seq", "sender", "kind", "created")
+    list_display_links = ("short_text",)
+    list_filter = (SessionIdFilter, SenderFilter)
+    sortable_by = ()
+    search_exact = ("session_id", "id")
+    search_help_text = "An exact session id (or a message's number)."
+    fields = readonly_fields = (
+        "session",
+        "seq",
+        "sender",
+        "msg_id",
+        "text",
+        "content",
+        "tool_calls",
+        "tool_results",
+        "is_compaction",
+        "is_skill_injection",
+        "framework_context",
+        "reasoning_content",
+        "extra",
+        "created_at",
+    )
+
+    class Media:
+        css = {"all": ["glove/admin-lists.css"]}
+
+    def get_ordering(self, request: HttpRequest) -> list[str]:
+        if request.GET.get(SessionIdFilter.parameter_name) or request.GET.get("q"):
+            # One session's: exactly `message_unique_seq` backwards (and a total order: no
+            # id added). Newest first by id would walk the whole table backwards to reach
+            # an old session's rows.
+            return ["-session_id", "-seq"]
+        return ["-id"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:
+        # The list needs none of the large columns; the page of one message reads them all.
+        queryset = super().get_queryset(request)
+        if getattr(request, "resolver_match", None) and request.resolver_match.url_name.endswith(
+            "_changelist"
+        ):
+            return queryset.only(
+                "id",
+                "session_id",
+                "seq",
+                "sender",
+                "text",
+                "is_compaction",
+                "is_skill_injection",
+                "framework_context",
+                "created_at",
+            )
+        return queryset
+
+    @admin.display(description="text")
+    def short_text(self, message: Message) -> str:
+        return cut_with_title(message.text or "(no text)", 80)
+
+    @admin.display(description="session")
+    def session_link(self, message: Message) -> str:
+        url = reverse("admin:conversations_session_change", args=[message.session_id])
+        return format_html('<a href="{}">{}</a>', url, cut_with_title(message.session_id, ID_CHARS))
+
+    @admin.display(description="kind")
+    def kind(self, message: Message) -> str:
+        if message.is_compaction:
+            return "compaction"
+        if message.is_skill_injection:
+            return "skill"
+        return message.framework_context or "\u2014"
+
+    @admin.display(description="created")
+    def created(self, message: Message) -> str:
+        return ago(message.created_at)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

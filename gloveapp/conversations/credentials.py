@@ -42,3 +42,12 @@ def api_token_revoke(*, user: Any, token: str) -> int:
                 candidate.delete()
                 revoked += 1
     return revoked
+
+
+def api_token_create(*, user: Any) -> str:
+    """A new token for `user`, replacing the one they had (one per user, as DRF keeps it;
+    the old one's post_delete signal drops it from the token cache). Returns the key: the
+    only time it is shown, the page never lists it again."""
+    with transaction.atomic():
+        Token.objects.filter(user=user).delete()
+        return Token.objects.create(user=user).key

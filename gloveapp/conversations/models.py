@@ -70,8 +70,13 @@ class Session(models.Model):
         ]
         indexes = [
             # The owner's list, newest first, paged by (created_at, key) (`selectors.
-            # sessions_page`): columns an append never changes, so appends stay HOT.
+            # sessions_page`): columns an append never changes, so appends stay HOT. The
+            # admin's search by an owner's username runs on it too.
             models.Index(fields=["owner", "-created_at", "-key"], name="session_owner_created_idx"),
+            # The admin's list, newest first (columns an append never changes: its updates
+            # stay HOT), and the same for one agent's sessions.
+            models.Index(fields=["created_at", "id"], name="session_created_idx"),
+            models.Index(fields=["agent_name", "created_at"], name="session_agent_created_idx"),
         ]
 
     def __str__(self) -> str:

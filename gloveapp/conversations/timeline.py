@@ -16,13 +16,15 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from gloveapp.agents.config import get_agent_spec
+from gloveapp.agents.labels import tool_label
 from gloveapp.conversations import selectors
 from gloveapp.conversations.models import Message, Session
+from gloveapp.core.builtin_tools import BUILTIN_LABELS
 from gloveapp.core.executor import SUBAGENT_TOOL_NAME, permission_denied_message
 from gloveapp.core.inbox_context import resolved_banner_answers
 
 GENERIC_RESULT_TEMPLATE = "tools/generic_result.html"
-TOOL_STATUS_WORDS = {"aborted": "stopped", "error": "failed", "success": "success"}
+TOOL_STATUS_WORDS = {"aborted": "stopped", "error": "failed", "success": "done"}
 
 
 @dataclass(slots=True)
@@ -42,6 +44,10 @@ class ToolEntry:
     denied: bool = False
     # A delegation to a subagent: the child's conversation, shown nested under the call.
     child: Session | None = None
+    # The tool's name as a customer reads it (`Tool.label`), never the internal one.
+    label: str = ""
+    # What staff changed before it ran ("A barista changed the quantity of … from 6 to 4").
+    changes: list[str] = field(default_factory=list)
     # A result past the cap (`core.results`): {"bytes", "shownBytes"}; the page shows the
     # head and links the whole for download.
     truncated: dict[str, Any] | None = None
@@ -49,13 +55,13 @@ class ToolEntry:
     @property
     def shown_message(self) -> str | None:
         if self.denied:
-            return f"You didn't allow {self.tool_name.replace('_', ' ')}, so it did not run."
+            return f"You didn't allow {(self.label or self.tool_name).lower()}, so it did not run."
         return self.message
 
     @property
     def shown_status(self) -> str:
         """How the card names the call's state: stopped and failed in plain words."""
-        return TOOL_STATUS_WORDS.get(self.status or "", self.status or "running…")
+        return TOOL_STATUS_WORDS.get(self.status or "", self.status or "working…")
 
     @property
     def template(self) -> str:
@@ -80,14 +86,17 @@ class Entry:
     answers: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _tool_templates(agent_name: str) -> dict[str, str]:
-    """Tool name -> its colocated result template, for the session's agent."""
+def _tool_readings(agent_name: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Tool name -> its colocated result template, and -> its label, for the session's agent
+    (one build of the agent for both)."""
     try:
         spec = get_agent_spec(agent_name)
     except ImproperlyConfigured:
         # An agent since removed from GLOVE_AGENTS: its history still reads, generically.
-        return {}
-    return {tool.name: tool.result_template for tool in spec.tools if tool.result_template}
+        return {}, dict(BUILTIN_LABELS)
+    templates = {tool.name: tool.result_template for tool in spec.tools if tool.result_template}
+    labels = {**BUILTIN_LABELS, **{tool.name: tool.display_label for tool in spec.tools}}
+    return templates, labels
 
 
 def turn_note_text(turn: Any) -> str:
@@ -109,7 +118,7 @@ def timeline(
 ) -> list[Entry]:
     """The entries of `messages` (a contiguous run of the history, oldest first; the whole
     of it unless `from_start` is false) with the turn notes that fall among them."""
-    templates = _tool_templates(session.agent_name)
+    templates, labels = _tool_readings(session.agent_name)
     entries: list[Entry] = []
     # Stopped or failed turns, each noted after its last message.
     notes_after: dict[int, list[Any]] = {}
@@ -130,6 +139,9 @@ def timeline(
     for seq in sorted(notes_after):
         add_notes(seq)
     _attach_children(session, open_calls, entries)
+    for entry in entries:
+        for tool in entry.tools:
+            tool.label = tool_label(session.agent_name, tool.tool_name, labels)
     return entries
 
 
@@ -217,4 +229,6 @@ def _attach_result(
     tool.render_data = result.get("renderData", result.get("render_data"))
     truncated = result.get("truncated")
     tool.truncated = truncated if isinstance(truncated, dict) else None
-    tool.denied = tool.status == "error" and tool.message == permission_denied_message(tool_name)
+    tool.denied = tool.status == "error" and (tool.message or "").startswith(
+        permission_denied_message(tool_name)
+    )

@@ -99,10 +99,17 @@ class Agent:
         return self.compactor.config.max_turns
 
     async def ask(
-        self, message: Message | None, *, hand_over: HandOver, abort: AbortSignal | None = None
+        self,
+        message: Message | None,
+        *,
+        hand_over: HandOver,
+        abort: AbortSignal | None = None,
+        rerun: frozenset[str] = frozenset(),
     ) -> ModelResult:
         """Answer `message`; with None, resume from the stored conversation instead (a turn
-        whose worker stopped after storing its request: nothing stored is appended twice)."""
+        whose worker stopped after storing its request: nothing stored is appended twice).
+        `rerun`: ids of unfinished calls that run again although their tool is not
+        `retry_safe` (they were waiting on a person, not interrupted halfway)."""
         if message is not None:
             await inject_resolved_items(self.store)
         # Computed once: an item resolved during this ask is injected by the next one.
@@ -110,7 +117,7 @@ class Agent:
         if message is not None:
             await self.store.append_messages([message])
         else:
-            await self._finish_interrupted_calls(hand_over=hand_over, abort=abort)
+            await self._finish_interrupted_calls(hand_over=hand_over, abort=abort, rerun=rerun)
 
         request_turns = 0
         while True:
@@ -158,7 +165,11 @@ class Agent:
             await self.compactor.try_compaction()
 
     async def _finish_interrupted_calls(
-        self, *, hand_over: HandOver, abort: AbortSignal | None
+        self,
+        *,
+        hand_over: HandOver,
+        abort: AbortSignal | None,
+        rerun: frozenset[str] = frozenset(),
     ) -> None:
         """Give the calls of a stored reply that has no results yet their results.
 
@@ -169,10 +180,16 @@ class Agent:
         if last is None or last.sender != "agent" or not last.tool_calls:
             return
         safe_by_name = {tool.name: tool.retry_safe for tool in self.executor.tools}
-        safe = [call for call in last.tool_calls if safe_by_name.get(call.tool_name, True)]
+        # A call that waited on a person runs again and finds its answer (`rerun`).
+        safe = [
+            call
+            for call in last.tool_calls
+            if call.id in rerun or safe_by_name.get(call.tool_name, True)
+        ]
         ran = await self.executor.execute(safe, hand_over=hand_over, abort=abort) if safe else []
         _raise_if_aborted(abort)
         by_call = {id(call): result for call, result in zip(safe, ran, strict=False)}
+        safe_ids = {id(call) for call in safe}
         results = [
             by_call.get(id(call))
             or ToolResult(
@@ -181,7 +198,7 @@ class Agent:
                 result=ToolResultData(status="error", message=INTERRUPTED_CALL_MESSAGE),
             )
             for call in last.tool_calls
-            if id(call) in by_call or not safe_by_name.get(call.tool_name, True)
+            if id(call) in by_call or id(call) not in safe_ids
         ]
         await self.store.append_messages(
             [Message(sender="user", text=TOOL_RESULTS_TEXT, tool_results=results)]

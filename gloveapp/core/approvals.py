@@ -8,7 +8,11 @@ canonical arguments, and waits for a `Decision`:
 - approve: the tool runs with exactly the arguments that were fingerprinted;
 - edit: the tool runs with the person's arguments, validated against its input schema;
 - reject: the tool does not run; the agent reads the reason;
-- respond: the tool does not run; the agent reads the person's text (Glove's resolution).
+- respond: the tool does not run; the agent reads the person's text as the call's result
+  (Glove's resolution), not as an error.
+
+A request nobody decides in time is decided by its `on_expire`; a rejection then reads
+"expired", never "rejected by a person".
 
 A decision names the fingerprint it saw; one for other arguments is refused, and the tool
 never runs without a decision. Everything here is plain Python: the Django side stores the
@@ -167,9 +171,11 @@ class Decision:
     reason: str | None = None  # reject: what the agent reads
     text: str | None = None  # respond: the answer instead of the tool's result
     decided_by: str | None = None
+    # Taken by the deadline (`on_expire`), not by a person: the agent reads that it expired.
+    expired: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        made = {
             "decision": self.kind,
             "fingerprint": self.fingerprint,
             "args": self.args,
@@ -177,6 +183,9 @@ class Decision:
             "text": self.text,
             "decidedBy": self.decided_by,
         }
+        if self.expired:
+            made["expired"] = True
+        return made
 
     @classmethod
     def from_dict(cls, data: Any) -> Decision:
@@ -201,6 +210,7 @@ class Decision:
             reason=reason,
             text=text,
             decided_by=by if isinstance(by, str) else None,
+            expired=data.get("expired") is True,
         )
 
 
@@ -395,8 +405,14 @@ def rejected_message(tool_name: str, reason: str | None) -> str:
     return message
 
 
-def responded_message(tool_name: str, text: str) -> str:
-    return f'"{tool_name}" did not run; a person answered instead: {text.strip()}'
+def expired_message(tool_name: str, note: str | None = None) -> str:
+    """What the agent reads when nobody decided in time (not "rejected by a person")."""
+    message = (
+        f'The request to run "{tool_name}" expired before anyone decided on it; it did not run.'
+    )
+    if note and note.strip():
+        message += f" {note.strip()}"
+    return message
 
 
 def not_decided_message(tool_name: str, why: str) -> str:
@@ -405,6 +421,12 @@ def not_decided_message(tool_name: str, why: str) -> str:
 
 def outcome_without_run(tool_name: str, decision: Decision) -> ToolResultData | None:
     """The result of a decision that does not run the tool (reject, respond), else None."""
+    if decision.kind == REJECT and decision.expired:
+        return ToolResultData(
+            status="error",
+            message=expired_message(tool_name),
+            data={"decision": REJECT, "expired": True},
+        )
     if decision.kind == REJECT:
         return ToolResultData(
             status="error",
@@ -412,10 +434,12 @@ def outcome_without_run(tool_name: str, decision: Decision) -> ToolResultData | 
             data={"decision": REJECT, "reason": decision.reason},
         )
     if decision.kind == RESPOND:
+        # Glove's resolution: the person's text is the call's answer, not an error. The model
+        # reads the text as given (a success's `data`); the page reads `message`.
         return ToolResultData(
-            status="error",
-            message=responded_message(tool_name, decision.text or ""),
-            data={"decision": RESPOND, "text": decision.text},
+            status="success",
+            data=decision.text or "",
+            message=f"It did not run; a staff member answered: {(decision.text or '').strip()}",
         )
     return None
 
@@ -532,3 +556,78 @@ def customer_view(prompt: dict[str, Any]) -> dict[str, Any]:
         "toolName": prompt.get("toolName"),
         "toolInput": args,
     }
+
+
+# -- what an edit changed --------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ArgChange:
+    """One argument a person changed: its path (`lines.0.quantity`), how people name it
+    ("the quantity of Colombia Huila") and the values before and after."""
+
+    path: str
+    label: str
+    before: Any
+    after: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "label": self.label, "before": self.before, "after": self.after}
+
+
+def _row_title(row: Any) -> str:
+    if isinstance(row, dict):
+        return next((cell for cell in row.values() if isinstance(cell, str) and cell), "")
+    return ""
+
+
+def args_changes(before: Any, after: Any) -> list[ArgChange]:
+    """What an edit changed, leaf by leaf: top-level arguments, and the cells of a list of
+    objects (an order's lines) named by the row's first text ("the quantity of Kenya AA")."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return [] if before == after else [ArgChange("", "the arguments", before, after)]
+    changes: list[ArgChange] = []
+    for key in [*before, *[k for k in after if k not in before]]:
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        words = str(key).replace("_", " ")
+        if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+            for index, (old_row, new_row) in enumerate(zip(old, new, strict=True)):
+                if old_row == new_row:
+                    continue
+                if isinstance(old_row, dict) and isinstance(new_row, dict):
+                    title = _row_title(old_row)
+                    for cell in [*old_row, *[c for c in new_row if c not in old_row]]:
+                        if old_row.get(cell) != new_row.get(cell):
+                            of = f" of {title}" if title and old_row.get(cell) != title else ""
+                            changes.append(
+                                ArgChange(
+                                    f"{key}.{index}.{cell}",
+                                    f"the {str(cell).replace('_', ' ')}{of}",
+                                    old_row.get(cell),
+                                    new_row.get(cell),
+                                )
+                            )
+                else:
+                    changes.append(ArgChange(f"{key}.{index}", f"the {words}", old_row, new_row))
+            continue
+        changes.append(ArgChange(str(key), f"the {words}", old, new))
+    return changes
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return value.replace("_", " ")
+    if isinstance(value, dict | list):
+        return canonical_json(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def change_sentence(who: str, changes: list[ArgChange]) -> str:
+    """ "A barista changed the quantity of Colombia Huila from 6 to 4." """
+    if not changes:
+        return ""
+    parts = [f"{c.label} from {_shown(c.before)} to {_shown(c.after)}" for c in changes]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{who} changed {listed}."

@@ -27,6 +27,12 @@ from gloveapp.core.types import (
 
 INBOX_TOOL_NAME = "glove_post_to_inbox"
 TASK_TOOL_NAME = "glove_update_tasks"
+# What a customer reads instead of the built-in tools' names (the model reads the names).
+BUILTIN_LABELS = {
+    INBOX_TOOL_NAME: "Follow-up request",
+    TASK_TOOL_NAME: "Task list",
+    "glove_invoke_subagent": "Help from another agent",
+}
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -176,6 +182,7 @@ def create_inbox_tool(*, decisions: Sequence[str] | None = None) -> Tool:
 
     return Tool(
         name=INBOX_TOOL_NAME,
+        label=BUILTIN_LABELS[INBOX_TOOL_NAME],
         description=INBOX_TOOL_DESCRIPTION,
         run=post_to_inbox if declared is None else run,
         input_model=PostToInboxInput,
@@ -186,6 +193,7 @@ def create_inbox_tool(*, decisions: Sequence[str] | None = None) -> Tool:
 def create_task_tool() -> Tool:
     return Tool(
         name=TASK_TOOL_NAME,
+        label=BUILTIN_LABELS[TASK_TOOL_NAME],
         description=TASK_TOOL_DESCRIPTION,
         run=update_tasks,
         input_model=UpdateTasksInput,

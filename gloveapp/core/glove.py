@@ -288,13 +288,16 @@ class Glove:
             _with_text(request, text), hand_over=self._hand_over, abort=abort
         )
 
-    async def resume_request(self, abort: AbortSignal | None = None) -> ModelResult:
+    async def resume_request(
+        self, abort: AbortSignal | None = None, *, rerun: frozenset[str] = frozenset()
+    ) -> ModelResult:
         """Continue the stored conversation without a new request: a turn retried after its
-        worker stopped (its request is stored already; unfinished tool calls are settled)."""
+        worker stopped, or continued after a wait on a person (its request is stored
+        already; unfinished tool calls are settled, those in `rerun` by running again)."""
         if not self._built:
             raise GloveNotBuiltError()
         async with self._ask_lock:
-            return await self._agent.ask(None, hand_over=self._hand_over, abort=abort)
+            return await self._agent.ask(None, hand_over=self._hand_over, abort=abort, rerun=rerun)
 
     async def force_compaction(self) -> Message:
         """Compact now, whatever the token count (Glove's `controls.forceCompaction`)."""

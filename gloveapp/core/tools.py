@@ -14,6 +14,11 @@ manager bound to this tool, the store, the abort signal and the call id.
 
 `run` may return a `ToolResultData` (used verbatim) or any other value, which becomes
 `ToolResultData(status="success", data=value)` like glove-react's `defineTool`.
+
+What people read of a call is declared beside it too: `label` is the tool's name in plain
+words ("Checkout"), and `summary(args)` says what a call with these arguments will do
+("Checkout: 6 x Colombia Huila, $96.00, pay at pickup"), as a `CallSummary` or a string. The
+pages show those instead of the tool's name and its JSON arguments.
 """
 
 from __future__ import annotations
@@ -34,6 +39,34 @@ DisplayStrategy = Literal["stay", "hide-on-complete", "hide-on-new"]
 DISPLAY_STRATEGIES: tuple[str, ...] = ("stay", "hide-on-complete", "hide-on-new")
 
 ToolRun = Callable[[Any, "ToolContext"], Awaitable[Any]]
+MAX_SUMMARY = 500
+
+
+@dataclass(frozen=True, slots=True)
+class CallSummary:
+    """How a pending call reads to people (a tool's `summary` returns one, or a string).
+
+    `text` is what staff read ("Checkout: 6 x Colombia Huila, $96.00, pay at pickup");
+    `customer` what the customer reads, when it should differ (no staff-only details);
+    `total` the one figure staff scan a queue for ("$96.00"), if the call has one."""
+
+    text: str
+    customer: str | None = None
+    total: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "customer": self.customer or self.text, "total": self.total}
+
+
+def _clip(value: Any) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= MAX_SUMMARY else text[: MAX_SUMMARY - 1] + "…"
+
+
+def humanize_name(name: str) -> str:
+    """A tool name in plain words: `add_to_cart` -> "Add to cart"."""
+    words = name.replace("__", " ").replace("_", " ").replace("-", " ").split()
+    return " ".join(words).capitalize() if words else name
 
 
 @dataclass(slots=True)
@@ -68,6 +101,17 @@ class Tool:
     extra: dict[str, Any] = field(default_factory=dict)
     # A person decides before each run (approve, edit, reject, respond): `core.approvals`.
     approval: ApprovalPolicy | None = None
+    # The JSON Schema of the answer the tool's slot waits for (`push_and_wait`): clients of
+    # the REST API read it beside the slot to know what to send; None: any JSON.
+    slot_answer_schema: dict[str, Any] | None = None
+
+    # What people read instead of the name and the JSON: the tool's name in plain words, and
+    # `summary(args)` -> CallSummary | str | None for one call (a sync function: the Django
+    # side calls it outside the event loop, so it may read the database).
+    label: str | None = None
+    summary: Callable[[dict[str, Any]], CallSummary | str | None] | None = field(
+        default=None, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.display_strategy not in DISPLAY_STRATEGIES:
@@ -88,6 +132,29 @@ class Tool:
         return ToolSpec(
             name=self.name, description=self.description, input_schema=self.input_schema()
         )
+
+    @property
+    def display_label(self) -> str:
+        return self.label or humanize_name(self.name)
+
+    def summarize(self, args: Any) -> CallSummary | None:
+        """The call as people read it, or None (no `summary`, or it failed on these
+        arguments: the pages then show the arguments as they are)."""
+        if self.summary is None or not isinstance(args, dict):
+            return None
+        try:
+            made = self.summary(args)
+        except Exception:
+            return None
+        if isinstance(made, str) and made.strip():
+            return CallSummary(text=_clip(made))
+        if isinstance(made, CallSummary) and made.text.strip():
+            return CallSummary(
+                text=_clip(made.text),
+                customer=_clip(made.customer) if made.customer else None,
+                total=_clip(made.total) if made.total else None,
+            )
+        return None
 
     def needs_permission(self, args: Any) -> bool:
         """Does this call need the customer's permission? The executor passes the arguments
@@ -130,6 +197,9 @@ def tool(
     result_template: str | None = None,
     retry_safe: bool = True,
     approval: ApprovalPolicy | None = None,
+    slot_answer_schema: dict[str, Any] | None = None,
+    label: str | None = None,
+    summary: Callable[[dict[str, Any]], CallSummary | str | None] | None = None,
 ) -> Any:
     """Turn an async function into a `Tool` (usable bare or with options)."""
 
@@ -168,6 +238,9 @@ def tool(
             result_template=result_template,
             retry_safe=retry_safe,
             approval=approval,
+            slot_answer_schema=slot_answer_schema,
+            label=label,
+            summary=summary,
         )
 
     if func is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from gloveapp.admin_lists import ScaleAdmin
 from gloveapp.demo import shop
 from gloveapp.demo.models import Coffee, Order
 
@@ -11,7 +12,7 @@ RESTOCK_BAGS = 12
 
 
 @admin.register(Coffee)
-class CoffeeAdmin(admin.ModelAdmin):
+class CoffeeAdmin(ScaleAdmin):
     list_display = ("name", "origin", "price", "stock")
     list_editable = ("stock",)
     ordering = ("position",)
@@ -52,13 +53,18 @@ class CoffeeAdmin(admin.ModelAdmin):
 
 
 @admin.register(Order)
-class OrderAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "session", "total", "payment", "created_at")
+class OrderAdmin(ScaleAdmin):
+    list_display = ("__str__", "session_id", "total", "payment", "created_at")
+    # Newest first on `order_created_idx` (created_at, id).
+    ordering = ("-created_at", "-id")
+    sortable_by = ("created_at",)
     list_filter = ("payment",)
+    search_exact = ("id", "session_id")
+    search_help_text = "An order's number or an exact session id."
     # Orders are records: every field read-only, the total shown as money.
     fields = readonly_fields = ("session", "lines", "total", "payment", "created_at")
 
-    @admin.display(description="Total", ordering="total_cents")
+    @admin.display(description="Total")
     def total(self, order: Order) -> str:
         return shop.money(order.total_cents)
 

@@ -17,13 +17,14 @@ from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from gloveapp.agents.config import AgentSpec
 from gloveapp.core.approvals import ApprovalPolicy
-from gloveapp.core.tools import ToolContext, tool
+from gloveapp.core.tools import CallSummary, ToolContext, tool
 from gloveapp.core.types import ToolResultData
 from gloveapp.demo import shop
+from gloveapp.demo.catalogue import CATALOGUE, find_entry
 
 TEMPLATES = "tools/coffee"
 CONFIRM_ANSWERS = frozenset({"confirm", "confirmed", "yes", "true", "ok"})
@@ -128,8 +129,33 @@ def is_confirmation(answer: Any) -> bool:
 
 
 class CheckoutLine(BaseModel):
-    coffee: str
-    quantity: int
+    # The enum is for the people who edit an order (a select on /approvals/); the model's
+    # word for a coffee ("Colombia") is still accepted and matched by the shop.
+    coffee: str = Field(json_schema_extra={"enum": [entry.name for entry in CATALOGUE]})
+    quantity: int = Field(ge=1, le=99)
+
+
+PAYMENT_WORDS = {"saved_card": "pay with the saved card", "pickup": "pay at pickup"}
+
+
+def checkout_summary(args: dict[str, Any]) -> CallSummary:
+    """ "Checkout: 6 x Colombia Huila, $96.00, pay at pickup": what the customer and the
+    barista read of a pending checkout (prices from the catalogue, no database read)."""
+    parts, total_cents, priced = [], 0, True
+    for line in args.get("lines") or []:
+        if not isinstance(line, dict):
+            continue
+        quantity, name = line.get("quantity"), str(line.get("coffee") or "a coffee")
+        entry = find_entry(name)
+        parts.append(f"{quantity} \u00d7 {entry.name if entry else name}")
+        if entry is not None and isinstance(quantity, int):
+            total_cents += quantity * entry.price_cents
+        else:
+            priced = False
+    total = shop.money(total_cents) if parts and priced else None
+    payment = PAYMENT_WORDS.get(str(args.get("payment") or "saved_card"), "")
+    text = "Checkout: " + ", ".join(part for part in (", ".join(parts), total, payment) if part)
+    return CallSummary(text=text, total=total)
 
 
 def approval_bags() -> int:
@@ -163,11 +189,19 @@ LARGE_ORDER = ApprovalPolicy(
 
 
 @tool(
+    label="Checkout",
+    summary=checkout_summary,
     requires_permission=_pays_with_saved_card,
     approval=LARGE_ORDER,
     display_strategy="hide-on-complete",
     slot_template=f"{TEMPLATES}/checkout_slot.html",
     result_template=f"{TEMPLATES}/checkout_result.html",
+    # What the Confirm / Cancel buttons send; an API client sends the same.
+    slot_answer_schema={
+        "type": "object",
+        "properties": {"confirmed": {"type": "boolean"}},
+        "required": ["confirmed"],
+    },
 )
 async def checkout(
     ctx: ToolContext,

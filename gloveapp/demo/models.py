@@ -71,6 +71,7 @@ class Order(models.Model):
     class Meta:
         db_table = "agents_order"
         ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["created_at", "id"], name="order_created_idx")]
 
     def __str__(self) -> str:
         return f"Order #{self.pk}"

@@ -7,14 +7,26 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from gloveapp.admin_lists import ExactValueFilter, ScaleAdmin
 from gloveapp.live.models import LiveEvent
 
 
+class TypeFilter(ExactValueFilter):
+    title = "type"
+    parameter_name = "type"
+    field = "type"
+    placeholder = "e.g. message.appended"
+
+
 @admin.register(LiveEvent)
-class LiveEventAdmin(admin.ModelAdmin):
+class LiveEventAdmin(ScaleAdmin):
     list_display = ("id", "stream", "type", "created_at")
-    list_filter = ("type",)
-    search_fields = ("stream",)
+    # Newest first on the primary key; one stream's on its (stream, id) index.
+    ordering = ("-id",)
+    sortable_by = ("id",)
+    list_filter = (TypeFilter,)
+    search_exact = ("stream", "id")
+    search_help_text = "An exact stream (e.g. session:<id>) or an event's number."
     readonly_fields = ("id", "stream", "type", "payload", "created_at")
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -18,3 +18,9 @@ class LiveConfig(AppConfig):
         # the settings it leaves out get their declared defaults before anything reads them.
         fill_app_defaults(settings)
         connect_signals()
+        # Every PostgreSQL statement waits for its answer at most GLOVE_DB_WAIT_SECONDS.
+        from django.db.backends.signals import connection_created
+
+        from gloveapp.db import bound_statement_waits
+
+        connection_created.connect(bound_statement_waits, dispatch_uid="glove_bounded_waits")

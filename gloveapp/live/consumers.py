@@ -60,6 +60,7 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         raise NotImplementedError
 
     _ended = False
+    _cursor: int | None = None
     _relay = None
     _stream: str | None = None
 
@@ -124,7 +125,8 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
 
     async def _accept_and_replay(self, stream: str) -> None:
         await self.accept()
-        replay = await database_sync_to_async(replay_after)(stream, self._last_event_id())
+        self._cursor = self._last_event_id()
+        replay = await database_sync_to_async(replay_after)(stream, self._cursor)
         self._replayed = {frame["id"] for frame in replay.frames}
         for frame in replay.frames:
             await self.send_json(frame)
@@ -159,6 +161,10 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         # socket's replay can reach it after.
         if frame.id in self._replayed:
             self._replayed.discard(frame.id)  # the relay delivers each id only once
+            return
+        if self._cursor is not None and frame.id <= self._cursor:
+            # The client had it before it reconnected: this process's relay had not yet
+            # reached the client's cursor when the socket opened.
             return
         await self.send(text_data=frame.text)  # encoded once by the relay for every socket
         if frame.type in self.final_events:

@@ -1,4 +1,6 @@
-"""The account's API tokens page, `/accounts/tokens/`: the owner lists and revokes them.
+"""The account's API tokens page, `/accounts/tokens/`: the owner creates, lists and revokes
+them. A new token's key is shown once, in the answer to the POST that made it (never stored
+in the session or a message, never cacheable).
 
 An edge over `gloveapp.conversations.credentials`. Revoking is a POST (CSRF-checked) and
 takes effect at once in this process (the token cache forgets it) and within
@@ -12,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from gloveapp.conversations import credentials
@@ -22,6 +25,19 @@ from gloveapp.conversations import credentials
 def api_tokens(request: HttpRequest) -> HttpResponse:
     tokens = credentials.api_tokens_of(request.user)
     return render(request, "account/tokens.html", {"tokens": tokens})
+
+
+@login_required
+@require_POST
+@never_cache
+def api_token_create(request: HttpRequest) -> HttpResponse:
+    replaced = bool(credentials.api_tokens_of(request.user))
+    key = credentials.api_token_create(user=request.user)
+    return render(
+        request,
+        "account/tokens.html",
+        {"tokens": credentials.api_tokens_of(request.user), "new_key": key, "replaced": replaced},
+    )
 
 
 @login_required

@@ -38,7 +38,7 @@ from gloveapp.approvals.services import (
     StaleDecision,
     approval_decide,
 )
-from gloveapp.core.approvals import APPROVE, EDIT, REJECT, RESPOND, Decision
+from gloveapp.core.approvals import APPROVE, EDIT, REJECT, RESPOND, Decision, args_changes
 from gloveapp.live.replay import current_cursor
 
 PAGE_SIZE = 50
@@ -93,28 +93,49 @@ def rows_html(rows: list[dict[str, Any]]) -> SafeString:
             who = "unassigned"
         if row["escalatedAt"]:
             who += " · escalated to " + escape(escalate_to["group"] or escalate_to["user"] or "")
+        customer = escape(row.get("customer") or "someone")
+        what = escape(row.get("label") or row["tool"])
+        summary = escape(row.get("summary") or "")
+        total = escape(row.get("total") or "")
         out.append(
             f'<li class="inbox-row approvals-row{"" if row["status"] == "open" else " is-read"}"'
             f' data-id="{pk}" data-expires="{escape(row["expiresAt"] or "")}">\n'
             f'  <a class="inbox-row__link" href="?request={pk}"'
             f' data-detail-url="{detail.replace("APPROVAL_ID", pk)}">\n'
             '    <span class="inbox-row__dot" aria-hidden="true"></span>\n'
-            f'    <span class="inbox-row__label">{escape(row["tool"])}</span>\n'
+            f'    <span class="inbox-row__label"><span class="approvals-row__customer">{customer}'
+            f'</span> · <span class="approvals-row__what" title="{escape(row["tool"])}">{what}'
+            "</span></span>\n"
             '    <span class="inbox-row__time"'
             f' data-seconds-left="{"" if seconds is None else seconds}">'
-            f"{escape(row['status']) if seconds is None else f'{seconds}s left'}</span>\n"
-            f'    <span class="inbox-row__preview">{who}</span>\n'
+            f"{escape(row['status']) if seconds is None else _left(seconds)}</span>\n"
+            + (f'    <span class="approvals-row__summary">{summary}</span>\n' if summary else "")
+            + '    <span class="inbox-row__preview">'
+            + (f'<strong class="approvals-row__total">{total}</strong> · ' if total else "")
+            + f"{who}</span>\n"
             "  </a>\n"
             "</li>\n"
         )
     return mark_safe("".join(out))  # every value above is escaped
 
 
+def _left(seconds: int) -> str:
+    """ "14m 5s left", as approvals.js counts it down."""
+    if seconds >= 3600:
+        return f"{seconds // 3600}h {seconds % 3600 // 60}m left"
+    if seconds >= 60:
+        return f"{seconds // 60}m {seconds % 60}s left"
+    return f"{seconds}s left"
+
+
 def _rows_response(rows: list[dict[str, Any]]) -> HttpResponse:
     return HttpResponse(rows_html(rows))
 
 
-def _widget(kind: Any, value: Any) -> str:
+def _widget(spec: dict[str, Any], value: Any) -> str:
+    kind = spec.get("type")
+    if isinstance(spec.get("enum"), list) and spec["enum"]:
+        return "select"
     if kind in ("integer", "number") or (
         isinstance(value, int | float) and not isinstance(value, bool)
     ):
@@ -124,6 +145,29 @@ def _widget(kind: Any, value: Any) -> str:
     if kind == "string" or isinstance(value, str):
         return "text"
     return "json"
+
+
+def _resolved(spec: Any, root: dict[str, Any], depth: int = 0) -> dict[str, Any]:
+    """A property's schema with its local `$ref` followed and an optional (`anyOf` with
+    null) unwrapped: what the widget is chosen by."""
+    if not isinstance(spec, dict) or depth > 8:
+        return {}
+    ref = spec.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = node.get(part) if isinstance(node, dict) else None
+        return _resolved(node, root, depth + 1) | {
+            key: value for key, value in spec.items() if key != "$ref"
+        }
+    options = spec.get("anyOf") or spec.get("oneOf")
+    if isinstance(options, list):
+        real = [option for option in options if option != {"type": "null"}]
+        if len(real) == 1:
+            return _resolved(real[0], root, depth + 1) | {
+                key: value for key, value in spec.items() if key not in ("anyOf", "oneOf")
+            }
+    return spec
 
 
 def _rows_of(value: Any) -> bool:
@@ -140,10 +184,12 @@ def _rows_of(value: Any) -> bool:
 
 
 def fields_of(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The arguments as form fields, typed by the tool's input schema (else by value); a
-    list of flat objects becomes a field per cell, named `name.index.key`."""
+    """The arguments as form fields, typed by the tool's input schema (else by value):
+    an enum is a select, a number carries its bounds; a list of flat objects becomes a
+    field per cell, named `name.index.key`."""
     schema = data.get("inputSchema") or {}
-    properties = schema.get("properties") if isinstance(schema, dict) else None
+    schema = schema if isinstance(schema, dict) else {}
+    properties = schema.get("properties")
     properties = properties if isinstance(properties, dict) else {}
     args = data["args"] if isinstance(data["args"], dict) else {}
     fields = []
@@ -151,40 +197,77 @@ def fields_of(data: dict[str, Any]) -> list[dict[str, Any]]:
         *[key for key in properties if key in args],
         *[k for k in args if k not in properties],
     ]:
-        spec = properties.get(name) if isinstance(properties.get(name), dict) else {}
+        spec = _resolved(properties.get(name), schema)
         value = args.get(name)
         if _rows_of(value):
+            items = _resolved(spec.get("items"), schema)
+            cells = items.get("properties") if isinstance(items.get("properties"), dict) else {}
             for index, row in enumerate(value):
                 title = next((cell for cell in row.values() if isinstance(cell, str)), "")
                 for key, cell in row.items():
                     fields.append(
-                        _field(f"{name}.{index}.{key}", f"{title or name} · {key}", None, cell)
+                        _field(
+                            f"{name}.{index}.{key}",
+                            f"{title or name} · {key}",
+                            _resolved(cells.get(key), schema),
+                            cell,
+                        )
                     )
             continue
-        fields.append(
-            _field(name, spec.get("description") or name.replace("_", " "), spec.get("type"), value)
-        )
+        label = name.replace("_", " ")
+        fields.append(_field(name, label, spec, value, help=spec.get("description") or ""))
     return fields
 
 
-def _field(name: str, label: str, kind: Any, value: Any) -> dict[str, Any]:
-    widget = _widget(kind, value)
-    integer = kind == "integer" or (isinstance(value, int) and not isinstance(value, bool))
+def _field(
+    name: str, label: str, spec: dict[str, Any], value: Any, help: str = ""
+) -> dict[str, Any]:
+    widget = _widget(spec, value)
+    kind = spec.get("type")
+    integer = kind == "integer" or (
+        kind is None and isinstance(value, int) and not isinstance(value, bool)
+    )
+    options: list[tuple[str, str]] = []
+    if widget == "select":
+        choices = list(spec["enum"])
+        if value not in choices:
+            choices.insert(0, value)  # what the call has, even off the list, stays shown
+        options = [(_option(choice), _option(choice).replace("_", " ")) for choice in choices]
+    bounds = {
+        key: spec[key]
+        for key in ("minimum", "maximum")
+        if isinstance(spec.get(key), int | float) and not isinstance(spec.get(key), bool)
+    }
     return {
         "name": name,
         "label": label,
+        "help": help,
         "widget": widget,
         "value": json.dumps(value, ensure_ascii=False) if widget == "json" else value,
+        "original": _option(value) if widget != "json" else json.dumps(value, ensure_ascii=False),
+        "options": options,
+        "choices": spec.get("enum") if widget == "select" else None,
+        "min": bounds.get("minimum"),
+        "max": bounds.get("maximum"),
         "step": "1" if integer else "any",
     }
 
 
+def _option(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
 def _detail(user: Any, row: Any, error: str = "", via: str = "") -> dict[str, Any]:
     data = approval_data(row, user=user, decision=decision_of(row))
+    decided = data["decision"] or {}
     return {
         "via": via if via and link_request_id(via) == str(row.pk) else "",
         "request": data,
         "fields": fields_of(data),
+        # The audit: what an edit changed, field by field.
+        "changes": args_changes(row.args, decided["args"]) if decided.get("args") else [],
         "editable": data["mayDecide"] and EDIT in data["decisions"],
         "conversation_url": reverse("admin:conversations_session_change", args=[row.session_id]),
         "error": error,
@@ -270,6 +353,10 @@ def _edited_args(row: Any, form: Any) -> dict[str, Any]:
             continue
         elif field["widget"] == "number":
             value = _number(form.get(key), field)
+        elif field["widget"] == "select":
+            chosen = form.get(key)
+            typed = [c for c in [*(field["choices"] or []), _at(row.args, field["name"])]]
+            value = next((c for c in typed if _option(c) == chosen), chosen)
         elif field["widget"] == "json":
             try:
                 value = json.loads(form.get(key))
@@ -279,6 +366,19 @@ def _edited_args(row: Any, form: Any) -> dict[str, Any]:
             value = form.get(key)
         _put(edited, field["name"], value)
     return edited
+
+
+def _at(args: Any, name: str) -> Any:
+    """The value at `name` (`key` or `key.index.cell`) in `args`, or None."""
+    node = args
+    for part in name.split("."):
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
 
 
 def _put(args: dict[str, Any], name: str, value: Any) -> None:

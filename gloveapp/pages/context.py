@@ -8,6 +8,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from gloveapp.agents.labels import tool_label, tool_labels
+from gloveapp.approvals.selectors import session_edits
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations.access import address_of, may_speak
 from gloveapp.conversations.models import Session
@@ -116,6 +118,25 @@ def inbox_cards(session_id: str) -> dict[str, list[InboxCard]]:
     return groups
 
 
+def _labelled(permissions: list[Any], agent_name: str) -> list[Any]:
+    """The remembered answers, each with its tool's label (a customer reads no tool name)."""
+    if permissions:
+        labels = tool_labels(agent_name)
+        for permission in permissions:
+            permission.label = tool_label(agent_name, permission.tool_name, labels)
+    return permissions
+
+
+def _with_edits(entries: list[Any], session_id: str) -> list[Any]:
+    """The customer reads what staff changed in a call before it ran, under its card."""
+    edits = session_edits(session_id)
+    if edits:
+        for entry in entries:
+            for tool in entry.tools:
+                tool.changes = edits.get(tool.call_id or "", [])
+    return entries
+
+
 # Messages per page of a chat's history: the page opens at the newest, earlier ones load
 # on scroll (`history_context`).
 HISTORY_PAGE = 50
@@ -135,7 +156,9 @@ def _entries(
         from_seq=window.first_seq if window.has_earlier else None,
         to_seq=None if newest else window.last_seq,
     )
-    return timeline(session, window.messages, notes, from_start=not window.has_earlier)
+    return _with_edits(
+        timeline(session, window.messages, notes, from_start=not window.has_earlier), session.pk
+    )
 
 
 def chat_context(
@@ -168,8 +191,17 @@ def chat_context(
         # An older page (`?before=`, without JavaScript): it links back to the newest.
         "older_page": not newest,
         # What waits behind the running turn, from the database: a reload shows the same.
-        "queue": turn_selectors.live_turns(session.pk),
-        "permissions": conversation_selectors.remembered_permissions(session.pk),
+        # One bubble per message: a started turn's message is in the history already.
+        "queue": [
+            queued
+            for queued in turn_selectors.live_turns(session.pk)
+            if queued.status == "queued"
+            or queued.base_seq is None
+            or session.last_seq <= queued.base_seq
+        ],
+        "permissions": _labelled(
+            conversation_selectors.remembered_permissions(session.pk), session.agent_name
+        ),
         "permission_labels": REMEMBERED_PERMISSION_LABELS,
         "permission_choices": PERMISSION_CHOICES,
         # The history's version: live.js never swaps in a partial older than the one shown.

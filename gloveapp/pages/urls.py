@@ -55,5 +55,6 @@ urlpatterns = [
     ),
     path("notifications/", workspace_inbox.notifications_page, name="notifications"),
     path("accounts/tokens/", account.api_tokens, name="api-tokens"),
+    path("accounts/tokens/new", account.api_token_create, name="api-token-create"),
     path("accounts/tokens/revoke", account.api_token_revoke, name="api-token-revoke"),
 ]

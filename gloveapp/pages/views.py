@@ -27,6 +27,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from gloveapp import paging
+from gloveapp.agents.config import AgentNotStartable, startable_agent
 from gloveapp.conversations import access, idempotency
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations import services as conversation_services
@@ -82,7 +83,13 @@ def session_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def session_new(request: HttpRequest) -> HttpResponse:
-    session = session_create(owner=request.user, agent_name=settings.GLOVE_DEFAULT_AGENT)
+    # The form may name an agent (`agent`); the agents' access rule decides who may open it.
+    agent_name = request.POST.get("agent", "") or settings.GLOVE_DEFAULT_AGENT
+    try:
+        startable_agent(agent_name, request.user)
+    except AgentNotStartable as refused:
+        return HttpResponse(f"agent: {refused}", status=400, content_type="text/plain")
+    session = session_create(owner=request.user, agent_name=agent_name)
     if request.htmx:
         return HttpResponseClientRedirect(_chat_url(session.key))
     return _see_other(_chat_url(session.key))

@@ -8,6 +8,7 @@ list navigation and the sockets from `list_nav.js`, shared with `/approvals/`).
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,29 +30,50 @@ from inbox.workspaces.models import WorkspaceReply
 PAGE_SIZE = 50
 
 
-def _row(entry: Any, read_at: Any) -> dict:
-    comments = entry.comments or ""
-    preview = ""
+def _plain_lines(comments: str) -> list[str]:
+    lines = []
     for line in comments.splitlines():
         stripped = line.strip().lstrip("#>*- ").replace("**", "").replace("`", "").strip()
         if stripped:
-            preview = stripped
-            break
-    if not preview and entry.docs:
+            lines.append(stripped)
+    return lines
+
+
+def _row(entry: Any, read_at: Any) -> dict:
+    """A list row: the entry's subject (the first line of its comment, else its first doc's
+    name), then the workspace's label and what follows (the next line, or the docs)."""
+    lines = _plain_lines(entry.comments or "")
+    docs = ""
+    if entry.docs:
         more = len(entry.docs) - 1
-        preview = f"📄 {entry.docs[0]['path']}" + (f" · +{more} more" if more else "")
+        docs = f"📄 {entry.docs[0]['path']}" + (f" · +{more} more" if more else "")
+    if lines:
+        subject, rest = lines[0], (lines[1] if len(lines) > 1 else docs)
+    else:
+        subject = os.path.basename(entry.docs[0]["path"]) if entry.docs else "(empty)"
+        rest = docs
+    label = entry.workspace_label or entry.workspace_id
     return {
         "entry": entry,
         "id": str(entry.pk),
-        "label": entry.workspace_label or entry.workspace_id,
-        "preview": preview,
+        "subject": subject,
+        "label": label,
+        "preview": f"{label} · {rest}" if rest else label,
         "read": read_at is not None,
         "when": datetime.fromtimestamp(entry.ts / 1000, tz=UTC),
     }
 
 
-def _rows(user: Any, before: Any = None) -> tuple[list[dict], bool]:
-    page = selectors.history(user=user, limit=PAGE_SIZE, before=before)
+SHOW_LABELS = {"all": "All", "unread": "Unread", "answered": "Answered"}
+
+
+def _show(request: HttpRequest) -> str:
+    show = request.GET.get("show") or "all"
+    return show if show in selectors.ENTRY_FILTERS else "all"
+
+
+def _rows(user: Any, before: Any = None, show: str = "all") -> tuple[list[dict], bool]:
+    page = selectors.history(user=user, limit=PAGE_SIZE, before=before, show=show)
     return [_row(e, page.read_at.get(e.pk)) for e in page.entries], page.has_more
 
 
@@ -96,7 +118,7 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
     user = request.user
     if request.GET.get("part") == "rows":
         try:
-            rows, has_more = _rows(user, before=request.GET.get("before"))
+            rows, has_more = _rows(user, before=request.GET.get("before"), show=_show(request))
         except selectors.BadParameter:
             rows, has_more = [], False
         response = render(request, "inbox/_entry_rows.html", {"rows": rows})
@@ -105,7 +127,8 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
     # The cursor is read before the state it belongs to: an event committed in between is
     # replayed to the page, never lost.
     last_event_id = current_cursor()
-    rows, has_more = _rows(user)
+    show = _show(request)
+    rows, has_more = _rows(user, show=show)
     selected = None
     wanted = request.GET.get("entry")
     if wanted:
@@ -125,6 +148,8 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
             "workspace_ids": workspaces,
             "last_event_id": last_event_id,
             "unread": selectors.unread_count(user),
+            "show": show,
+            "shows": list(SHOW_LABELS.items()),
         },
     )
 

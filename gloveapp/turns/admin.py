@@ -7,7 +7,33 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from gloveapp.admin_lists import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
 from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.services import MESH_SOURCE
+
+
+class SourceFilter(FixedChoicesFilter):
+    """Where turns come from (fixed in the code), not a DISTINCT over every turn."""
+
+    title = "source"
+    parameter_name = "source"
+    field = "source"
+
+    def fixed_choices(self) -> list[tuple[str, str]]:
+        # Add a source here when an entry point starts turns under a new name.
+        return [
+            ("page", "chat page"),
+            ("api", "REST API"),
+            ("python", "Python (submit_message)"),
+            (MESH_SOURCE, "mesh"),
+        ]
+
+
+class SessionIdFilter(ExactValueFilter):
+    title = "session id"
+    parameter_name = "session"
+    field = "session_id"
+    placeholder = "an exact session id"
 
 
 class RetriedFilter(admin.SimpleListFilter):
@@ -34,10 +60,10 @@ class TurnSlotInline(admin.TabularInline):
 
 
 @admin.register(Turn)
-class TurnAdmin(admin.ModelAdmin):
+class TurnAdmin(ScaleAdmin):
     list_display = (
         "id",
-        "session",
+        "session_id",
         "user",
         "source",
         "status",
@@ -47,8 +73,17 @@ class TurnAdmin(admin.ModelAdmin):
         "started_at",
         "finished_at",
     )
-    list_filter = ("status", RetriedFilter, "source")
-    search_fields = ("session__id", "user__username", "text", "worker_id")
+    # Newest first, backwards on the primary key; the other columns have no index of their
+    # own, so they are not sortable.
+    ordering = ("-id",)
+    sortable_by = ("id",)
+    list_filter = ("status", RetriedFilter, SourceFilter, SessionIdFilter)
+    list_select_related = ("user",)
+    # A turn's number, its session's exact id (`session, status` index), its user's exact
+    # username (`user, created_at` index). Not the text: no index holds it.
+    search_exact = ("id", "session_id")
+    search_usernames = ("user",)
+    search_help_text = "A turn's number, an exact session id, or a user's exact username."
     readonly_fields = [field.name for field in Turn._meta.fields]
     inlines = [TurnSlotInline]
 

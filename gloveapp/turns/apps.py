@@ -10,3 +10,11 @@ class TurnsConfig(AppConfig):
     label = "turns"
     verbose_name = "Chat turns"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from gloveapp import db
+        from gloveapp.turns.queue.tasks import wake_turn
+
+        # An answer stored by any app (an approval's decision, a prompt's answer, a Stop)
+        # puts a turn parked on it back on the queue, in the answer's transaction.
+        db.set_turn_waker(wake_turn)

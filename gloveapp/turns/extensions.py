@@ -264,7 +264,16 @@ class DurableSubagent:
                 inbox_ttl=self.inbox_ttl,
             ):
                 if stored:
-                    result = await glove.resume_request(abort=child_abort.signal)
+                    # A call of the child that waited on a person runs again and finds its
+                    # answer, as the parent's does.
+                    kept = (
+                        await sync_to_async(services.turn_slots_kept)(self.turn)
+                        if self.turn.continues
+                        else []
+                    )
+                    result = await glove.resume_request(
+                        abort=child_abort.signal, rerun=services.calls_waiting(kept)
+                    )
                 else:
                     result = await glove.process_request(prompt, abort=child_abort.signal)
         except AbortError:

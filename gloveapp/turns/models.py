@@ -15,8 +15,8 @@ from django.db.models import Q
 
 from gloveapp.conversations.models import Session
 
-# Turns that still run or will: the partial index's condition. "waiting" (a turn parked on
-# a person) is listed ahead of its status so the index needs no rebuild when it arrives.
+# Turns that still run or will: the partial index's condition, and what readers call busy.
+# "waiting" is a turn parked on a person (`Turn.Status.WAITING`).
 UNFINISHED = ["queued", "running", "waiting"]
 
 
@@ -24,6 +24,10 @@ class Turn(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued"
         RUNNING = "running"
+        # Parked on a person (an approval, a permission prompt, a slot that waits for an
+        # answer): no worker, no lease, no worker slot; an answer, a decision, a Stop or an
+        # expiry puts it back on the queue (`services.turn_unpark`).
+        WAITING = "waiting"
         DONE = "done"
         FAILED = "failed"
         CANCELLED = "cancelled"
@@ -40,6 +44,8 @@ class Turn(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     # How many times a worker claimed it: above 1 it was restarted after a worker stopped.
     attempts = models.PositiveSmallIntegerField(default=0)
+    # How many of those claims continued it after a wait on a person (not a restart).
+    resumes = models.PositiveSmallIntegerField(default=0)
     worker_id = models.CharField(max_length=64, blank=True, default="")
     # A running turn whose lease passes is taken back by another worker (its worker died).
     lease_until = models.DateTimeField(null=True, blank=True)
@@ -107,6 +113,12 @@ class Turn(models.Model):
 
     @property
     def retried(self) -> bool:
+        """Restarted after a worker stopped (a continuation after a wait is not a retry)."""
+        return self.attempts - self.resumes > 1
+
+    @property
+    def continues(self) -> bool:
+        """An earlier attempt ran: this one resumes from the stored conversation."""
         return self.attempts > 1
 
 

@@ -8,7 +8,8 @@
 Turns run on a worker (`manage.py turn_worker`, started by `make run`; `turns.worker`), never
 in the caller: everything here reads and writes the database and puts the session on the
 queue (`turns.queue`), so it works the same from any process.
-Live events: stored ones (`turn.started`, `turn.restarted`, `turn.finished`, `turn.error`,
+Live events: stored ones (`turn.started`, `turn.restarted`, `turn.waiting` (parked on a
+person), `turn.resumed` (answered, back on the queue), `turn.finished`, `turn.error`,
 `slot.pushed`, `slot.resolved`, and the messages) reach pages through the event log; the
 worker pushes `text_delta`, `tool_use` and `tool_use_result` through the channel layer only.
 """
@@ -24,6 +25,7 @@ from django.db import transaction
 
 from gloveapp.conversations.models import Session
 from gloveapp.turns import services
+from gloveapp.turns.models import Turn
 from gloveapp.turns.queue.tasks import enqueue_session
 from gloveapp.turns.selectors import SlotView, is_busy, queued, visible_slots
 from gloveapp.turns.services import QueueFull, TurnLimitReached
@@ -36,6 +38,7 @@ __all__ = [
     "cancel",
     "is_busy",
     "queued",
+    "start_turn_sync",
     "submit_message",
     "submit_message_sync",
     "visible_slots",
@@ -56,6 +59,16 @@ def submit_message_sync(
     # its key with the turn), and a worker must not look for the turn before it is there.
     transaction.on_commit(partial(enqueue_session, turn.session_id), robust=True)
     return turn.ahead
+
+
+def start_turn_sync(
+    *, session_id: str, text: str, user_id: int | None, source: str = "api"
+) -> Turn:
+    """`submit_message_sync` for a caller that follows the turn: returns the queued `Turn`
+    (its `ahead`: how many turns run or wait before it). The task is enqueued at commit."""
+    turn = services.turn_submit(session_id=session_id, text=text, user_id=user_id, source=source)
+    transaction.on_commit(partial(enqueue_session, turn.session_id), robust=True)
+    return turn
 
 
 async def submit_message(

@@ -7,7 +7,7 @@ from typing import Any
 
 from gloveapp.core.display import PERMISSION_RENDERER, Slot
 from gloveapp.core.display import visible_slots as strategy_filter
-from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.models import UNFINISHED, Turn, TurnSlot
 from gloveapp.turns.services import slot_address, slot_public_id
 
 
@@ -105,11 +105,20 @@ def is_permission_prompt(session_id: str, public_id: str) -> bool:
     ).exists()
 
 
+def slot_exists(session_id: str, public_id: str) -> bool:
+    """Whether `public_id` names a slot of the session, answered or not (an outsider's
+    guess and an unknown id read the same: no)."""
+    address = slot_address(public_id)
+    if address is None:
+        return False
+    turn_pk, slot_id = address
+    return TurnSlot.objects.filter(session_id=session_id, turn_id=turn_pk, slot_id=slot_id).exists()
+
+
 def is_busy(session_id: str) -> bool:
-    """Whether a turn of the session is running or waiting to run, in any process."""
-    return Turn.objects.filter(
-        session_id=session_id, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]
-    ).exists()
+    """Whether a turn of the session is running, parked on a person or waiting to run, in
+    any process."""
+    return Turn.objects.filter(session_id=session_id, status__in=UNFINISHED).exists()
 
 
 def is_running(session_id: str) -> bool:
@@ -127,9 +136,7 @@ def newest_turn(session_id: str) -> Turn | None:
 def live_turns(session_id: str) -> list[Turn]:
     """The session's messages that run or wait, in the order they will run."""
     return list(
-        Turn.objects.filter(
-            session_id=session_id, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]
-        )
+        Turn.objects.filter(session_id=session_id, status__in=UNFINISHED)
         .only("pk", "text", "status", "created_at", "session_id")
         .order_by("id")
     )

@@ -13,10 +13,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from gloveapp import db
+from gloveapp.agents.labels import call_summary, tool_label
 from gloveapp.approvals import services as approvals
 from gloveapp.conversations.append import Fence, fence_holds
 from gloveapp.conversations.models import Message, Session
@@ -65,7 +66,10 @@ PERMISSION_ANSWER_WORDS: tuple[str, ...] = tuple(
     answer for answer in PERMISSION_ANSWERS if isinstance(answer, str)
 )
 REMEMBERED_PERMISSION_LABELS = {"granted": "Always allowed", "denied": "Always denied"}
-LIVE_STATUSES = (Turn.Status.QUEUED, Turn.Status.RUNNING)
+LIVE_STATUSES = (Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.WAITING)
+# What a slot's answer may land on: a turn running, parked on a person, or back on the queue
+# (answered meanwhile, or taken back from a dead worker): its next attempt finds the answer.
+ANSWERABLE_STATUSES = LIVE_STATUSES
 # `Turn.source` of a mesh peer's wake-up.
 MESH_SOURCE = "mesh"
 # PostgreSQL NOTIFY channel (`gloveapp.db`): "<turn id>" when a prompt of that turn is
@@ -85,8 +89,9 @@ class TurnLimitReached(Exception):
     """The user started as many turns as GLOVE_TURNS_PER_USER_PER_MINUTE allows."""
 
 
-def _event(turn: Turn, type: str, payload: dict[str, Any]) -> None:
-    record_event(stream=session_stream(turn.session_id), type=type, payload=payload)
+def _event(turn: Turn, type: str, payload: dict[str, Any]) -> int:
+    """Record the event on the turn's session stream; returns its id."""
+    return record_event(stream=session_stream(turn.session_id), type=type, payload=payload).pk
 
 
 def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str = "page") -> Turn:
@@ -128,9 +133,10 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
                 )
         live = Turn.objects.filter(session_id=session_id, status__in=LIVE_STATUSES).aggregate(
             waiting=Count("pk", filter=Q(status=Turn.Status.QUEUED)),
-            running=Count("pk", filter=Q(status=Turn.Status.RUNNING)),
+            running=Count("pk", filter=~Q(status=Turn.Status.QUEUED)),
         )
         waiting = live["waiting"]
+        # A turn parked on a person (`waiting`) counts as the running one: this queues behind it.
         if waiting >= settings.GLOVE_MAX_QUEUED_MESSAGES:
             raise QueueFull(
                 f"{waiting} messages are already waiting for this chat; "
@@ -139,8 +145,9 @@ def turn_submit(*, session_id: str, text: str, user_id: int | None, source: str 
         turn = Turn.objects.create(session_id=session_id, text=text, user_id=user_id, source=source)
         # How many turns run or wait before this one (as this transaction saw them).
         turn.ahead = waiting + live["running"]
-        # Every page of the chat lists what waits (a second tab, after a reload).
-        _event(turn, "turn.queued", {"turn": turn.pk})
+        # Every page of the chat lists what waits (a second tab, after a reload). Its id is
+        # where a client that follows the turn starts its stream (the REST start's answer).
+        turn.queued_event = _event(turn, "turn.queued", {"turn": turn.pk})
         return turn
 
 
@@ -179,14 +186,15 @@ def turn_wake(*, session_id: str, text: str, user_id: int | None) -> Turn | None
 
 _TURN = Turn._meta.db_table
 _SESSION = Session._meta.db_table
-# Claimed in one statement: the session's running turn if it has one ("running" sorts after
-# "queued"), else its oldest queued one, becomes this worker's if it is queued. The base seq
+# Claimed in one statement: the session's running or parked turn if it has one ("running"
+# and "waiting" sort after "queued"), else its oldest queued one, becomes this worker's if it
+# is queued: a turn parked on a person holds the session as a running one does. The base seq
 # (the session's last message before the turn stored anything) is kept from the first
 # attempt: a retry compares against it.
 _CLAIM_SQL = f"""
     WITH next AS (
         SELECT id, status FROM {_TURN}
-         WHERE session_id = %s AND status IN ('queued', 'running')
+         WHERE session_id = %s AND status IN ('queued', 'running', 'waiting')
          ORDER BY status DESC, id LIMIT 1
     )
     UPDATE {_TURN}
@@ -194,7 +202,8 @@ _CLAIM_SQL = f"""
            attempts = attempts + 1, started_at = %s,
            base_seq = COALESCE(base_seq, (SELECT last_seq FROM {_SESSION} WHERE id = %s))
      WHERE id = (SELECT id FROM next WHERE status = 'queued') AND status = 'queued'
-    RETURNING id, text, source, user_id, attempts, base_seq, created_at
+    RETURNING id, text, source, user_id, attempts, base_seq, created_at, resumes,
+              cancel_requested
 """
 
 
@@ -220,7 +229,7 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
         return None
     if row is None:
         return None
-    turn_id, text, source, user_id, attempts, base_seq, created_at = row
+    turn_id, text, source, user_id, attempts, base_seq, created_at, resumes, cancel = row
     turn = Turn(
         id=turn_id,
         session_id=session_id,
@@ -229,6 +238,8 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
         user_id=user_id,
         status=Turn.Status.RUNNING,
         attempts=attempts,
+        resumes=resumes,
+        cancel_requested=bool(cancel),
         worker_id=worker_id,
         lease_until=lease,
         base_seq=base_seq,
@@ -240,7 +251,7 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
         _event(
             turn,
             "turn.restarted" if turn.retried else "turn.started",
-            {"turn": turn.pk, "text": turn.text, "attempt": turn.attempts},
+            {"turn": turn.pk, "text": turn.text, "attempt": turn.attempts, "resumes": resumes},
         )
     return turn
 
@@ -275,15 +286,12 @@ def turn_holds(turn: Turn) -> bool:
 
 def turn_release(*, turn: Turn, worker_id: str) -> bool:
     """Put a running turn back on the queue: its worker lost the database in the middle of
-    it. What the turn stored stays (its retry resumes from there); its prompts expire (the
-    retry asks again). False when this worker no longer holds it."""
-    with transaction.atomic():
-        # Conditional: another worker's sweep may have taken it back already.
-        released = Turn.objects.filter(
-            pk=turn.pk, status=Turn.Status.RUNNING, worker_id=worker_id
-        ).update(status=Turn.Status.QUEUED, worker_id="", lease_until=None)
-        if released:
-            _expire_slots(turn)
+    it. What the turn stored stays (its retry resumes from there), its prompts and requests
+    too (the retry finds them again). False when this worker no longer holds it."""
+    # Conditional: another worker's sweep may have taken it back already.
+    released = Turn.objects.filter(
+        pk=turn.pk, status=Turn.Status.RUNNING, worker_id=worker_id
+    ).update(status=Turn.Status.QUEUED, worker_id="", lease_until=None)
     return bool(released)
 
 
@@ -391,7 +399,8 @@ def turns_take_back(*, now: Any = None) -> list[str]:
     stale = Turn.objects.filter(status=Turn.Status.RUNNING, lease_until__lt=now)
     for turn in stale:
         with transaction.atomic():
-            gave_up = turn.attempts >= settings.GLOVE_TURN_MAX_ATTEMPTS
+            # Continuations after a wait on a person are no restarts: they do not count.
+            gave_up = turn.attempts - turn.resumes >= settings.GLOVE_TURN_MAX_ATTEMPTS
             status = Turn.Status.FAILED if gave_up else Turn.Status.QUEUED
             # Conditional on the lease still being the stale one: its worker may have
             # renewed it a moment ago (alive after all), or another sweeper got here first.
@@ -406,8 +415,10 @@ def turns_take_back(*, now: Any = None) -> list[str]:
             )
             if taken != 1:
                 continue
-            _expire_slots(turn)
+            # A worker's death is not a stop: what the turn waits on (a prompt, a request
+            # with its e-mails sent) stays open, and the retry finds it again by slot id.
             if gave_up:
+                _expire_slots(turn)
                 _close_open_calls(turn.pk, status=Turn.Status.FAILED, error=turn_failed_text())
                 _event(turn, "turn.error", {"turn": turn.pk, "message": turn_failed_text()})
         sessions.append(turn.session_id)
@@ -422,7 +433,9 @@ def sessions_waiting(*, older_than: timedelta) -> list[str]:
     """Sessions with a queued turn nobody started: their task was lost (a worker died
     between taking the task and claiming the turn, a flushed queue)."""
     cutoff = timezone.now() - older_than
-    busy = Turn.objects.filter(status=Turn.Status.RUNNING).values("session_id")
+    busy = Turn.objects.filter(status__in=[Turn.Status.RUNNING, Turn.Status.WAITING]).values(
+        "session_id"
+    )
     return list(
         Turn.objects.filter(status=Turn.Status.QUEUED, created_at__lt=cutoff)
         .exclude(session_id__in=busy)
@@ -474,13 +487,16 @@ def _close_open_calls(turn_id: int, *, status: str, error: str) -> None:
 
 
 def turn_cancel(*, session_id: str, user_id: int | None = None) -> bool:
-    """Ask the session's running turn to stop, wherever it runs; False if none runs.
-    `user_id`: who asked (the transcript names them)."""
+    """Ask the session's running turn (or the one parked on a person) to stop, wherever it
+    runs; False if none runs. `user_id`: who asked (the transcript names them). A parked
+    turn goes back on the queue with the stop asked: the worker that claims it ends it
+    without running it (its open calls closed, its prompts expired, its requests
+    withdrawn)."""
     with transaction.atomic():
         running = list(
-            Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).values_list(
-                "pk", flat=True
-            )
+            Turn.objects.filter(
+                session_id=session_id, status__in=[Turn.Status.RUNNING, Turn.Status.WAITING]
+            ).values_list("pk", flat=True)
         )
         if running:
             # The first Stop names who stopped it; a second press changes nothing.
@@ -489,8 +505,91 @@ def turn_cancel(*, session_id: str, user_id: int | None = None) -> bool:
             )
         cancelled = bool(running)
         for turn_id in running:
-            _wake_worker(turn_id)
+            db.wake_turn(turn_id)
         return cancelled
+
+
+# -- parked on a person -------------------------------------------------------------------------
+class Park:
+    PARKED = "parked"
+    # Something it waits on was answered (or a stop asked) before it could park: it goes on.
+    ANSWERED = "answered"
+    LOST = "lost"  # no longer this attempt's (taken back)
+
+
+def turn_park(*, turn: Turn, worker_id: str, slot_ids: list[str]) -> str:
+    """Park a running turn that waits on a person: `waiting`, no worker, no lease. What it
+    waits on (its open slots and approval requests) stays open under the same ids; an
+    answer, a decision, a Stop or an expiry puts it back on the queue (`turn_unpark`) and the
+    next attempt continues from the stored conversation. `slot_ids`: the slots it waits on.
+
+    The turn's row is locked while the answers are looked for, and `turn_unpark` takes the
+    same lock after storing an answer: an answer either is seen here (ANSWERED: the turn
+    goes on where it runs) or finds the turn parked and unparks it. Never both, never lost."""
+    with transaction.atomic():
+        held = (
+            Turn.objects.select_for_update()
+            .filter(
+                pk=turn.pk,
+                status=Turn.Status.RUNNING,
+                worker_id=worker_id,
+                attempts=turn.attempts,
+            )
+            .values_list("cancel_requested", flat=True)
+            .first()
+        )
+        if held is None:
+            return Park.LOST
+        if held or _answers_waiting(turn.pk, slot_ids):
+            return Park.ANSWERED
+        Turn.objects.filter(pk=turn.pk).update(
+            status=Turn.Status.WAITING, worker_id="", lease_until=None
+        )
+        _event(turn, "turn.waiting", {"turn": turn.pk})
+    return Park.PARKED
+
+
+def _answers_waiting(turn_id: int, slot_ids: list[str]) -> bool:
+    return TurnSlot.objects.filter(
+        turn_id=turn_id, slot_id__in=slot_ids, status=TurnSlot.Status.ANSWERED
+    ).exists() or approvals.decided_for_turn(turn_id, slot_ids)
+
+
+def turn_unpark(*, turn_id: int) -> str | None:
+    """An answer to what the turn waits on was stored in this transaction: a parked turn
+    goes back on the queue (returns its session, whose task the caller enqueues at commit);
+    a running one's worker is told to look (None)."""
+    row = (
+        Turn.objects.select_for_update()
+        .filter(pk=turn_id)
+        .values_list("status", "session_id")
+        .first()
+    )
+    if row is None:
+        return None
+    status, session_id = row
+    if status != Turn.Status.WAITING:
+        _wake_worker(turn_id)
+        return None
+    Turn.objects.filter(pk=turn_id, status=Turn.Status.WAITING).update(
+        status=Turn.Status.QUEUED, resumes=F("resumes") + 1
+    )
+    _event(Turn(id=turn_id, session_id=session_id), "turn.resumed", {"turn": turn_id})
+    return session_id
+
+
+def turn_slots_kept(turn: Turn) -> list[tuple[str, str | None, str, str, bool]]:
+    """The slots earlier attempts of the turn pushed: (slot id, call id, renderer, status,
+    waits for an answer).
+    A continuing attempt gives a slot its tool pushes again the same id, so it finds the
+    same row (and the same approval request, its answer or decision) instead of a new one."""
+    if not turn.continues:
+        return []
+    return list(
+        TurnSlot.objects.filter(turn_id=turn.pk)
+        .order_by("pk")
+        .values_list("slot_id", "call_id", "renderer", "status", "waits_for_answer")
+    )
 
 
 # -- slots ----------------------------------------------------------------------------------
@@ -498,24 +597,51 @@ def slot_public_id(turn_id: int, slot_id: str) -> str:
     return f"t{turn_id}-{slot_id}"
 
 
-def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot | None:
+def calls_waiting(kept: list[tuple[str, str | None, str, str, bool]]) -> frozenset[str]:
+    """The calls (the turn's own, or a subagent's on its turn) that were waiting on a person
+    (a prompt still open or answered, of `turn_slots_kept`): the continuing attempt runs
+    them again, even when not `retry_safe`, and they find their answers."""
+    pending = (TurnSlot.Status.OPEN, TurnSlot.Status.ANSWERED)
+    return frozenset(
+        call_id for _, call_id, _, status, waits in kept if call_id and waits and status in pending
+    )
+
+
+class Kept:
+    """What `slot_push` found of a slot an earlier attempt pushed (the same id): its row and,
+    when it was answered or decided, the answer the waiting tool takes at once."""
+
+    __slots__ = ("answer", "answered", "row")
+
+    def __init__(self, row: TurnSlot, answered: bool, answer: Any) -> None:
+        self.row, self.answered, self.answer = row, answered, answer
+
+
+def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot | Kept | None:
     """Store a slot the turn's display pushed; None (nothing stored) when this attempt of
-    the turn is no longer its worker's (taken back: the retry shows its own)."""
+    the turn is no longer its worker's (taken back: the retry shows its own). A slot an
+    earlier attempt stored under this id is found again (`Kept`): no second row, no second
+    request, no second notification."""
     with transaction.atomic():
         if turn.worker_id and not turn_holds(turn):
             return None
+        kept = TurnSlot.objects.filter(turn_id=turn.pk, slot_id=slot.id).first()
+        if kept is not None:
+            return _found_again(kept)
         shown = slot.input
         if slot.renderer == APPROVAL_RENDERER and isinstance(slot.input, dict):
             # The request staff decide on is its own row; the chat keeps what a customer
             # may see of it. Only `approval_decide` answers it, never the chat.
-            approvals.approval_open(
+            request = approvals.approval_open(
                 session_id=turn.session_id,
                 prompt=slot.input,
                 turn_id=turn.pk,
                 slot_id=slot.id,
                 call_id=slot.call_id,
             )
-            shown = approvals.customer_prompt(slot.input)
+            shown = approvals.customer_prompt(slot.input, request)
+        elif slot.renderer == PERMISSION_RENDERER and isinstance(slot.input, dict):
+            shown = {**slot.input, **_call_reading(turn, slot.input)}
         row = TurnSlot.objects.create(
             turn=turn,
             session_id=turn.session_id,
@@ -532,9 +658,35 @@ def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot | None:
     return row
 
 
+def _call_reading(turn: Turn, prompt: dict[str, Any]) -> dict[str, Any]:
+    """The label and summary a customer reads of a pending call, beside its arguments."""
+    agent_name = Session.objects.filter(pk=turn.session_id).values_list("agent_name", flat=True)
+    name = agent_name.first()
+    tool_name = str(prompt.get("toolName") or "")
+    summary = call_summary(name, tool_name, prompt.get("toolInput"))
+    return {
+        "label": tool_label(name, tool_name),
+        "summary": (summary.customer or summary.text) if summary else None,
+    }
+
+
+def _found_again(row: TurnSlot) -> Kept:
+    if row.renderer == APPROVAL_RENDERER:
+        decision = approvals.decision_for_slot(turn_id=row.turn_id, slot_id=row.slot_id)
+        return Kept(row, decision is not None, decision)
+    answered = row.status in (TurnSlot.Status.ANSWERED, TurnSlot.Status.RESOLVED) and isinstance(
+        row.answer, dict
+    )
+    return Kept(row, answered, row.answer.get("value") if answered else None)
+
+
 def slot_close(*, turn: Turn, slot_id: str, status: str) -> None:
-    """The worker's display dropped the slot (answered, completed, rejected)."""
+    """The worker's display dropped the slot (answered, completed, rejected). Nothing when
+    this attempt of the turn is no longer its worker's: a stale attempt (its worker froze
+    past the lease) drops its slots as it stops, and the retry waits on the same rows."""
     with transaction.atomic():
+        if turn.worker_id and not turn_holds(turn):
+            return
         # "removed": the turn dropped it unanswered (stopped, aborted): it can expire only.
         closed_as = {
             "resolved": TurnSlot.Status.RESOLVED,
@@ -582,7 +734,7 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
                 slot_id=slot_id,
                 status=TurnSlot.Status.OPEN,
                 waits_for_answer=True,
-                turn__status=Turn.Status.RUNNING,
+                turn__status__in=ANSWERABLE_STATUSES,
             )
             .only("pk", "renderer")
             .first()
@@ -606,7 +758,8 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
             )
         )
         if answered:
-            _wake_worker(turn_pk)
+            # A turn parked on this prompt goes back on the queue in this transaction.
+            db.wake_turn(turn_pk)
         return answered
 
 

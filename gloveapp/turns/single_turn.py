@@ -68,9 +68,11 @@ async def answer_turn(
     abort: AbortSignal,
     spec: AgentSpec,
     tools: dict[str, Tool],
+    rerun: frozenset[str] = frozenset(),
 ) -> str:
-    """Run the turn to its end; returns the reply text. A retried turn whose request is
-    already stored resumes from the stored conversation instead of asking again."""
+    """Run the turn to its end; returns the reply text. A retried or continued turn whose
+    request is already stored resumes from the stored conversation instead of asking again;
+    the calls in `rerun` (they waited on a person) run again and find their answers."""
     session_id = turn.session_id
     glove = Glove(
         # Fenced: once another worker took the turn back, this attempt stores nothing more.
@@ -89,7 +91,7 @@ async def answer_turn(
             await broadcast(session_id, event_type, payload)
 
     glove.add_subscriber(forward).build()
-    resume = turn.retried and await sync_to_async(services.turn_request_stored)(turn)
+    resume = turn.continues and await sync_to_async(services.turn_request_stored)(turn)
     if resume:
         stored = await sync_to_async(services.turn_stored_reply)(turn)
         if stored is not None:
@@ -111,7 +113,7 @@ async def answer_turn(
             inbox_ttl=inbox_ttl(),
         ):
             if resume:
-                result = await glove.resume_request(abort=abort)
+                result = await glove.resume_request(abort=abort, rerun=rerun)
             else:
                 result = await glove.process_request(turn.text, abort=abort)
     finally:

@@ -75,11 +75,48 @@ def current_engine() -> TurnEngine | None:
     return _current
 
 
+class TurnDisplay(DisplayManager):
+    """The display of one attempt of a turn. A continuing attempt re-runs the call that
+    waited on a person: a slot it pushes again (same call, same renderer, in order) gets the
+    id the earlier attempt stored, so it finds the same row, request and answer; other slots
+    get ids no earlier attempt of the turn used."""
+
+    def __init__(self, kept: list[tuple[str, str | None, str, str, bool]] | None = None) -> None:
+        super().__init__()
+        kept = kept or []
+        self._kept = [
+            (slot_id, call_id, renderer)
+            for slot_id, call_id, renderer, status, _waits in kept
+            if status not in (TurnSlot.Status.EXPIRED, TurnSlot.Status.REJECTED)
+        ]
+        self._slot_count = max((_slot_number(row[0]) for row in kept), default=0)
+
+    def _new_slot(self, renderer: str, input: Any, display_strategy: Any, *rest: Any) -> Slot:
+        slot = super()._new_slot(renderer, input, display_strategy, *rest)
+        for index, (slot_id, call_id, kept_renderer) in enumerate(self._kept):
+            if call_id == slot.call_id and kept_renderer == renderer:
+                del self._kept[index]
+                slot.id = slot_id
+                break
+        return slot
+
+
+def _slot_number(slot_id: str) -> int:
+    number = slot_id.removeprefix("slot_")
+    return int(number) if number.isascii() and number.isdigit() else 0
+
+
 @dataclass(slots=True)
 class RunningTurn:
     turn: Turn
     display: DisplayManager = field(default_factory=DisplayManager)
     abort: AbortController = field(default_factory=AbortController)
+    # The attempt itself (cancelled when it parks), and the timer that parks it.
+    task: asyncio.Future[Any] | None = None
+    park_timer: asyncio.Task[Any] | None = None
+    parked: bool = False
+    announcer: _Announcer | None = None
+    unsubscribe: Callable[[], None] | None = None
 
 
 class TurnEngine:
@@ -189,21 +226,48 @@ class TurnEngine:
         )
 
     async def _run(self, turn: Turn) -> None:
-        state = RunningTurn(turn=turn)
+        if turn.cancel_requested:
+            # Stopped while it waited on a person (or on the queue after its worker died):
+            # it ends here without running; its open calls are closed, its prompts expire.
+            await self._db(
+                services.turn_finish,
+                turn_id=turn.pk,
+                worker_id=self.worker_id,
+                status=Turn.Status.CANCELLED,
+                error="stopped",
+            )
+            return
+        kept = await self._db(services.turn_slots_kept, turn=turn) if turn.continues else []
+        state = RunningTurn(turn=turn, display=TurnDisplay(kept))
         self.running[turn.pk] = state
         # The idle watcher sleeps until the next sweep: it looks after this turn from now.
         self._nudge_event().set()
         status, error, reply = Turn.Status.DONE, "", ""
         announcer: _Announcer | None = None
-        interrupted = taken_back = False
+        interrupted = taken_back = parked = False
         try:
             spec = await sync_to_async(turn_agent)(turn)
             tools = agent_tools(spec)
-            announcer = _Announcer(turn, tools)
-            state.display.subscribe(announcer.announce)
-            reply = await answer_turn(
-                turn, display=state.display, abort=state.abort.signal, spec=spec, tools=tools
+            announcer = state.announcer = _Announcer(
+                turn, tools, state.display, on_wait=lambda: self._arm_park(state)
             )
+            state.unsubscribe = state.display.subscribe(announcer.announce)
+            state.task = asyncio.ensure_future(
+                answer_turn(
+                    turn,
+                    display=state.display,
+                    abort=state.abort.signal,
+                    spec=spec,
+                    tools=tools,
+                    rerun=services.calls_waiting(kept),
+                )
+            )
+            reply = await state.task
+        except asyncio.CancelledError:
+            if not state.parked:
+                raise
+            # Parked on a person (`_park`): the database holds the wait; nothing more here.
+            parked = True
         except AbortError:
             status, error = Turn.Status.CANCELLED, "stopped"
         except FencedOff:
@@ -218,6 +282,11 @@ class TurnEngine:
                 status, error = Turn.Status.FAILED, readable_error(exc)
         finally:
             self.running.pop(turn.pk, None)
+            if state.park_timer is not None and not parked:
+                state.park_timer.cancel()
+        if parked:
+            logger.info("turn %s waits on a person; parked, its worker slot is free", turn.pk)
+            return
         # The announcer records a prompt's answer on a task of the display's: let it land
         # before the turn ends (ending expires the prompts still open).
         with contextlib.suppress(Exception):
@@ -243,6 +312,48 @@ class TurnEngine:
             reply=reply,
             prompted=announcer is None or announcer.pushed_any,
         )
+
+    # -- parking a turn that waits on a person -----------------------------------------------
+    def _arm_park(self, state: RunningTurn) -> None:
+        """A slot of the turn waits for a person: park the turn if it still waits after
+        GLOVE_TURN_PARK_AFTER_SECONDS (a quick answer goes on where it runs)."""
+        if state.parked or (state.park_timer is not None and not state.park_timer.done()):
+            return
+        state.park_timer = self._spawn(
+            self._park_later(state), name=f"glove-turns:park:{state.turn.pk}"
+        )
+
+    async def _park_later(self, state: RunningTurn, delay: float | None = None) -> None:
+        delay = settings.GLOVE_TURN_PARK_AFTER_SECONDS if delay is None else delay
+        while True:
+            await asyncio.sleep(delay)
+            if state.parked or self.running.get(state.turn.pk) is not state:
+                return
+            if not _waits(state):
+                return  # answered meanwhile; a later prompt arms the timer again
+            announcer = state.announcer
+            if announcer is not None and announcer.settled(state.display.stack):
+                break
+            delay = 0.05  # its prompt's row is still being written
+        outcome = await self._db(
+            services.turn_park,
+            turn=state.turn,
+            worker_id=self.worker_id,
+            slot_ids=[slot.id for slot in state.display.stack if slot.waits_for_answer],
+        )
+        if outcome == services.Park.PARKED:
+            # No await from here to the cancel: nothing of this attempt runs after the park.
+            state.parked = True
+            if state.unsubscribe is not None:
+                state.unsubscribe()  # its slots stay open in the database, not "removed"
+            if state.task is not None:
+                state.task.cancel()
+        elif outcome == services.Park.ANSWERED:
+            # An answer (or a Stop) came first: hand it over now, and look again later.
+            self._notified.add(state.turn.pk)
+            self._nudge_event().set()
+            state.park_timer = None
+            self._arm_park(state)
 
     # -- the watcher ---------------------------------------------------------------------------
     async def watch(self) -> None:
@@ -409,7 +520,7 @@ class TurnEngine:
         ids = list(self.running) if cancels_too else []
         if not waiting and not ids:
             return
-        answers, cancels = await sync_to_async(_answers_and_cancels)(waiting, ids)
+        answers, cancels = await sync_to_async(_answers_and_cancels)(waiting, ids, self.worker_id)
         for turn_id, slot_id, answer in answers:
             state = self.running.get(turn_id)
             if state is not None and state.display.is_waiting(slot_id):
@@ -474,6 +585,11 @@ class TurnEngine:
         if self._stopping:
             return
         self._stopping = True
+        for state in list(self.running.values()):
+            if _waits(state):
+                # A worker going away parks the turns that wait on a person at once: their
+                # answer goes on elsewhere, and no lease has to run out first.
+                self._spawn(self._park_later(state, 0.0), name=f"glove-turns:park:{state.turn.pk}")
         deadline = time.monotonic() + grace
         while self.running and time.monotonic() < deadline:  # noqa: ASYNC110 (a deadline, not an event)
             await asyncio.sleep(0.05)
@@ -523,14 +639,23 @@ def _run_retention() -> None:
 
 
 def _waits(state: RunningTurn) -> bool:
-    return any(slot.waits_for_answer for slot in state.display.stack)
+    return not state.parked and any(slot.waits_for_answer for slot in state.display.stack)
 
 
 def _answers_and_cancels(
-    waiting: list[int], running: list[int]
+    waiting: list[int], running: list[int], worker_id: str
 ) -> tuple[list[tuple[int, str, Any]], list[int]]:
     answers: list[tuple[int, str, Any]] = []
     cancels: list[int] = []
+    if waiting:
+        # Only to turns this worker still holds: one frozen past its lease must not hand an
+        # answer to its stale attempt (the tool's own writes are not fenced) while the
+        # retry on another worker waits for the same answer.
+        waiting = list(
+            Turn.objects.filter(
+                pk__in=waiting, status=Turn.Status.RUNNING, worker_id=worker_id
+            ).values_list("pk", flat=True)
+        )
     if waiting:
         answers = list(
             TurnSlot.objects.filter(
@@ -550,13 +675,28 @@ def _answers_and_cancels(
 
 
 class _Announcer:
-    """Mirrors a turn's display stack into TurnSlot rows (pushes and closes)."""
+    """Mirrors a turn's display stack into TurnSlot rows (pushes and closes). A slot an
+    earlier attempt stored is found again; if it was answered (or its request decided), the
+    waiting tool gets that answer at once."""
 
-    def __init__(self, turn: Turn, tools: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        turn: Turn,
+        tools: dict[str, Any],
+        display: DisplayManager | None = None,
+        on_wait: Callable[[], None] | None = None,
+    ) -> None:
         self.turn = turn
         self.tools = tools
+        self.display = display
+        self.on_wait = on_wait
         self.announced: dict[str, Slot] = {}
+        self.stored: set[str] = set()  # slots whose rows are written (or found again)
         self.pushed_any = False  # a row was written: the turn's end looks for prompts to expire
+
+    def settled(self, stack: list[Slot]) -> bool:
+        """Every slot that waits for an answer has its row: the turn may park."""
+        return all(slot.id in self.stored for slot in stack if slot.waits_for_answer)
 
     async def announce(self, stack: list[Slot]) -> None:
         current = {slot.id: slot for slot in stack}
@@ -566,9 +706,18 @@ class _Announcer:
         self.announced = current
         self.pushed_any = self.pushed_any or bool(pushed)
         for slot in pushed:
-            await sync_to_async(services.slot_push)(
+            outcome = await sync_to_async(services.slot_push)(
                 turn=self.turn, slot=slot, template=slot_template(self.tools, slot)
             )
+            if outcome is None:
+                continue
+            self.stored.add(slot.id)
+            if not slot.waits_for_answer or self.display is None:
+                continue
+            if isinstance(outcome, services.Kept) and outcome.answered:
+                self.display.resolve(slot.id, outcome.answer)
+            elif self.on_wait is not None:
+                self.on_wait()
         for slot in gone:
             await sync_to_async(services.slot_close)(
                 turn=self.turn, slot_id=slot.id, status=slot.status

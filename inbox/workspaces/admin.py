@@ -12,10 +12,11 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from gloveapp.admin_lists import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
 from inbox.workspaces.models import Notification, Workspace, WorkspaceEntry
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(ScaleAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -26,25 +27,55 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 @admin.register(Workspace)
 class WorkspaceAdmin(ReadOnlyAdmin):
     list_display = ["label", "id", "owner", "root", "created_at"]
-    search_fields = ["label", "id", "root", "owner__username"]
+    # By label on `workspace_label_idx` (label, id).
+    sortable_by = ["label"]
+    search_exact = ("id", "label")
+    search_prefix = ("id",)
+    search_usernames = ("owner",)
+    search_help_text = "A workspace id or its beginning, an exact label, or an owner's username."
     exclude = ["token_hash"]
     list_select_related = ["owner"]
+
+
+class WorkspaceIdFilter(ExactValueFilter):
+    title = "workspace"
+    parameter_name = "workspace__id__exact"  # the name the related filter it replaces had
+    field = "workspace_id"
+    placeholder = "a workspace id"
 
 
 @admin.register(WorkspaceEntry)
 class WorkspaceEntryAdmin(ReadOnlyAdmin):
     list_display = ["id", "workspace_label", "workspace", "owner", "ts", "comments_preview"]
-    list_filter = ["workspace"]
-    search_fields = ["id", "comments", "workspace__label"]
+    # Newest first on `ws_entry_ts_idx` (ts, id); one workspace's on its keyset index.
+    ordering = ["-ts", "-id"]
+    sortable_by = ["ts"]
+    list_filter = [WorkspaceIdFilter]
+    search_exact = ("id", "workspace_id")
+    search_help_text = "An entry's id or an exact workspace id."
     list_select_related = ["workspace", "owner"]
-    show_full_result_count = False  # counting 100k rows per page view is wasted work
 
     @admin.display(description="comments")
     def comments_preview(self, entry: WorkspaceEntry) -> str:
         return (entry.comments or "")[:80]
 
 
+class NotificationSourceFilter(FixedChoicesFilter):
+    title = "source"
+    parameter_name = "source"
+    field = "source"
+
+    def fixed_choices(self) -> list[tuple[str, str]]:
+        return [("manual", "manual"), ("workspace", "workspace")]
+
+
 @admin.register(Notification)
 class NotificationAdmin(ReadOnlyAdmin):
     list_display = ["text", "user", "urgency", "source", "created_at"]
-    list_filter = ["urgency", "source"]
+    # Newest first on `notification_created_idx` (created_at, id).
+    ordering = ["-created_at", "-id"]
+    sortable_by = ["created_at"]
+    list_filter = ["urgency", NotificationSourceFilter]
+    list_select_related = ["user"]
+    search_usernames = ("user",)
+    search_help_text = "A user's exact username."

@@ -48,6 +48,8 @@ class Workspace(models.Model):
 
     class Meta:
         ordering = ["label", "id"]
+        # The admin's list, by label.
+        indexes = [models.Index(fields=["label", "id"], name="workspace_label_idx")]
 
     def __str__(self) -> str:
         return f"{self.label} ({self.id})"
@@ -84,6 +86,8 @@ class WorkspaceEntry(models.Model):
             # Keyset pagination, newest first: one range scan per page at any depth.
             models.Index(fields=["owner", "ts", "id"], name="ws_entry_owner_keyset"),
             models.Index(fields=["workspace", "ts", "id"], name="ws_entry_workspace_keyset"),
+            # The admin's list of every entry, newest first.
+            models.Index(fields=["ts", "id"], name="ws_entry_ts_idx"),
         ]
 
     def __str__(self) -> str:
@@ -168,7 +172,11 @@ class Notification(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["user", "created_at"], name="notification_user_time")]
+        indexes = [
+            models.Index(fields=["user", "created_at"], name="notification_user_time"),
+            # The admin's list, newest first.
+            models.Index(fields=["created_at", "id"], name="notification_created_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.text[:60]

@@ -19,11 +19,12 @@ from __future__ import annotations
 import hashlib
 import html as html_module
 import os
+import posixpath
 import re
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import nh3
 from django.conf import settings
@@ -71,15 +72,37 @@ def _pre(inner: str) -> str:
     return f'<pre class="highlight"><code>{inner}</code></pre>'
 
 
-_MARKDOWN = MarkdownIt("commonmark", {"html": True, "breaks": True, "highlight": _highlight_fence})
+# A soft line break stays a soft break, as Markdown means it (a wrapped paragraph reads as
+# one paragraph); two spaces or a backslash at a line's end make a hard one.
+_MARKDOWN = MarkdownIt("commonmark", {"html": True, "breaks": False, "highlight": _highlight_fence})
 _MARKDOWN.enable(["table", "strikethrough"])
 
 
-def sanitise(html: str) -> str:
+def sanitise(html: str, images: ImageResolver | None = None) -> str:
     clean = nh3.clean(
         html, tags=_TAGS, attributes=_ATTRIBUTES, url_schemes={"http", "https", "mailto"}
     )
-    return unload_remote_images(clean) if "<img" in clean else clean
+    return unload_remote_images(clean, images) if "<img" in clean else clean
+
+
+@dataclass(frozen=True, slots=True)
+class ImageResolver:
+    """A doc's relative images through the workspace's file route: `![](shots/a.png)` in
+    `docs/guide.md` is `<files_url>?path=docs/shots/a.png`. A path that leaves the root
+    (`../`) or names an absolute place is not followed (the image shows its alt text); the
+    file route checks the rest (inside the root, by its own rules) when the browser asks."""
+
+    files_url: str
+    doc_dir: str = ""
+
+    def url(self, src: str) -> str | None:
+        path = urlsplit(html_module.unescape(src)).path
+        if not path or path.startswith("/") or "\\" in path:
+            return None
+        joined = posixpath.normpath(posixpath.join(self.doc_dir, unquote(path)))
+        if joined == ".." or joined.startswith("../") or joined.startswith("/"):
+            return None
+        return f"{self.files_url}?path={quote(joined, safe='/')}"
 
 
 # nh3's output is regular: `<img` and its attributes double-quoted and escaped.
@@ -93,16 +116,22 @@ def image_hosts() -> frozenset[str]:
     )
 
 
-def unload_remote_images(html: str) -> str:
+def unload_remote_images(html: str, images: ImageResolver | None = None) -> str:
     """A remote image (a tracking pixel tells its sender when and where the doc was opened)
-    becomes a link to it, unless its host is in `GLOVE_DOC_IMAGE_HOSTS` (HTTPS only)."""
+    becomes a link to it, unless its host is in `GLOVE_DOC_IMAGE_HOSTS` (HTTPS only); a
+    relative one is read through the workspace's file route when `images` says where."""
     allowed = image_hosts()
 
     def replace(match: re.Match) -> str:
         attributes = dict(_ATTR_RE.findall(match.group(1)))
         src = attributes.get("src", "")
         if not src.lower().startswith(("http:", "https:", "//")):
-            return match.group(0)  # relative to the page: this origin
+            if images is None or not src:
+                return match.group(0)  # relative to the page: this origin
+            url = images.url(src)
+            if url is None:
+                return html_module.escape(html_module.unescape(attributes.get("alt") or ""))
+            return match.group(0).replace(f'src="{src}"', f'src="{html_module.escape(url)}"', 1)
         url = html_module.unescape(src)
         where = urlsplit("https:" + url if url.startswith("//") else url)
         if where.scheme == "https" and (where.hostname or "") in allowed:
@@ -117,8 +146,8 @@ def unload_remote_images(html: str) -> str:
     return _IMG_RE.sub(replace, html)
 
 
-def markdown_html(text: str) -> str:
-    return sanitise(_MARKDOWN.render(text))
+def markdown_html(text: str, images: ImageResolver | None = None) -> str:
+    return sanitise(_MARKDOWN.render(text), images)
 
 
 # -- the cost bound ------------------------------------------------------------------------
@@ -178,7 +207,9 @@ class TooComplex(Exception):
     """The doc would cost too much to render here; the message says why."""
 
 
-def bounded_markdown_html(text: str, limits: RenderLimits | None = None) -> str:
+def bounded_markdown_html(
+    text: str, limits: RenderLimits | None = None, images: ImageResolver | None = None
+) -> str:
     """`markdown_html` within the cost bound; raises `TooComplex`."""
     limits = limits or render_limits()
     problem = markdown_cost_problem(text, limits)
@@ -186,17 +217,19 @@ def bounded_markdown_html(text: str, limits: RenderLimits | None = None) -> str:
         rendered = _MARKDOWN.render(text)
         problem = html_cost_problem(rendered, limits)
         if problem is None:
-            return sanitise(rendered)
+            return sanitise(rendered, images)
     raise TooComplex(problem)
 
 
-def bounded_html(text: str, limits: RenderLimits | None = None) -> str:
+def bounded_html(
+    text: str, limits: RenderLimits | None = None, images: ImageResolver | None = None
+) -> str:
     """`sanitise` within the cost bound; raises `TooComplex`."""
     limits = limits or render_limits()
     problem = html_cost_problem(text, limits)
     if problem is not None:
         raise TooComplex(problem)
-    return sanitise(text)
+    return sanitise(text, images)
 
 
 # Renders run here so that a request can stop waiting (a thread cannot be stopped; what it
@@ -299,7 +332,7 @@ def render_doc(
                 )
             return doc
         limits = render_limits()
-        key = _cache_key(opened, rel, limits)
+        key = _cache_key(opened, rel, limits, files_url)
         remembered = cache.get(key)
         if remembered is not None:
             doc.kind, doc.html, doc.text, doc.message = remembered
@@ -317,12 +350,15 @@ def render_doc(
         doc.kind = "binary"
         return doc
     try:
+        images = ImageResolver(files_url, posixpath.dirname(rel))
         if extension in MARKDOWN_EXTENSIONS:
             doc.kind = "markdown"
-            doc.html = within_budget(bounded_markdown_html, text, limits, seconds=limits.seconds)
+            doc.html = within_budget(
+                bounded_markdown_html, text, limits, images, seconds=limits.seconds
+            )
         elif extension in HTML_EXTENSIONS:
             doc.kind = "html"
-            doc.html = within_budget(bounded_html, text, limits, seconds=limits.seconds)
+            doc.html = within_budget(bounded_html, text, limits, images, seconds=limits.seconds)
         elif extension not in TEXT_EXTENSIONS and (
             highlighted := within_budget(code_html, text, rel, seconds=limits.seconds)
         ):
@@ -340,12 +376,12 @@ def render_doc(
 
 
 RENDER_CACHE_SECONDS = 7 * 24 * 3600
-RENDER_VERSION = 2  # bump when the rendering changes
+RENDER_VERSION = 3  # bump when the rendering changes
 
 
-def _cache_key(opened: paths.OpenedFile, rel: str, limits: RenderLimits) -> str:
+def _cache_key(opened: paths.OpenedFile, rel: str, limits: RenderLimits, files_url: str) -> str:
     version = (
-        f"{RENDER_VERSION}|{opened.real_path}|{rel}|{opened.size}|{opened.mtime_ns}|"
+        f"{RENDER_VERSION}|{files_url}|{opened.real_path}|{rel}|{opened.size}|{opened.mtime_ns}|"
         f"{opened.inode}|{limits.max_depth}|{limits.max_elements}|{sorted(image_hosts())}"
     )
     return "glove:doc:" + hashlib.sha256(version.encode("utf-8", "surrogateescape")).hexdigest()

@@ -6,6 +6,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Exists, OuterRef
+
 from gloveapp.core import input_rules
 from inbox.workspaces.models import (
     Notification,
@@ -85,11 +87,25 @@ def owned_entry(user: Any, entry_id: Any) -> WorkspaceEntry | None:
     return WorkspaceEntry.objects.select_related("workspace").filter(pk=pk, owner=user).first()
 
 
+ENTRY_FILTERS = ("all", "unread", "answered")
+
+
 def entries_page(
-    *, owner_id: Any, limit: int, before: Any = None, workspace_id: str | None = None
+    *,
+    owner_id: Any,
+    limit: int,
+    before: Any = None,
+    workspace_id: str | None = None,
+    show: str = "all",
 ) -> tuple[list[WorkspaceEntry], bool]:
-    """Newest first, `limit` entries older than the `before` entry (keyset on (ts, id))."""
+    """Newest first, `limit` entries older than the `before` entry (keyset on (ts, id));
+    `show` "unread" keeps the owner's unread ones, "answered" those with a reply."""
     rows = WorkspaceEntry.objects.filter(owner_id=owner_id)
+    if show == "unread":
+        read = WorkspaceEntryRead.objects.filter(entry=OuterRef("pk"), user_id=owner_id)
+        rows = rows.exclude(Exists(read))
+    elif show == "answered":
+        rows = rows.filter(Exists(WorkspaceReply.objects.filter(entry=OuterRef("pk"))))
     if workspace_id is not None:
         rows = rows.filter(workspace_id=workspace_id)
     if before not in (None, ""):
@@ -108,7 +124,12 @@ def entries_page(
 
 
 def history(
-    *, user: Any, limit: Any = None, before: Any = None, workspace_id: Any = None
+    *,
+    user: Any,
+    limit: Any = None,
+    before: Any = None,
+    workspace_id: Any = None,
+    show: str = "all",
 ) -> HistoryPage:
     limit = parse_limit(limit)
     scope_id = None
@@ -118,7 +139,7 @@ def history(
             raise BadParameter("workspaceId", "no such workspace")
         scope_id = workspace.pk
     entries, has_more = entries_page(
-        owner_id=user.pk, limit=limit, before=before, workspace_id=scope_id
+        owner_id=user.pk, limit=limit, before=before, workspace_id=scope_id, show=show
     )
     reads = dict(
         WorkspaceEntryRead.objects.filter(

@@ -109,3 +109,40 @@ def test_nobody_else_can_revoke_a_users_token(ann, settings):
 def test_the_tokens_page_needs_a_login():
     response = Client().get("/accounts/tokens/")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_the_owner_creates_a_token_on_the_page_and_sees_it_once(ann, ann_browser):
+    page = ann_browser.get("/accounts/tokens/").content.decode()
+    assert "Create a token" in page and "create_api_token" not in page
+    # Without the CSRF token nothing is made.
+    assert ann_browser.post("/accounts/tokens/new").status_code == 403
+    assert not Token.objects.filter(user=ann).exists()
+
+    made = ann_browser.post(
+        "/accounts/tokens/new", {"csrfmiddlewaretoken": _csrf(ann_browser, "/accounts/tokens/")}
+    )
+    assert made.status_code == 200 and "no-store" in made["Cache-Control"]
+    key = Token.objects.get(user=ann).key
+    assert f'value="{key}"' in made.content.decode()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert api.get("/api/sessions").status_code == 200
+    # Shown once: the list names it by its start only from now on.
+    again = ann_browser.get("/accounts/tokens/").content.decode()
+    assert key not in again and key[:6] in again and "Replace with a new token" in again
+
+    # A new one replaces it: the old key stops opening the API.
+    replaced = ann_browser.post(
+        "/accounts/tokens/new", {"csrfmiddlewaretoken": _csrf(ann_browser, "/accounts/tokens/")}
+    )
+    new_key = Token.objects.get(user=ann).key
+    assert new_key != key and f'value="{new_key}"' in replaced.content.decode()
+    assert "replaces the old one" in replaced.content.decode()
+    assert api.get("/api/sessions").status_code == 401
+
+
+def test_creating_a_token_needs_a_login_and_a_post():
+    assert Client().post("/accounts/tokens/new").status_code == 302
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("bo", password="pw-bo-12345"))
+    assert client.get("/accounts/tokens/new").status_code == 405

@@ -173,7 +173,11 @@ def test_it_never_answers_a_fuzzed_request_with_a_5xx(owner_client, session_id, 
                 # The chat stream is async; the test client drains it synchronously.
                 warnings.simplefilter("ignore")
                 response = client.generic(case.method, path, **kwargs)
-                if response.streaming:
+                # An event stream (SSE) never ends by itself: its status and headers are
+                # the answer here (tests/api/test_agent_client.py reads its body).
+                if response.streaming and not response.get("Content-Type", "").startswith(
+                    "text/event-stream"
+                ):
                     b"".join(response)
             seen.append(response.status_code)
             if response.status_code >= 500:

@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from gloveapp.core import ApprovalPolicy, Message, ScriptedModel, ToolCall, tool
 from gloveapp.core.providers.registry import register_model_provider
+from gloveapp.core.tools import CallSummary
 
 ORDER = {"product": "Yirgacheffe", "quantity": 12}
 # What the tool ran with, in this process (the test's worker runs in the test's loop).
 RAN: list[dict] = []
 
 
+def order_summary(args: dict) -> CallSummary:
+    quantity, product = args["quantity"], args["product"]
+    return CallSummary(f"Wholesale: {quantity} bags of {product}", total=f"${quantity * 10}.00")
+
+
 @tool(
     description="Place a wholesale order.",
+    summary=order_summary,
     approval=ApprovalPolicy(
         decisions=("approve", "edit", "reject", "respond"),
         assignee_group="baristas",

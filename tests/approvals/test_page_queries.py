@@ -53,7 +53,9 @@ def _rows(html: str) -> dict[str, str]:
     }
 
 
-def test_a_row_shows_its_tool_assignee_escalation_and_time_left(session_id, barista, manager):
+def test_a_row_shows_its_customer_summary_total_assignee_escalation_and_time_left(
+    session_id, barista, manager
+):
     mine = open_request(session_id, assignee_user="bea")
     shared = open_request(session_id, assignee_group=None)
     escalated = open_request(
@@ -65,7 +67,10 @@ def test_a_row_shows_its_tool_assignee_escalation_and_time_left(session_id, bari
     page = client.get("/approvals/?view=all").content.decode()
     rows = _rows(page)
     assert list(rows) == [str(mine.pk), str(shared.pk), str(escalated.pk)]
-    assert rows[str(mine.pk)].startswith("place_order")
+    # Who asks, what the call does and its total, in words: not the tool's name or JSON.
+    assert rows[str(mine.pk)].startswith("nina · Place order")
+    assert "Wholesale: 12 bags of Yirgacheffe" in rows[str(mine.pk)]
+    assert "$120.00 · @bea" in rows[str(mine.pk)]
     assert rows[str(mine.pk)].endswith("@bea")
     assert rows[str(shared.pk)].endswith("unassigned")
     assert rows[str(escalated.pk)].endswith("baristas · escalated to managers")

@@ -57,6 +57,9 @@ def test_it_reads_a_request_with_what_the_caller_may_do(request_row, barista, ot
     assert body["assignee"] == {"user": None, "group": "baristas"}
     assert body["mayDecide"] is True
     assert 3590 <= body["secondsLeft"] <= 3600
+    # What people read of it, from the tool's label and summary when it was opened.
+    assert body["label"] == "Place order" and body["customer"] == "nina"
+    assert (body["summary"], body["total"]) == ("Wholesale: 12 bags of Yirgacheffe", "$120.00")
     assert (
         client_for(other_staff).get(f"/api/approvals/{request_row.pk}").json()["mayDecide"] is False
     )

@@ -1,4 +1,4 @@
-"""The admin's session page in a real browser: a transcript to read, the JSON folded away."""
+"""The admin's session page in a real browser: a view-only transcript, the JSON folded away."""
 
 from __future__ import annotations
 
@@ -71,6 +71,11 @@ def test_it_shows_a_session_as_a_transcript_with_its_json_folded(
     transcript.wait_for()
 
     text = " ".join(transcript.inner_text().split())
+    # A page to read, not a form: no Save, no Delete, no "Change session".
+    controls = (
+        page.locator("#content").locator('input[type="submit"], button, a.deletelink').count()
+    )
+    heading = page.locator("#content h1").inner_text()
     height = page.evaluate("document.documentElement.scrollHeight")
     page.screenshot(path=screenshot_path("admin-session.png", tmp_path), full_page=True)
     raw = transcript.locator(".transcript__raw pre").first
@@ -79,6 +84,7 @@ def test_it_shows_a_session_as_a_transcript_with_its_json_folded(
     shown_after = raw.is_visible() and '"sender": "user"' in raw.inner_text()
     context.close()
 
+    assert controls == 0 and heading == "Yirgacheffe"
     assert "Do you have Yirgacheffe? (asking for the 3th time)" in text
     assert 'check_stock {"coffee": "Yirga"}' in text
     assert "check_stock: success" in text

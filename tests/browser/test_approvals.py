@@ -10,7 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import BARISTA_PASSWORD, DEMO_PASSWORD
+from tests.browser.conftest import BARISTA_PASSWORD, DEMO_PASSWORD, screenshot_path
 from tests.browser.test_coffee_shop import log_in, open_live_page, say
 
 pytestmark = pytest.mark.browser
@@ -19,9 +19,17 @@ WAIT_MS = 30_000
 SELECTED = re.compile(r"\bis-selected\b")
 
 
-def test_a_barista_edits_the_quantity_and_approves_and_the_customer_goes_on_live(server, browser):
+SUMMARY = "Checkout: 6 \u00d7 Colombia Huila, $96.00, pay at pickup"
+# What a customer must never read: JSON, the tools' internal names, a running badge.
+INTERNAL = re.compile(r"[{}]|toolName|glove_|add_to_cart|view_cart|running\u2026")
+
+
+@pytest.mark.parametrize("width,height", [(1280, 900), (390, 844)], ids=["1280px", "390px"])
+def test_a_barista_edits_the_quantity_and_approves_and_the_customer_reads_what_changed(
+    server, browser, tmp_path, width, height
+):
     expect.set_options(timeout=WAIT_MS)
-    customer = browser.new_context(viewport={"width": 1280, "height": 900})
+    customer = browser.new_context(viewport={"width": width, "height": height})
     page = customer.new_page()
     log_in(page, server.url, "demo", DEMO_PASSWORD)
     page.get_by_role("button", name="New chat").click()
@@ -30,25 +38,67 @@ def test_a_barista_edits_the_quantity_and_approves_and_the_customer_goes_on_live
     say(page, "add 6 Colombia")
     expect(page.locator("#messages")).to_contain_text("Added 6")
     say(page, "checkout, pay at pickup")
-    expect(page.locator("#slots")).to_contain_text("Waiting for a staff member to approve")
-    page.evaluate("window.stillTheSamePage = true")
 
-    staff = browser.new_context(viewport={"width": 1280, "height": 900})
+    # The customer reads what waits, in words: the summary, no JSON, no internal name.
+    slots = page.locator("#slots")
+    expect(slots).to_contain_text("Waiting for a staff member to approve your checkout")
+    expect(slots).to_contain_text(SUMMARY)
+    expect(page.locator('[data-tool="checkout"] .tool-card__name')).to_have_text("Checkout")
+    assert not INTERNAL.search(slots.inner_text()), slots.inner_text()
+    assert not INTERNAL.search(page.locator("#messages").inner_text())
+    # One bubble per message: the waiting turn's message is not repeated in the queue.
+    expect(page.locator(".bubble", has_text="checkout, pay at pickup")).to_have_count(1)
+    page.screenshot(path=screenshot_path(f"approval-waiting-{width}.png", tmp_path))
+    page.evaluate("window.stillTheSamePage = true")
+    # Past GLOVE_TURN_PARK_AFTER_SECONDS the turn is parked (no worker holds it): the page
+    # says so live, and keeps its Stop button.
+    expect(page.locator("#turn-status")).to_contain_text("Waiting for an answer")
+    expect(page.locator('#turn-status [data-action="stop"]')).to_be_visible()
+
+    staff = browser.new_context(viewport={"width": width, "height": height})
     approvals = staff.new_page()
     log_in(approvals, server.url, "barista", BARISTA_PASSWORD, next_url="/approvals/?view=groups")
-    expect(approvals.locator("#approvals-list")).to_contain_text("checkout")
-    approvals.locator("#approvals-list .approvals-row").first.click()
+    # The row says who asks, what and for how much.
+    row = approvals.locator("#approvals-list .approvals-row", has_text=SUMMARY).first
+    expect(row).to_contain_text("demo")
+    expect(row.locator(".approvals-row__total")).to_have_text("$96.00")
+    approvals.screenshot(path=screenshot_path(f"approvals-row-{width}.png", tmp_path))
+    row.click()
+    detail = approvals.locator("#approvals-detail")
+    expect(detail.locator(".approval__customer")).to_have_text("demo")
+    expect(detail.locator(".approval__total")).to_have_text("$96.00")
+    # Typed widgets: the payment and the coffee are choices, the quantity a bounded number.
+    payment = detail.locator('select[name="arg__payment"]')
+    expect(payment).to_have_value("pickup")
+    expect(payment.locator("option")).to_have_count(2)
+    expect(detail.locator('select[name="arg__lines.0.coffee"]')).to_have_value("Colombia Huila")
     quantity = approvals.get_by_label("Colombia Huila · quantity")
     expect(quantity).to_have_value("6")
+    expect(quantity).to_have_attribute("min", "1")
+    expect(quantity).to_have_attribute("max", "99")
+    # The change shows as a diff before approving.
     quantity.fill("4")
-    approvals.get_by_role("button", name="Approve").click()
-    expect(approvals.locator("#approvals-detail")).to_contain_text("edit by barista via page")
+    diff = detail.locator("[data-diff]")
+    expect(diff).to_be_visible()
+    expect(diff).to_contain_text("Colombia Huila · quantity: 6 \u2192 4")
+    approvals.screenshot(path=screenshot_path(f"approvals-diff-{width}.png", tmp_path))
+    approvals.get_by_role("button", name="Approve with changes").click()
+    expect(detail).to_contain_text("edit by barista via page")
+    # ... and in the audit, with a human time (no ISO, no microseconds).
+    expect(detail.locator(".approval__audit")).to_contain_text("6 \u2192 4")
+    decided = detail.locator(".approval__decision time")
+    expect(decided).to_be_visible()
+    assert not re.search(r"\d{2}:\d{2}:\d{2}\.\d+|T\d{2}:", decided.inner_text())
+    approvals.screenshot(path=screenshot_path(f"approvals-decided-{width}.png", tmp_path))
     staff.close()
 
-    # The customer's page goes on by itself: the confirmation shows the edited order.
-    slots = page.locator("#slots")
+    # The customer's page goes on by itself and says what the barista changed.
+    expect(page.locator("#messages")).to_contain_text(
+        "A barista changed the quantity of Colombia Huila from 6 to 4."
+    )
     expect(slots).to_contain_text("Confirm your order")
     expect(slots).to_contain_text("4 \u00d7 Colombia Huila")
+    page.screenshot(path=screenshot_path(f"approval-edited-{width}.png", tmp_path))
     page.get_by_role("button", name="Confirm").click()
     expect(page.locator("#messages")).to_contain_text(re.compile(r"Order #\d+ is placed"))
     assert page.evaluate("window.stillTheSamePage") is True

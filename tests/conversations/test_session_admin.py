@@ -152,3 +152,17 @@ def test_it_shows_a_stopped_call_as_stopped_with_who_stopped_it(staff):
     shown, _ = read(staff.get(PAGE).content.decode())
 
     assert "checkout: stopped · Stopped by carla at 2030-01-01T10:00:00+00:00" in shown
+
+
+def test_a_sessions_page_is_view_only_and_renaming_is_a_link_away(staff):
+    a_conversation()
+
+    html = staff.get(PAGE).content.decode()
+
+    # Nothing to save or delete under the conversation; the facts above it, read-only.
+    assert "Change session" not in html and 'name="_save"' not in html
+    assert "deletelink" not in html and "<form" not in html.split('id="content-main"')[1]
+    assert "<h1>Yirgacheffe</h1>" in html and "Open the chat" in html
+    assert 'href="?edit=1"' in html
+    edit = staff.get(PAGE + "?edit=1").content.decode()
+    assert 'name="title"' in edit and "Do you have Yirgacheffe?" not in edit

@@ -163,8 +163,26 @@ async def test_a_response_stands_instead_of_the_tools_result():
         decisions=("approve", "respond"),
     )
     assert ran == []
-    assert result.data == {"decision": "respond", "text": "Call us"}
+    # The agent reads the person's text as the call's result, not as an error.
+    assert result.status == "success" and result.data == "Call us"
     assert "Call us" in result.message
+
+
+async def test_an_expired_request_reads_expired_not_rejected_by_a_person():
+    ran: list = []
+    _, result = await decide(
+        lambda p: {
+            "decision": "reject",
+            "fingerprint": p["fingerprint"],
+            "reason": "No decision by the deadline: the request expired.",
+            "expired": True,
+        },
+        ran=ran,
+    )
+    assert ran == []
+    assert result.status == "error"
+    assert "expired before anyone decided" in result.message
+    assert "rejected by a person" not in result.message
 
 
 async def test_a_decision_the_tool_does_not_allow_or_garbage_runs_nothing():

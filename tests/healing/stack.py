@@ -76,7 +76,8 @@ def query(database_url: str, sql: str, *args: object) -> list[tuple]:
 def unfinished_turns(database_url: str) -> int:
     try:
         rows = query(
-            database_url, "SELECT count(*) FROM turns_turn WHERE status IN ('queued', 'running')"
+            database_url,
+            "SELECT count(*) FROM turns_turn WHERE status IN ('queued', 'running', 'waiting')",
         )
     except psycopg.OperationalError:
         return -1  # the database is still away

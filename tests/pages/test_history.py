@@ -11,7 +11,7 @@ from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message, ToolCall, ToolResult, ToolResultData
 from gloveapp.live.models import LiveEvent
 from inbox.services import inbox_item_add, inbox_item_resolve, inbox_item_update
-from tests.pages.conftest import htmx_target
+from tests.pages.conftest import client_for, htmx_target
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -62,7 +62,9 @@ def test_it_shows_a_divider_at_every_compaction(session, owner_client):
     assert page(owner_client, session).count('role="separator"') == 2
 
 
-def test_it_folds_tool_results_under_their_call_instead_of_a_user_bubble(session, owner_client):
+def test_it_folds_tool_results_under_their_call_instead_of_a_user_bubble(
+    session, owner_client, staff
+):
     messages_append(
         session_id=session.pk,
         messages=[
@@ -93,7 +95,10 @@ def test_it_folds_tool_results_under_their_call_instead_of_a_user_bubble(session
     assert ">tool results<" not in html
     assert html.count('class="msg msg--user"') == 1
     assert 'data-tool="mystery_lookup"' in html
-    assert "Swiss water decaf" in html  # the generic renderer shows the data
+    # The customer reads the tool in plain words and its state; the data is for staff.
+    assert "Mystery lookup" in html and ">done<" in html
+    assert "Swiss water decaf" not in html and ">mystery_lookup<" not in html
+    assert "Swiss water decaf" in page(client_for(staff), session)
 
 
 def test_it_shows_a_failed_tool_with_its_message(session, owner_client):

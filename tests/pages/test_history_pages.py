@@ -114,7 +114,7 @@ def test_a_page_never_splits_a_tool_call_from_its_result(session, owner_client):
     html = owner_client.get(f"/sessions/{session.key}/").content.decode()
 
     assert _seqs(html)[0] == 11  # the call came along
-    assert 'data-tool="stock" data-status="success"' in html
+    assert 'class="tool tool--success" data-tool="stock"' in html  # with its result
 
 
 def test_a_refresh_keeps_what_the_page_shows(session, owner_client):

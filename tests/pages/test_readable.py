@@ -10,12 +10,13 @@ from gloveapp.conversations.services import messages_append
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message, ToolCall, ToolResult, ToolResultData
 from inbox.services import inbox_item_add
+from tests.pages.conftest import client_for
 from tests.pages.test_history import page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
-def test_it_shows_tool_inputs_and_results_as_json_not_python(session, owner_client):
+def test_it_shows_staff_tool_inputs_and_results_as_json_not_python(session, owner_client, staff):
     messages_append(
         session_id=session.pk,
         messages=[
@@ -38,7 +39,9 @@ def test_it_shows_tool_inputs_and_results_as_json_not_python(session, owner_clie
         ],
     )
 
-    html = page(owner_client, session)
+    # The customer reads no JSON at all; staff read it as JSON, under Details.
+    assert "&quot;payment&quot;" not in page(owner_client, session)
+    html = page(client_for(staff), session)
 
     assert "&quot;payment&quot;: &quot;saved_card&quot;" in html
     assert "&quot;blocking&quot;: false" in html
@@ -125,7 +128,7 @@ def test_it_shows_the_inbox_banner_as_friendly_answers_with_the_raw_text_one_cli
 
 
 def test_it_tells_the_customer_in_plain_words_that_a_tool_they_declined_did_not_run(
-    session, owner_client
+    session, owner_client, staff
 ):
     from gloveapp.core.executor import permission_denied_message
 
@@ -152,6 +155,9 @@ def test_it_tells_the_customer_in_plain_words_that_a_tool_they_declined_did_not_
     shown, _, details = card.partition("<details")
 
     assert "You didn&#x27;t allow checkout, so it did not run." in shown
+    assert "Permission denied for tool" not in html  # what the agent read is for staff
+    card = page(client_for(staff), session).split('data-tool="checkout"')[1]
+    shown, _, details = card.partition("<details")
     assert "Permission denied for tool" not in shown
     assert "Permission denied for tool" in details.split("</details>")[0]
 

@@ -239,8 +239,12 @@ async def test_it_asks_permission_in_the_page_before_charging_the_saved_card(cli
 
     html = await page(client, session_id, "slots")
     assert permission.renderer == "permission_request"
-    for value in ("once", "always", "deny_once", "always_deny"):
+    for value in ("once", "always", "always_deny"):
         assert f'value="{value}"' in html
+    # One "no": this call only, with an optional reason (the approvals' reject).
+    assert html.count("Don't allow") == 1 and 'name="decision" value="reject"' in html
+    # What the call does, in words: not the tool's name or its JSON.
+    assert "Checkout: pay with the saved card" in html and "&quot;" not in html
 
     await client.post(f"/sessions/{session_id}/slots/{permission.id}", {"value": "once"})
     confirm = await next_slot(session_id)
@@ -261,7 +265,7 @@ async def test_it_does_not_run_the_tool_when_permission_is_denied(client, sessio
 
     html = await page(client, session_id)
     assert "Order #" not in html
-    assert "Permission denied" in html
+    assert "You didn&#x27;t allow checkout, so it did not run." in html
 
 
 async def test_it_shows_the_inbox_watch_the_agent_posts(client, session_id):
@@ -304,7 +308,7 @@ async def test_it_shows_staff_a_waiting_prompt_without_letting_them_answer(
     await turns.wait_until_idle(session_id)
 
 
-async def test_it_lists_every_queued_message_in_order_with_its_state(client, session_id):
+async def test_it_lists_every_queued_message_in_order_and_the_running_one_once(client, session_id):
     await say(client, session_id, "add Kenya AA")
     await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
     await next_slot(session_id)  # the turn waits on the customer: what follows queues
@@ -314,8 +318,11 @@ async def test_it_lists_every_queued_message_in_order_with_its_state(client, ses
     html = await page(client, session_id)  # a reload
     queue = html.split('class="queue"')[1].split("</ol>")[0]
     states = [chunk.split('"')[0] for chunk in queue.split('data-state="')[1:]]
-    assert states == ["running", "queued", "queued", "queued"]
-    assert queue.index("checkout") < queue.index("first") < queue.index("second")
+    # The running turn's message is in the history already: one bubble per message.
+    assert states == ["queued", "queued", "queued"]
+    history = html.split('class="queue"')[0]
+    assert history.count(">checkout<") == 1 and ">checkout<" not in queue
+    assert queue.index("first") < queue.index("second")
     assert queue.index("second") < queue.index("third")
     assert queue.count("Withdraw") == 3
     await client.post(f"/sessions/{session_id}/cancel")
@@ -394,7 +401,7 @@ async def test_it_lists_an_always_deny_and_resets_it_from_the_page(client, sessi
     await client.post(f"/sessions/{session_id}/messages", {"text": "checkout"}, headers=HX)
     again = await next_slot(session_id)
 
-    assert "<code>checkout</code>: Always denied" in listed
+    assert "<strong>Checkout</strong>: Always denied" in listed  # its label, not its name
     assert "Always denied" not in reset.content.decode()
     assert again.renderer == "permission_request"
     await client.post(f"/sessions/{session_id}/slots/{again.id}", {"value": "deny_once"})

@@ -134,7 +134,7 @@ def wait_idle(server: LiveServer, session_id: str) -> None:
     wait_for(
         server,
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM turns_turn WHERE session_id = %s "
-        "AND status IN ('queued', 'running'))",
+        "AND status IN ('queued', 'running', 'waiting'))",
         session_id,
     )
 

@@ -233,7 +233,11 @@ def test_it_counts_only_the_last_minute(session_id, customer, settings):
     assert services.turn_submit(session_id=session_id, text="new", user_id=customer.pk)
 
 
-def test_it_shows_the_prompt_of_a_turn_that_died_as_expired(session_id, customer, client):
+def test_a_prompt_of_a_turn_whose_worker_died_stays_open_for_its_retry(
+    session_id, customer, client
+):
+    """A crash is not a stop: the prompt keeps its id and can be answered while the turn
+    waits for another worker, and the retry finds the same row (and its answer)."""
     from gloveapp.core.display import Slot
 
     turn = services.turn_submit(session_id=session_id, text="checkout", user_id=customer.pk)
@@ -245,11 +249,21 @@ def test_it_shows_the_prompt_of_a_turn_that_died_as_expired(session_id, customer
     services.turns_take_back()
     client.force_login(customer)
     html = client.get(f"/sessions/{session_id}/").content.decode()
-
-    assert "This prompt expired" in html
-    assert not services.slot_answer(
+    answered = services.slot_answer(
         session_id=session_id, public_id=f"t{turn.pk}-slot_1", value="confirm"
     )
+    retry = services.turn_claim_next(session_id=session_id, worker_id="alive")
+    found = services.slot_push(turn=retry, slot=prompt, template="tools/generic_slot.html")
+
+    assert "This prompt expired" not in html
+    assert f"t{turn.pk}-slot_1" in html
+    assert answered
+    assert retry.pk == turn.pk
+    assert services.turn_slots_kept(retry) == [
+        ("slot_1", None, "checkout", TurnSlot.Status.ANSWERED, True)
+    ]
+    assert isinstance(found, services.Kept) and found.answered and found.answer == "confirm"
+    assert TurnSlot.objects.filter(turn_id=turn.pk).count() == 1
 
 
 def test_a_turn_taken_back_from_its_worker_stores_nothing_more(session_id, customer):

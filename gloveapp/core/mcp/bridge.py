@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gloveapp.core.mcp.config import MCP_NAMESPACE_SEP, McpServerConfig
-from gloveapp.core.mcp.connection import McpCallResult, McpToolDef, describe
+from gloveapp.core.mcp.connection import McpCallResult, McpCallTimeout, McpToolDef, describe
 from gloveapp.core.tools import Tool, ToolContext
 from gloveapp.core.types import ToolResultData
 
@@ -41,13 +41,20 @@ def bridge_mcp_tool(
     shape = json_schema_to_shape(tool.output_schema) if tool.output_schema else None
     description = f"{base}\n\nReturns: {shape}" if shape else base
 
+    called = mcp_tool_name(server.name, tool.name)
+
     async def run(arguments: Any, ctx: ToolContext) -> ToolResultData:
         try:
             result = await call(server.name, tool.name, arguments)
         except Exception as error:
             if _is_auth_error(error):
                 return ToolResultData.error(AUTH_EXPIRED)
-            return ToolResultData.error(_error_text(error))
+            text = _error_text(error)
+            if isinstance(error, McpCallTimeout):
+                # Named as the model called it (`slowmem__read_graph`), not as the server
+                # knows it (`read_graph`): the model can tell which of its tools timed out.
+                text = text.replace(f"MCP tool {tool.name} ", f"MCP tool {called} ", 1)
+            return ToolResultData.error(text)
         text = "\n".join(
             part["text"]
             for part in result.content
@@ -66,7 +73,7 @@ def bridge_mcp_tool(
         return ToolResultData(status="success", data=data, render_data=result.content)
 
     return Tool(
-        name=mcp_tool_name(server.name, tool.name),
+        name=called,
         description=description,
         run=run,
         json_schema=tool.input_schema,

@@ -17,6 +17,7 @@
   function showDetail(html) {
     detail.innerHTML = html;
     if (window.htmx) window.htmx.process(detail);
+    if (window.GloveLocalTime) window.GloveLocalTime(detail);
     tick();
   }
   function loadDetail(id, remember) {
@@ -35,6 +36,34 @@
     const button = detail.querySelector('[data-action="' + action + '"]');
     if (button) button.click();
   }
+
+  // -- the diff staff approve: every field that differs from the call, old -> new ----------
+  function fieldValue(input) {
+    return input.type === "checkbox" ? (input.checked ? "true" : "false") : input.value;
+  }
+  function showDiff() {
+    const box = detail.querySelector("[data-diff]");
+    if (!box) return;
+    const items = box.querySelector("ul");
+    items.textContent = "";
+    detail.querySelectorAll(".approval__args [data-original]").forEach(function (input) {
+      const now = fieldValue(input);
+      if (now === input.dataset.original) return;
+      const label = input.closest(".approval__field").querySelector("span").textContent;
+      const li = document.createElement("li");
+      const was = document.createElement("del");
+      const becomes = document.createElement("ins");
+      was.textContent = input.dataset.original || "(empty)";
+      becomes.textContent = now || "(empty)";
+      li.append(label + ": ", was, " \u2192 ", becomes);
+      items.appendChild(li);
+    });
+    box.hidden = !items.children.length;
+    const approve = detail.querySelector('[data-action="approve"]');
+    if (approve) approve.textContent = items.children.length ? "Approve with changes" : "Approve";
+  }
+  detail.addEventListener("input", showDiff);
+  detail.addEventListener("change", showDiff);
 
   const nav = window.GloveListNav.listNav({
     list: list,

@@ -30,8 +30,11 @@
     "turn.started": ["messages", "turn-status"],
     "turn.notice": ["turn-status"],
     "turn.restarted": ["messages", "slots", "turn-status"],
+    "turn.waiting": ["messages", "turn-status"],
+    "turn.resumed": ["messages", "turn-status"],
     "turn.finished": ["messages", "slots", "tasks", "inbox", "turn-status", "permissions"],
     "turn.error": ["messages", "slots", "turn-status", "permissions"],
+    "approval.decided": ["messages", "slots"],
   };
 
   // One request per partial at a time; events arriving meanwhile mark it dirty and it is

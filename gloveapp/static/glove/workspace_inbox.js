@@ -44,6 +44,7 @@
       const id = row.dataset.id;
       nav.loadDetail(row.querySelector(".inbox-row__link").dataset.detailUrl, function (html) {
         detail.innerHTML = html;
+        if (window.GloveLocalTime) window.GloveLocalTime(detail);
         history.replaceState(null, "", "?entry=" + encodeURIComponent(id));
       });
       if (!row.classList.contains("is-read")) {
@@ -253,6 +254,7 @@
       .then(function (html) {
         if (nav.selectedId !== id) return;
         detail.innerHTML = html;
+        if (window.GloveLocalTime) window.GloveLocalTime(detail);
         const field = detail.querySelector(".reply-bar textarea");
         if (field && draft) field.value = draft; // keep what the user was writing
       })

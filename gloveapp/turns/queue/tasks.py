@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 
+from django.db import transaction
 from django.tasks import task
 
 from gloveapp.logs import OutageLog
-from gloveapp.turns.services import task_enqueued_notify
+from gloveapp.turns.services import task_enqueued_notify, turn_unpark
 from gloveapp.turns.worker import TurnEngine, current_engine
 
 logger = logging.getLogger(__name__)
@@ -53,3 +55,12 @@ def enqueue_session(session_id: str) -> bool:
         return False
     QUEUE_OUTAGE.answered()
     return True
+
+
+def wake_turn(turn_id: int) -> None:
+    """`gloveapp.db.wake_turn` for the turns (set by `TurnsConfig.ready`): in the caller's
+    transaction, a turn parked on a person goes back on the queue and its session's task is
+    enqueued when that transaction commits (a lost task: the sweep enqueues it again)."""
+    session_id = turn_unpark(turn_id=turn_id)
+    if session_id is not None:
+        transaction.on_commit(partial(enqueue_session, session_id), robust=True)

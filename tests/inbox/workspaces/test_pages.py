@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from channels.db import database_sync_to_async
@@ -16,7 +17,9 @@ from gloveapp.live.relay import stop_relay
 from gloveapp.turns.models import Turn
 from inbox.workspaces.services import (
     entry_delete,
+    entry_mark_read,
     entry_push,
+    entry_reply,
     workspace_create,
     workspace_set_agent,
 )
@@ -269,3 +272,74 @@ def test_an_entry_explains_a_file_too_large_to_download_and_links_to_nothing(
 
     assert "File too large to show or download here (1.0 MB; downloads stop at 1.0 MB)" in html
     assert "path=big.txt" not in html
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+
+
+def test_markdown_keeps_soft_breaks_and_shows_relative_images_through_the_file_route(
+    workspace, folder, ann
+):
+    root, outside = folder
+    (root / "docs" / "shots").mkdir(parents=True)
+    (root / "docs" / "shots" / "chat.png").write_bytes(PNG)
+    (outside / "private.png").write_bytes(PNG)
+    (root / "docs" / "guide.md").write_text(
+        "A paragraph wrapped\nover two lines.\n\n"
+        "![the chat](shots/chat.png)\n\n"
+        "![escape](../../outside/private.png)\n\n"
+        '<img src="shots/chat.png" onerror="alert(1)">\n'
+    )
+    entry = entry_push(workspace=workspace, docs=[{"path": "docs/guide.md"}], comments="Guide")
+    client = login(ann)
+    html = client.get(f"/inbox/entries/{entry.pk}").content.decode()
+
+    # A soft line break is a soft break, as Markdown means it: one paragraph, no <br>.
+    assert "<p>A paragraph wrapped\nover two lines.</p>" in html
+    # A relative image resolves against the doc's folder, through the workspace's file route.
+    src = re.search(r'<img src="([^"]+)" alt="the chat"', html)[1]
+    assert "path=docs/shots/chat.png" in src
+    image = client.get(src.replace("&amp;", "&"))
+    assert image.status_code == 200 and image["Content-Type"] == "image/png"
+    # One leading outside the root is not followed (its alt text stays); still sanitised.
+    assert "private.png" not in html and "escape" in html
+    assert "onerror" not in html
+
+
+def _row_texts(html: str) -> dict[str, str]:
+    return {
+        found.group(1): " ".join(re.sub(r"<[^>]+>", " ", found.group(2)).split())
+        for found in re.finditer(
+            r'<li class="inbox-row[^"]*" data-id="([^"]+)"[^>]*>(.*?)</li>', html, re.S
+        )
+    }
+
+
+def test_rows_carry_a_subject_and_the_list_filters_unread_and_answered(workspace, folder, ann):
+    (folder[0] / "notes").mkdir()
+    (folder[0] / "notes" / "weekly.md").write_text("# Weekly\n")
+    plain = entry_push(workspace=workspace, comments="## Rates held\nThe FOMC kept rates.")
+    only_docs = entry_push(workspace=workspace, docs=[{"path": "notes/weekly.md"}])
+    answered = entry_push(workspace=workspace, comments="Can you check the Q3 numbers?")
+    entry_mark_read(entry=plain, user=ann)
+    entry_reply(entry=answered, author=ann, text="Done, they match.")
+    client = login(ann)
+
+    rows = _row_texts(client.get("/inbox/").content.decode())
+    # The subject: the comment's first line, else the doc's name; then the workspace's label.
+    assert rows[str(plain.pk)].startswith("Rates held")
+    assert "Macro · The FOMC kept rates." in rows[str(plain.pk)]
+    assert rows[str(only_docs.pk)].startswith("weekly.md")
+    assert "Macro · 📄 notes/weekly.md" in rows[str(only_docs.pk)]
+
+    unread = _row_texts(client.get("/inbox/?show=unread").content.decode())
+    assert set(unread) == {str(only_docs.pk), str(answered.pk)}
+    shown = _row_texts(client.get("/inbox/?show=answered").content.decode())
+    assert set(shown) == {str(answered.pk)}
+    more = client.get("/inbox/?part=rows&show=answered").content.decode()
+    assert set(_row_texts(more)) == {str(answered.pk)}
+    # An unknown filter shows everything.
+    assert len(_row_texts(client.get("/inbox/?show=nope").content.decode())) == 3

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0010_session_person_message_count'),
+        ('conversations', '0011_admin_list_indexes'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inbox', '0007_session_status_created_index'),
+        ('inbox', '0008_admin_list_indexes'),
     ]
 
     operations = [

@@ -1,0 +1,310 @@
+"""bench/scale.py's database: millions of rows in a few INSERT ... SELECT generate_series.
+
+Rows shaped like those the demo writes: chats of user text, the agent's tool call, its
+result and the agent's reply (the `wire` text built by the code from real messages), one turn
+per question, inbox items mostly consumed, approvals mostly decided, mesh deliveries, live
+events, idempotency keys. Columns the statements do not name get their model's default, so a
+field added later needs no change here unless it has none (then the error names it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.apps import apps
+from django.db import models
+
+
+def insert(connection: Any, model: Any, source: str, values: dict[str, str]) -> int:
+    """INSERT INTO <model's table> (...) SELECT <values> <source>; every column not in
+    `values` (SQL over `source`) takes the field's default. Returns the rows written."""
+    columns, expressions, params = [], [], []
+    for field in model._meta.concrete_fields:
+        column = field.column
+        if column in values:
+            columns.append(column)
+            # Literal SQL: its modulo signs are not placeholders.
+            expressions.append(values[column].replace("%", "%%"))
+        elif isinstance(field, models.AutoField | models.BigAutoField):
+            continue
+        elif getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+            columns.append(column)
+            expressions.append("now()")
+        elif field.has_default() or field.has_db_default():
+            if field.has_db_default():
+                continue
+            columns.append(column)
+            expressions.append("%s")
+            params.append(field.get_db_prep_save(field.get_default(), connection))
+        elif field.null:
+            continue
+        else:
+            raise ValueError(f"{model.__name__}.{field.name} has no default: name it in the build")
+    sql = (
+        f'INSERT INTO "{model._meta.db_table}" ({", ".join(f'"{c}"' for c in columns)}) '
+        f"SELECT {', '.join(expressions)} {source.replace('%', '%%')}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def _literal(value: Any) -> str:
+    """A Python value as an SQL string literal (for constant JSON and text)."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _message_templates() -> list[dict[str, Any]]:
+    """Four messages of a demo exchange, as the code stores them (columns and wire), their
+    text replaced by TEXT_HERE in SQL."""
+    from gloveapp.conversations import serialization
+    from gloveapp.core.types import Message, ToolCall, ToolResult, ToolResultData
+
+    call = ToolCall(tool_name="show_coffees", input_args={"origin": "Ethiopia"}, id="call_1")
+    result = ToolResult(
+        tool_name="show_coffees",
+        call_id="call_1",
+        result=ToolResultData(status="success", data={"coffees": ["Yirgacheffe", "Sidamo"]}),
+    )
+    messages = [
+        Message(sender="user", text="TEXT_HERE"),
+        Message(sender="agent", text="TEXT_HERE", tool_calls=[call]),
+        Message(sender="user", text="tool results", tool_results=[result]),
+        Message(sender="agent", text="TEXT_HERE"),
+    ]
+    templates = []
+    for message in messages:
+        fields = serialization.message_fields(message)
+        wire = serialization.wire_json(serialization.wire_from_fields(fields))
+        templates.append({"fields": fields, "wire": wire})
+    return templates
+
+
+def fill(connection: Any, shape: dict[str, int]) -> dict[str, Any]:
+    User = apps.get_model("auth", "User")
+    Session = apps.get_model("conversations", "Session")
+    Message = apps.get_model("conversations", "Message")
+    Turn = apps.get_model("turns", "Turn")
+    InboxItem = apps.get_model("inbox", "InboxItem")
+    ApprovalRequest = apps.get_model("approvals", "ApprovalRequest")
+    ApprovalDecision = apps.get_model("approvals", "ApprovalDecision")
+    MeshDelivery = apps.get_model("mesh", "MeshDelivery")
+    LiveEvent = apps.get_model("live", "LiveEvent")
+    IdempotentRequest = apps.get_model("conversations", "IdempotentRequest")
+
+    users = max(shape["users"], shape["heavy_users"] + 1)
+    heavy_users, per_heavy = shape["heavy_users"], shape["heavy_sessions"]
+    sessions = max(shape["sessions"], heavy_users * per_heavy + 3)
+    long_messages = shape["long_messages"]
+    others = users - heavy_users
+
+    insert(
+        connection,
+        User,
+        f"FROM generate_series(1, {users}) g(i)",
+        {
+            "username": f"CASE WHEN g.i <= {heavy_users} THEN 'heavy' || g.i ELSE 'user' || g.i END",
+            "password": "'!'",
+            "email": "''",
+            "first_name": "''",
+            "last_name": "''",
+            "is_staff": "false",
+            "is_superuser": "false",
+            "is_active": "true",
+            "date_joined": "now() - interval '1 year'",
+        },
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT min(id) FROM auth_user")
+        first_user = cursor.fetchone()[0]
+    # Session g.i: the heavy users own the first heavy_users * per_heavy (heavy1 owns s1 and
+    # s2, the two long chats); the rest are spread over the other users. Normal chats have
+    # 9 or 10 messages (about 9.8 on average), long ones `long_messages`.
+    owner = (
+        f"CASE WHEN g.i <= {heavy_users * per_heavy} THEN {first_user} + (g.i - 1) / {per_heavy} "
+        f"ELSE {first_user} + {heavy_users} + (g.i % {others}) END"
+    )
+    last_seq = f"CASE WHEN g.i <= 2 THEN {long_messages} WHEN g.i % 5 = 0 THEN 9 ELSE 10 END"
+    insert(
+        connection,
+        Session,
+        f"FROM generate_series(1, {sessions}) g(i)",
+        {
+            "id": "'s' || g.i",
+            "key": "'s' || g.i",
+            "owner_id": owner,
+            "title": "CASE WHEN g.i % 7 = 0 THEN 'Espresso for the office #' || g.i "
+            "ELSE 'Do you have Yirgacheffe? #' || g.i END",
+            "agent_name": "'coffee'",
+            "last_seq": last_seq,
+            "turn_count": f"({last_seq}) / 4",
+            "token_count": f"({last_seq}) * 120",
+            "created_at": f"now() - ({sessions} - g.i) * interval '20 seconds'",
+            "updated_at": f"now() - ({sessions} - g.i) * interval '20 seconds'",
+        },
+    )
+    templates = _message_templates()
+    kind = "(m.seq % 4)"  # 1 question, 2 tool call, 3 tool result, 0 reply
+
+    def pick(column: str, default: str = "NULL") -> str:
+        branches = []
+        for index, template in enumerate(templates):
+            value = template["fields"].get(column)
+            if column == "wire":
+                value = template["wire"]
+            sql = default if value is None else _literal(value)
+            if column in ("content", "tool_calls", "tool_results", "extra") and value is not None:
+                sql += "::jsonb"
+            branches.append(f"WHEN {(index + 1) % 4} THEN {sql}")
+        return f"CASE {kind} {' '.join(branches)} END"
+
+    text = (
+        "CASE (m.seq % 4) WHEN 1 THEN 'Do you have something fruity from Ethiopia? ' || m.seq "
+        "WHEN 2 THEN 'Let me look.' WHEN 3 THEN 'tool results' "
+        "ELSE 'Yes: Yirgacheffe, bright and floral, 18.50 a bag. Shall I add one? ' || m.seq END"
+    )
+    message_values = {
+        "session_id": "'s' || g.i",
+        "seq": "m.seq",
+        "sender": pick("sender"),
+        "text": text,
+        "tool_calls": pick("tool_calls"),
+        "tool_results": pick("tool_results"),
+        "wire": f"replace({pick('wire')}, 'TEXT_HERE', {text})",
+        "created_at": f"now() - ({sessions} - g.i) * interval '20 seconds' + m.seq * interval '1 second'",
+    }
+    messages = insert(
+        connection,
+        Message,
+        f"FROM generate_series(1, {sessions}) g(i) "
+        f"CROSS JOIN LATERAL generate_series(1, {last_seq}) m(seq)",
+        message_values,
+    )
+    turns = insert(
+        connection,
+        Turn,
+        f"FROM generate_series(1, {sessions}) g(i) "
+        f"CROSS JOIN LATERAL generate_series(1, {last_seq}, 4) m(seq)",
+        {
+            "session_id": "'s' || g.i",
+            "user_id": owner,
+            "text": "'Do you have something fruity from Ethiopia? ' || m.seq",
+            "source": "'page'",
+            "status": "'done'",
+            "attempts": "1",
+            "base_seq": "m.seq - 1",
+            "end_seq": "m.seq + 3",
+            "created_at": "now() - interval '1 day'",
+            "started_at": "now() - interval '1 day'",
+            "finished_at": "now() - interval '1 day'",
+        },
+    )
+    # A hundredth of the inbox items sit in the first long chat (its inbox keeps growing).
+    items = shape["inbox_items"]
+    inbox = insert(
+        connection,
+        InboxItem,
+        f"FROM generate_series(1, {items}) g(i)",
+        {
+            "id": "'inbox_' || g.i",
+            "key": "'inbox_' || g.i",
+            "session_id": f"CASE WHEN g.i % 100 = 0 THEN 's1' ELSE 's' || (g.i % {sessions} + 1) END",
+            "tag": "CASE WHEN g.i % 10 = 0 THEN 'mesh:from:roastery' ELSE 'restock_watch' END",
+            "request": "'Notify me when Yirgacheffe is restocked (' || g.i || ')'",
+            "response": "CASE WHEN g.i % 100 = 1 THEN NULL ELSE 'Back in stock' END",
+            "status": "CASE WHEN g.i % 100 = 1 THEN 'pending' ELSE 'consumed' END",
+            "blocking": "false",
+            "created_at": f"now() - ({items} - g.i) * interval '30 seconds'",
+            "resolved_at": "CASE WHEN g.i % 100 = 1 THEN NULL ELSE now() END",
+            "consumed_at": "CASE WHEN g.i % 100 = 1 THEN NULL ELSE now() END",
+            "resolved_by": "CASE WHEN g.i % 100 = 1 THEN NULL ELSE 'user' END",
+        },
+    )
+    opened, decided = shape["approvals_open"], shape["approvals_decided"]
+    total = opened + decided
+    approvals = insert(
+        connection,
+        ApprovalRequest,
+        f"FROM generate_series(1, {total}) g(i)",
+        {
+            "id": "gen_random_uuid()",
+            "session_id": f"CASE WHEN g.i % 50 = 0 THEN 's1' ELSE 's' || (g.i % {sessions} + 1) END",
+            "tool_name": "'checkout'",
+            "args": "jsonb_build_object('lines', jsonb_build_array(jsonb_build_object("
+            "'sku', 'yirgacheffe', 'quantity', 6)), 'payment', 'pickup')",
+            "fingerprint": "encode(sha256(g.i::text::bytea), 'hex')",
+            "decisions": '\'["approve", "edit", "reject"]\'::jsonb',
+            "status": f"CASE WHEN g.i <= {decided} THEN 'decided' ELSE 'open' END",
+            "decision": f"CASE WHEN g.i <= {decided} THEN 'approve' ELSE '' END",
+            "created_at": f"now() - ({total} - g.i) * interval '30 seconds'",
+            "decided_at": f"CASE WHEN g.i <= {decided} THEN now() - ({total} - g.i) * interval '30 seconds' END",
+        },
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM auth_user WHERE username = 'heavy1'")
+        decider = cursor.fetchone()[0]
+    insert(
+        connection,
+        ApprovalDecision,
+        "FROM approvals_approvalrequest r WHERE r.status = 'decided'",
+        {
+            "request_id": "r.id",
+            "kind": "'approve'",
+            "user_id": str(decider),
+            "username": "'heavy1'",
+            "channel": "'page'",
+            "fingerprint_seen": "r.fingerprint",
+            "reason": "''",
+            "text": "''",
+            "decided_at": "r.decided_at",
+        },
+    )
+    deliveries = insert(
+        connection,
+        MeshDelivery,
+        f"FROM generate_series(1, {shape['mesh_deliveries']}) g(i)",
+        {
+            "message_id": "'m_' || g.i",
+            "recipient": "CASE WHEN g.i % 2 = 0 THEN 'shop' ELSE 'roastery' END",
+            "sender": "CASE WHEN g.i % 2 = 0 THEN 'roastery' ELSE 'shop' END",
+            "kind": "'direct'",
+            "body": "jsonb_build_object('text', 'Twelve bags of Yirgacheffe, please.')",
+        },
+    )
+    events = insert(
+        connection,
+        LiveEvent,
+        f"FROM generate_series(1, {shape['live_events']}) g(i)",
+        {
+            "stream": f"'session:s' || (g.i % {sessions} + 1)",
+            "type": "'message.appended'",
+            "payload": "jsonb_build_object('seq', g.i % 10 + 1)",
+        },
+    )
+    keys = insert(
+        connection,
+        IdempotentRequest,
+        f"FROM generate_series(1, {shape['idempotency_keys']}) g(i)",
+        {
+            "user_id": f"{first_user} + g.i % {users}",
+            "key": "'key_' || g.i",
+            "scope": "'POST /api/sessions/s1/messages'",
+            "fingerprint": "encode(sha256(g.i::text::bytea), 'hex')",
+        },
+    )
+    return {
+        "users": users,
+        "sessions": sessions,
+        "messages": messages,
+        "turns": turns,
+        "inbox_items": inbox,
+        "approvals": approvals,
+        "mesh_deliveries": deliveries,
+        "live_events": events,
+        "idempotency_keys": keys,
+        "long": "s1",
+        "normal": "s3",
+        "heavy_sessions": per_heavy,
+    }

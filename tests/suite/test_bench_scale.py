@@ -1,0 +1,74 @@
+"""bench/scale.py --quick runs end to end: both databases built, both servers up, every path
+measured at both sizes and answered, the floor beside them, one JSON document with goals.
+
+No timing is asserted (the bench's figures are the bench's); this keeps it runnable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import _port_open, service_missing
+
+pytestmark = [pytest.mark.apart, pytest.mark.postgres, pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_scale_bench_measures_every_path_at_both_sizes():
+    if not _port_open("127.0.0.1", 5432):
+        service_missing("PostgreSQL is not reachable on 127.0.0.1:5432")
+    sys.path.insert(0, str(ROOT))
+    from bench.scale import PATHS
+
+    name = f"glove_scale_test_{secrets.token_hex(3)}"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GLOVE_DB_", "DJANGO_SETTINGS_MODULE", "DB_POOL_SIZE"))
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/scale.py",
+            "--quick",
+            "--requests",
+            "1",
+            "--workers",
+            "1",
+            "--database-url",
+            f"postgres://postgres@127.0.0.1:5432/{name}",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    document = json.loads(done.stdout)
+
+    measured = {row["measure"]: row for row in document["measures"]}
+    assert list(measured) == [path.name for path in PATHS]
+    oks = {path.name: path.ok for path in PATHS}
+    for row in measured.values():
+        for size in ("large", "small"):
+            statuses = row[f"{size}_statuses"]
+            assert sum(statuses.values()) == 1 and set(statuses) <= set(oks[row["measure"]]), (
+                row["measure"],
+                size,
+                row,
+            )
+            assert row[f"{size}_bytes"], row
+        assert row["ratio_p50"] > 0
+    assert measured["floor: GET /healthz"]["large_bytes"] < 100
+    sizes = document["config"]["sizes"]
+    assert sizes["large"]["messages"] > 5 * sizes["small"]["messages"]
+    assert {g["goal"] for g in document["goals"]} >= {"no one-screen view over 1 MB"}
