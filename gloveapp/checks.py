@@ -35,6 +35,35 @@ def check_webhook_secret(app_configs, **kwargs):
     return []
 
 
+@register()
+def check_webhook_secrets_apart(app_configs, **kwargs):
+    # What we sign (approval notifications to chat tools) and what we accept (signed
+    # decisions and resolutions) must use different keys: every receiver of a notification
+    # holds the signing key, and with one key for both it could sign a decision we accept.
+    accepted = settings.GLOVE_WEBHOOK_SECRET
+    signing = settings.GLOVE_APPROVAL_WEBHOOK_SECRET
+    errors = []
+    if accepted and signing and accepted == signing:
+        errors.append(
+            Error(
+                "GLOVE_APPROVAL_WEBHOOK_SECRET (signs what the server sends) equals "
+                "GLOVE_WEBHOOK_SECRET (accepts signed requests).",
+                hint="Give the outgoing approval webhooks a secret of their own.",
+                id="glove.E020",
+            )
+        )
+    if settings.GLOVE_APPROVAL_WEBHOOKS and not signing:
+        errors.append(
+            Warning(
+                "GLOVE_APPROVAL_WEBHOOKS is set but GLOVE_APPROVAL_WEBHOOK_SECRET is not: "
+                "approval webhooks are not sent.",
+                hint="Set GLOVE_APPROVAL_WEBHOOK_SECRET (not the same as GLOVE_WEBHOOK_SECRET).",
+                id="glove.W020",
+            )
+        )
+    return errors
+
+
 def leaky_connection_settings() -> list[str]:
     """Aliases whose persistent connections would leak in this process, if any: everywhere
     but under a WSGI server whose threads live as long as the process (gunicorn)."""

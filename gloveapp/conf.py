@@ -400,6 +400,22 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         MODELS,
     ),
     EnvVar(
+        "GLOVE_TOOL_RESULT_MAX_BYTES",
+        "int",
+        65536,
+        "The cap on one tool result (local or MCP; data, message and render data as UTF-8 "
+        "JSON). Past it the model reads the head with a notice, the page shows the head, and "
+        "the whole is kept for its owner and staff to download (docs/howto/write-a-tool.md).",
+        MODELS,
+    ),
+    EnvVar(
+        "GLOVE_TOOL_RESULT_KEEP_MAX_BYTES",
+        "int",
+        64 * 1024 * 1024,
+        "The largest whole tool result kept for download; a larger one keeps only its head.",
+        MODELS,
+    ),
+    EnvVar(
         "GLOVE_MCP_TOOLS_TTL_SECONDS",
         "float",
         300.0,
@@ -626,7 +642,8 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_WEBHOOK_MAX_SKEW_SECONDS",
         "int",
         300,
-        "Replay window of signed webhooks: how far a signature's timestamp may be from now.",
+        "Replay window of signed webhooks: how far a signature's timestamp may be from now. "
+        "Inside it each signature is accepted once.",
         INBOX,
     ),
     EnvVar(
@@ -710,8 +727,9 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_APPROVAL_WEBHOOK_SECRET",
         "str",
         "",
-        "The HMAC-SHA256 key that signs the approvals' outgoing webhooks; empty: "
-        "`GLOVE_WEBHOOK_SECRET`.",
+        "The HMAC-SHA256 key that signs the approvals' outgoing webhooks (what the server "
+        "sends); empty: they are not sent. Must differ from `GLOVE_WEBHOOK_SECRET` (what the "
+        "server accepts; `glove.E020`).",
         APPROVALS,
         secret=True,
     ),

@@ -470,6 +470,8 @@ MAILERS = {
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL")
 # Agent extensions (docs/howto/agents.md): MCP tool lists, subagent bounds.
 GLOVE_MCP_TOOLS_TTL_SECONDS = env("GLOVE_MCP_TOOLS_TTL_SECONDS")
+GLOVE_TOOL_RESULT_MAX_BYTES = env("GLOVE_TOOL_RESULT_MAX_BYTES")
+GLOVE_TOOL_RESULT_KEEP_MAX_BYTES = env("GLOVE_TOOL_RESULT_KEEP_MAX_BYTES")
 GLOVE_SUBAGENT_MAX_DEPTH = env("GLOVE_SUBAGENT_MAX_DEPTH")
 GLOVE_SUBAGENT_MAX_TURNS = env("GLOVE_SUBAGENT_MAX_TURNS")
 GLOVE_SUBAGENT_MAX_TOKENS = env("GLOVE_SUBAGENT_MAX_TOKENS")
@@ -579,6 +581,8 @@ GLOVE_WORKSPACE_RENDER_SECONDS = env("GLOVE_WORKSPACE_RENDER_SECONDS")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # A refused request is one line, a database outage one line (gloveapp/logs.py).
+    "filters": {"refusals": {"()": "gloveapp.logs.RefusalFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals"]}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL")},
 }

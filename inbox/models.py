@@ -100,6 +100,20 @@ class InboxItem(models.Model):
         return f"[{self.tag}] {self.request[:60]}"
 
 
+class UsedWebhookSignature(models.Model):
+    """A signed webhook request that was accepted: the same signature is refused after it.
+
+    Signatures are accepted only within GLOVE_WEBHOOK_MAX_SKEW_SECONDS of their timestamp, so
+    a row older than that window can never match again; the approvals' sweep prunes them
+    (`inbox.webhooks.used_signatures_prune`)."""
+
+    digest = models.CharField(max_length=64, primary_key=True)  # sha256 of the signature
+    used_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.digest[:12]}… at {self.used_at:%Y-%m-%d %H:%M:%S}"
+
+
 # The workspace inbox's models live in their own module; importing them here registers them
 # with the inbox app.
 from inbox.workspaces.models import (  # noqa: E402
@@ -113,6 +127,7 @@ from inbox.workspaces.models import (  # noqa: E402
 __all__ = [
     "InboxItem",
     "Notification",
+    "UsedWebhookSignature",
     "Workspace",
     "WorkspaceEntry",
     "WorkspaceEntryRead",

@@ -4,8 +4,14 @@ A sender sets `X-Glove-Timestamp: <unix seconds>` and
 `X-Glove-Signature: sha256=<hex of HMAC-SHA256(secret, timestamp + "." + raw body)>`.
 Signing the timestamp with the body means an old request cannot be re-dated; requests whose
 timestamp is more than GLOVE_WEBHOOK_MAX_SKEW_SECONDS away from now are refused, so a
-captured request cannot be replayed later (and inside the window a replayed resolution
-meets "already resolved").
+captured request cannot be replayed later; inside that window each signature is accepted
+once (`UsedWebhookSignature`): the same signed request sent again is refused, whatever
+it asks. A sender signs every request anew (a retry too: a fresh timestamp is a fresh
+signature).
+
+This secret is what we ACCEPT. What we send (approval notifications to chat tools) is signed
+with GLOVE_APPROVAL_WEBHOOK_SECRET, and a system check refuses the same secret for both,
+so a receiver of our notifications can never forge a request we accept.
 """
 
 from __future__ import annotations
@@ -14,11 +20,15 @@ import hashlib
 import hmac
 import re
 import time
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
+
+from inbox.models import UsedWebhookSignature
 
 TIMESTAMP_HEADER = "X-Glove-Timestamp"
 SIGNATURE_HEADER = "X-Glove-Signature"
@@ -64,6 +74,36 @@ def verify(*, secret: str, timestamp: str, signature: str, body: bytes, now: flo
         raise exceptions.AuthenticationFailed(f"{SIGNATURE_HEADER} does not match the body.")
 
 
+REPLAYED = (
+    f"This {SIGNATURE_HEADER} was already used: a signed request is accepted once. "
+    "Sign each request anew."
+)
+
+
+def accept_once(signature: str, *, now: float) -> None:
+    """Record a verified signature as used; AuthenticationFailed if it was already.
+
+    The primary key is the arbiter: of two requests carrying one signature at the same
+    moment (two servers), exactly one insert succeeds."""
+    digest = hashlib.sha256(signature.strip().encode("utf-8", "surrogateescape")).hexdigest()
+    try:
+        with transaction.atomic():
+            UsedWebhookSignature.objects.create(
+                digest=digest, used_at=datetime.fromtimestamp(now, tz=UTC)
+            )
+    except IntegrityError:
+        raise exceptions.AuthenticationFailed(REPLAYED) from None
+
+
+def used_signatures_prune(*, now: datetime | None = None) -> int:
+    """Forget signatures whose timestamp window has passed (they are refused as too old
+    anyway); returns how many. Kept twice the window, for clocks a little apart."""
+    now = now or datetime.now(tz=UTC)
+    horizon = now - timedelta(seconds=2 * settings.GLOVE_WEBHOOK_MAX_SKEW_SECONDS)
+    deleted, _ = UsedWebhookSignature.objects.filter(used_at__lt=horizon).delete()
+    return deleted
+
+
 class WebhookSignatureAuthentication(BaseAuthentication):
     """Authenticates requests that carry a signature; others fall through to the next class."""
 
@@ -76,13 +116,15 @@ class WebhookSignatureAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 "Signed webhooks are not configured on this server (GLOVE_WEBHOOK_SECRET is unset)."
             )
+        now = time.time()
         verify(
             secret=secret,
             timestamp=request.headers.get(TIMESTAMP_HEADER, ""),
             signature=signature,
             body=request._request.body,  # the raw bytes, before any parsing
-            now=time.time(),
+            now=now,
         )
+        accept_once(signature, now=now)
         return (WebhookCaller(), "webhook")
 
     def authenticate_header(self, request: Request) -> str:

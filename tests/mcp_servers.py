@@ -127,3 +127,29 @@ def everything_server() -> Iterator[EverythingServer]:
         yield server
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def big_result_server() -> Iterator[dict]:
+    """tests/fakes/big_result_mcp.py (the official SDK's FastMCP) over streamable HTTP on a
+    free port: tools that answer with megabytes. Yields its `mcp_servers` entry. (Over stdio
+    the SDK's client takes about 40 s to read 20 MB; over HTTP a few seconds.)"""
+    port = free_port()
+    script = ROOT / "tests" / "fakes" / "big_result_mcp.py"
+    log = tempfile.NamedTemporaryFile(prefix="mcp-big-", suffix=".log")
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the big-result MCP server did not start:\n{log.name}")
+            time.sleep(0.05)
+        yield {"name": "big", "url": f"http://127.0.0.1:{port}/mcp", "timeout": 120}
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        log.close()

@@ -2,17 +2,23 @@
 
     GET  /api/approvals/?view=mine|groups|unassigned|overdue|all&status=open&limit=50&cursor=…
     GET  /api/approvals/<id>
-    POST /api/approvals/<id>/decide   {decision, fingerprint, args?, reason?, text?}
+    POST /api/approvals/<id>/decide   {decision, fingerprint, requestId?, args?, reason?, text?}
 
 Staff only (a DRF token or the staff session). Anyone else gets 404 for any id, existing or
 not, and 403 for the list. A decision goes through `approval_decide`: 400 for a decision the
 request does not allow or a bad edit, 403 when it is assigned to someone else, 409 when it
 was decided already (the body's `winner` names that decision) or the fingerprint is stale
 (`fingerprint` is the current one).
+
+A signed webhook decision must name the request in its signed body (`requestId`, equal to
+the path's id; else a 400 naming it): the signature covers the body, not the path, so a
+decision signed for one request can never be posted to another with the same fingerprint.
+Each signature is accepted once (`inbox.webhooks`).
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -125,6 +131,12 @@ class ApprovalConflictSerializer(serializers.Serializer):
 class ApprovalDecideInputSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(choices=DECISIONS)
     fingerprint = serializers.CharField(max_length=64)
+    requestId = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="The request decided; required in a signed webhook's body, and when given "
+        "it must be the path's id.",
+    )
     args = serializers.DictField(required=False, allow_null=True)
     reason = serializers.CharField(
         required=False, allow_null=True, allow_blank=True, max_length=10_000
@@ -271,6 +283,16 @@ class ApprovalDecideApi(ApiView):
         )
         data.is_valid(raise_exception=True)
         given = data.validated_data
+        named = given.get("requestId")
+        if (signed or named is not None) and not _names(named, row.pk):
+            return Response(
+                {
+                    "error": "requestId must name the request decided (the path's id); a "
+                    "signed decision names it in its body.",
+                    "field": "requestId",
+                },
+                status=400,
+            )
         decision = Decision(
             kind=given["decision"],
             fingerprint=given["fingerprint"],
@@ -283,6 +305,13 @@ class ApprovalDecideApi(ApiView):
         return decide_response(row, decision=decision, user=request.user, channel="rest")
 
 
+def _names(given: str | None, pk: Any) -> bool:
+    try:
+        return given is not None and uuid.UUID(given) == pk
+    except ValueError:
+        return False
+
+
 def decide_response(row: Any, *, decision: Decision, user: Any, channel: str) -> Response:
     """`approval_decide` with its refusals as REST answers (shared with the page's JSON)."""
     try:
@@ -292,7 +321,7 @@ def decide_response(row: Any, *, decision: Decision, user: Any, channel: str) ->
     except NotYoursToDecide as error:
         return Response({"error": str(error)}, status=403)
     except DecisionInvalid as error:
-        return Response({"error": str(error)}, status=400)
+        return Response({"error": str(error), "field": error.field}, status=400)
     except StaleDecision as error:
         return Response(
             {"error": str(error), "winner": None, "fingerprint": row.fingerprint}, status=409

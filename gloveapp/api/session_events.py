@@ -244,7 +244,12 @@ async def _in_request_thread(func: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _session_user(request: HttpRequest) -> Any:
-    return request.user  # AuthenticationMiddleware's lazy user: the session is read here
+    # AuthenticationMiddleware's lazy user, evaluated here, in the request's thread: left
+    # lazy, its first use (`is_authenticated`) would read the session in the event loop
+    # (SynchronousOnlyOperation, a 500 with a session cookie under WSGI).
+    user = request.user
+    _ = user.is_authenticated
+    return user
 
 
 async def session_events(request: HttpRequest, session_id: str) -> HttpResponse:

@@ -22,6 +22,7 @@ from gloveapp.approvals.services import (
     approval_decide,
 )
 from gloveapp.core.approvals import APPROVE, DECISIONS, REJECT, Decision
+from gloveapp.core.escaping import csv_row
 
 AUDIT_COLUMNS = (
     "request",
@@ -71,7 +72,9 @@ def audit_rows(decisions: Any) -> Any:
 def audit_csv(decisions: Any) -> StreamingHttpResponse:
     writer = csv.writer(_Echo())
     response = StreamingHttpResponse(
-        (writer.writerow(row) for row in audit_rows(decisions)), content_type="text/csv"
+        # Every cell neutralised: a reason or argument like `=HYPERLINK(…)` stays text.
+        (writer.writerow(csv_row(row)) for row in audit_rows(decisions)),
+        content_type="text/csv",
     )
     response["Content-Disposition"] = 'attachment; filename="approval-decisions.csv"'
     return response

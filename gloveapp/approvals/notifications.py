@@ -33,6 +33,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from gloveapp.approvals.models import ApprovalNotification, ApprovalRequest
+from gloveapp.core.escaping import mrkdwn, mrkdwn_code_block
 
 logger = logging.getLogger(__name__)
 Event = ApprovalNotification.Event
@@ -226,14 +227,17 @@ def webhook_body(note: ApprovalNotification) -> dict[str, Any]:
     context = _context(note)
     row = note.request
     link = context["link"]
-    summary = f"*{context['subject']}*\nAssigned to {context['assignee']}."
+    # Every text that is not ours (tool name, assignee, arguments) is escaped for mrkdwn:
+    # a coffee named ```<https://evil.example|Approve here>``` stays text.
+    subject, assignee = mrkdwn(context["subject"]), mrkdwn(context["assignee"])
+    summary = f"*{subject}*\nAssigned to {assignee}."
     return {
-        "text": f"{context['subject']}: <{link}|open the request>",
+        "text": f"{subject}: <{link}|open the request>",
         "blocks": [
             {"type": "section", "text": {"type": "mrkdwn", "text": summary}},
             {
                 "type": "section",
-                "text": {"type": "mrkdwn", "text": f"```{context['args_json']}```"},
+                "text": {"type": "mrkdwn", "text": mrkdwn_code_block(context["args_json"])},
             },
             {
                 "type": "actions",
@@ -259,7 +263,9 @@ def webhook_body(note: ApprovalNotification) -> dict[str, Any]:
 
 
 def webhook_secret() -> str:
-    return settings.GLOVE_APPROVAL_WEBHOOK_SECRET or settings.GLOVE_WEBHOOK_SECRET
+    """The key that signs what we send: never the one that accepts signed requests
+    (GLOVE_WEBHOOK_SECRET), or every receiver of a notification could forge a decision."""
+    return settings.GLOVE_APPROVAL_WEBHOOK_SECRET
 
 
 def sign(body: bytes, timestamp: str, secret: str) -> str:
@@ -275,7 +281,11 @@ def _send_webhook(note: ApprovalNotification) -> None:
         raise RuntimeError(f"no webhook is configured for group {note.recipient!r}")
     secret = webhook_secret()
     if not secret:
-        raise RuntimeError("GLOVE_APPROVAL_WEBHOOK_SECRET (or GLOVE_WEBHOOK_SECRET) is not set")
+        raise RuntimeError("GLOVE_APPROVAL_WEBHOOK_SECRET is not set")
+    if secret == settings.GLOVE_WEBHOOK_SECRET:
+        raise RuntimeError(
+            "GLOVE_APPROVAL_WEBHOOK_SECRET equals GLOVE_WEBHOOK_SECRET (glove.E020): not sent"
+        )
     body = json.dumps(webhook_body(note), ensure_ascii=False).encode()
     timestamp = str(int(time.time()))
     response = httpx.post(

@@ -73,7 +73,11 @@ class StaleDecision(ApprovalConflict):
 
 
 class DecisionInvalid(ValueError):
-    """The decision is not allowed for the request or is malformed: a 400."""
+    """The decision is not allowed for the request or is malformed: a 400 naming `field`."""
+
+    def __init__(self, message: str, *, field: str = "decision") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class NotYoursToDecide(PermissionError):
@@ -255,7 +259,7 @@ def approval_decide(
         except StaleFingerprint as error:
             raise StaleDecision(str(error), winner=None) from None
         except DecisionRefused as error:
-            raise DecisionInvalid(str(error)) from None
+            raise DecisionInvalid(str(error), field=error.field) from None
         # Race: deciders in other processes read "open" too. The status in the WHERE clause
         # makes the UPDATE the arbiter: the row lock it takes makes the others wait, then
         # match nothing, so exactly one decision is written (the one-to-one row backs it).
@@ -297,8 +301,10 @@ def _check_storable(decision: Decision) -> None:
                 input_rules.check_text(value, name)
         if decision.args is not None:
             input_rules.check_json(decision.args, "args")
+    except RecursionError:
+        raise DecisionRefused("args nest too deep", field="args") from None
     except ValueError as error:
-        raise DecisionRefused(str(error)) from None
+        raise DecisionRefused(str(error), field="args" if decision.args else "decision") from None
 
 
 def _check_edit(row: ApprovalRequest, args: Any) -> None:

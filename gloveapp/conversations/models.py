@@ -210,6 +210,29 @@ class Permission(models.Model):
         return f"{self.key} = {self.status}"
 
 
+class KeptToolResult(models.Model):
+    """The whole of a tool result that was cut to GLOVE_TOOL_RESULT_MAX_BYTES in the
+    conversation (`core.results`), gzip-compressed, for its owner and staff to download.
+    Kept as long as its session (`conversations.kept_results`)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    call_id = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=200)
+    size = models.PositiveBigIntegerField()  # bytes of the UTF-8 JSON, before compression
+    content = models.BinaryField()  # gzip of the UTF-8 JSON
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "call_id"], name="kept_tool_result_unique_call"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {self.call_id} ({self.size} bytes)"
+
+
 class IdempotentRequest(models.Model):
     """The first answer to a write sent with an `Idempotency-Key` (`conversations.idempotency`).
 

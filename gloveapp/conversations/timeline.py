@@ -48,6 +48,9 @@ class ToolEntry:
     label: str = ""
     # What staff changed before it ran ("A barista changed the quantity of … from 6 to 4").
     changes: list[str] = field(default_factory=list)
+    # A result past the cap (`core.results`): {"bytes", "shownBytes"}; the page shows the
+    # head and links the whole for download.
+    truncated: dict[str, Any] | None = None
 
     @property
     def shown_message(self) -> str | None:
@@ -224,6 +227,8 @@ def _attach_result(
     tool.data = result.get("data")
     tool.message = result.get("message")
     tool.render_data = result.get("renderData", result.get("render_data"))
+    truncated = result.get("truncated")
+    tool.truncated = truncated if isinstance(truncated, dict) else None
     tool.denied = tool.status == "error" and (tool.message or "").startswith(
         permission_denied_message(tool_name)
     )

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from gloveapp.core import input_rules
 from gloveapp.core.types import ToolResultData
 
 APPROVE, EDIT, REJECT, RESPOND = "approve", "edit", "reject", "respond"
@@ -107,8 +108,10 @@ class ApprovalPolicy:
     on_expire_text: str | None = None
     # Argument names shown to staff only (a customer's page shows the rest).
     staff_only: tuple[str, ...] = field(default=())
-    # When only some calls need a person (an order over a threshold): `when(raw_input)`
-    # true asks, false runs at once. Not stored with the request: the executor's rule.
+    # When only some calls need a person (an order over a threshold): `when(args)` true
+    # asks, false runs at once; `args` are as the tool receives them (validated, coerced),
+    # and a `when` that raises asks (the executor's `policy_applies`). Not stored with the
+    # request: the executor's rule.
     when: Callable[[Any], bool] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -122,9 +125,9 @@ class ApprovalPolicy:
             object.__setattr__(self, name, _seconds(getattr(self, name), name))
         object.__setattr__(self, "staff_only", tuple(self.staff_only))
 
-    def applies(self, raw_input: Any) -> bool:
-        """Does this call need a decision? (Checked with the raw input, as permission is.)"""
-        return self.when is None or bool(self.when(raw_input))
+    def applies(self, args: Any) -> bool:
+        """Does this call need a decision? `args` as the tool will receive them."""
+        return self.when is None or bool(self.when(args))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -237,31 +240,140 @@ def check_decision(decision: Decision, *, allowed: tuple[str, ...], current: str
             raise DecisionRefused(f"reason and text are at most {MAX_REASON} characters")
 
 
+# An edit is stored like any JSON a client sends (`input_rules`' bounds on unknown fields).
+MAX_EDIT_BYTES = input_rules.MAX_EXTRA_BYTES  # 256 KiB
+MAX_EDIT_DEPTH = input_rules.MAX_EXTRA_DEPTH  # 32 levels
+
+
 def validate_edit(tool: Any, args: Any) -> dict[str, Any]:
-    """The edited arguments, checked against `tool`'s (a `tools.Tool`) input schema;
-    DecisionRefused names what is wrong. Returns them as given (the tool validates again as
-    it runs)."""
+    """The edited arguments, checked against `tool`'s (a `tools.Tool`) input schema and the
+    store's JSON bounds: an object, at most MAX_EDIT_DEPTH levels and MAX_EDIT_BYTES, no key
+    the schema does not name (unless it allows more: `additionalProperties`), and valid
+    for the tool's input. DecisionRefused (field "args") names what is wrong. Returns them
+    as given (the tool validates again as it runs)."""
     if not isinstance(args, dict):
-        raise DecisionRefused("args must be an object")
+        raise DecisionRefused("args must be an object", field="args")
+    if input_rules.json_depth(args, cap=MAX_EDIT_DEPTH) > MAX_EDIT_DEPTH:
+        raise DecisionRefused(f"args nest deeper than {MAX_EDIT_DEPTH} levels", field="args")
     try:
-        canonical_json(args)
-    except (TypeError, ValueError) as error:
-        raise DecisionRefused(f"args must be JSON: {error}") from None
+        size = len(canonical_json(args).encode("utf-8"))
+    except (TypeError, ValueError, UnicodeEncodeError) as error:
+        raise DecisionRefused(f"args must be JSON: {error}", field="args") from None
+    if size > MAX_EDIT_BYTES:
+        raise DecisionRefused(
+            f"args take {size} bytes; an edit takes at most {MAX_EDIT_BYTES}", field="args"
+        )
+    unknown = unknown_key(tool.input_schema(), args)
+    if unknown is not None:
+        raise DecisionRefused(
+            f"args.{unknown} is not an argument of {tool.name}", field=f"args.{unknown}"
+        )
     if tool.input_model is not None:
         try:
             _validated(tool.input_model, args)
         except ValidationError as error:
-            raise DecisionRefused(f"args do not fit {tool.name}'s input: {_first(error)}") from None
+            raise DecisionRefused(
+                f"args do not fit {tool.name}'s input: {_first(error)}", field="args"
+            ) from None
     elif tool.json_schema is not None:
         import jsonschema
 
         try:
             jsonschema.validate(args, tool.json_schema)
         except jsonschema.ValidationError as error:
-            raise DecisionRefused(f"args do not fit {tool.name}'s input: {error.message}") from None
+            raise DecisionRefused(
+                f"args do not fit {tool.name}'s input: {error.message}", field="args"
+            ) from None
         except jsonschema.SchemaError:
             pass  # the tool's own schema is broken: its run reports it
     return args
+
+
+def unknown_key(schema: Any, value: Any) -> str | None:
+    """The path of the first key in `value` that the JSON `schema` neither names nor allows
+    (`additionalProperties` / `patternProperties`), or None. An object schema that names no
+    properties at all is free-form. `$ref`s into `$defs` are followed; a value fits a union
+    when it fits one of its branches. Call with a value whose depth is bounded."""
+    root = schema if isinstance(schema, dict) else {}
+
+    def resolve(node: Any, seen: int = 0) -> dict[str, Any]:
+        if not isinstance(node, dict):
+            return {}
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/") and seen < 32:
+            target: Any = root
+            for part in ref[2:].split("/"):
+                target = target.get(part, {}) if isinstance(target, dict) else {}
+            return resolve(target, seen + 1)
+        return node
+
+    def walk(node: Any, item: Any, path: str) -> str | None:
+        node = resolve(node)
+        branches = [
+            branch
+            for word in ("anyOf", "oneOf")
+            for branch in (node.get(word) or [])
+            if isinstance(node.get(word), list)
+        ]
+        branches = [branch for branch in branches if _may_be(resolve(branch), item)]
+        if branches:
+            found = [walk(branch, item, path) for branch in branches]
+            return None if None in found else found[0]
+        for part in node.get("allOf") or []:
+            found = walk(part, item, path)
+            if found is not None:
+                return found
+        if isinstance(item, dict):
+            properties = node.get("properties")
+            extra = node.get("additionalProperties")
+            if not isinstance(properties, dict):
+                if isinstance(extra, dict):
+                    for key, value in item.items():
+                        found = walk(extra, value, f"{path}{key}.")
+                        if found is not None:
+                            return found
+                return None
+            for key, value in item.items():
+                if key in properties:
+                    found = walk(properties[key], value, f"{path}{key}.")
+                elif isinstance(extra, dict):
+                    found = walk(extra, value, f"{path}{key}.")
+                elif extra is True or node.get("patternProperties"):
+                    found = None
+                else:
+                    return f"{path}{key}"
+                if found is not None:
+                    return found
+        elif isinstance(item, list):
+            items = node.get("items")
+            if isinstance(items, dict):
+                for index, value in enumerate(item):
+                    found = walk(items, value, f"{path}{index}.")
+                    if found is not None:
+                        return found
+        return None
+
+    return walk(root, value, "")
+
+
+_JSON_TYPES = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "boolean": bool,
+    "null": type(None),
+    "integer": int,
+    "number": (int, float),
+}
+
+
+def _may_be(node: dict[str, Any], item: Any) -> bool:
+    """Whether a union branch could describe `item` at all (by its declared JSON type)."""
+    declared = node.get("type")
+    if declared is None:
+        return True
+    names = declared if isinstance(declared, list) else [declared]
+    return any(isinstance(item, _JSON_TYPES.get(name, object)) for name in names)
 
 
 def _validated(model: type[BaseModel], args: dict[str, Any]) -> BaseModel:

@@ -37,6 +37,7 @@ from gloveapp.core.display import (
 )
 from gloveapp.core.events import TOOL_USE_RESULT, EventBus
 from gloveapp.core.hooks import CallHooks
+from gloveapp.core.results import MAX_TOOL_RESULT_BYTES, bound_result, keep_whole
 from gloveapp.core.store import supports_permissions
 from gloveapp.core.tools import Tool, ToolContext, as_tool_result
 from gloveapp.core.types import AbortError, ToolCall, ToolResult, ToolResultData, json_safe
@@ -112,6 +113,7 @@ class ToolExecutor:
         display_manager: Callable[[], DisplayManager],
         max_retries: int = 3,
         hooks: CallHooks | None = None,
+        max_result_bytes: int = MAX_TOOL_RESULT_BYTES,
     ) -> None:
         self.tools = tools
         self.store = store
@@ -121,6 +123,23 @@ class ToolExecutor:
         self._display_manager = display_manager
         self.max_retries = max_retries
         self.hooks = hooks if hooks is not None else CallHooks()
+        self.max_result_bytes = max_result_bytes
+
+    async def _bounded(self, call: ToolCall, result: ToolResultData) -> ToolResultData:
+        """The result within the cap (`core.results`); the whole goes to the store."""
+        bounded, whole = bound_result(result, self.max_result_bytes)
+        if whole is not None:
+            logger.info(
+                "the result of %s (%s bytes) was cut to %s bytes",
+                call.tool_name,
+                bounded.extra["truncated"]["bytes"],
+                self.max_result_bytes,
+            )
+            try:
+                await keep_whole(self.store, call_id=call.id, tool_name=call.tool_name, whole=whole)
+            except Exception as error:
+                logger.warning("the whole result of %s was not kept: %r", call.tool_name, error)
+        return bounded
 
     def find(self, name: str) -> Tool | None:
         wanted = name.lower()
@@ -133,7 +152,7 @@ class ToolExecutor:
         for call in calls:
             started = time.perf_counter()
             result, stop, ran = await self._execute_one(call, hand_over, abort)
-            result = _json_safe_result(result)
+            result = await self._bounded(call, _json_safe_result(result))
             tool_result = ToolResult(
                 tool_name=call.tool_name,
                 call_id=call.id,
@@ -169,17 +188,35 @@ class ToolExecutor:
                 False,
                 False,
             )
-        permission, reason = await self._permitted(tool, call, hand_over, abort)
+        # Gates (permission, approval policy) read the arguments as the tool will receive
+        # them: validated and coerced by its schema, so `"quantity": "6"` is the 6 the tool
+        # runs with, not a string a policy overlooks. Invalid input reaches the permission
+        # gate as it came (Glove's order: permission, then validation) and no approval.
+        received = as_received(tool, call.input_args)
+        permission, reason = await self._permitted(tool, call, hand_over, abort, received)
         if permission == "aborted":
             return _aborted(), False, False
         if permission == "denied":
             message = permission_denied_message(call.tool_name, reason)
             return ToolResultData.error(message), False, False
 
-        if tool.approval is not None and tool.approval.applies(call.input_args):
+        if received is not INVALID and tool.approval is not None and policy_applies(tool, received):
+            # The request shows (and its fingerprint binds) the arguments that will run.
+            call = dataclasses.replace(call, input_args=received)
             approved, outcome = await self._approved(tool, call, hand_over, abort)
             if outcome is not None:
                 return outcome, False, False
+            edited = as_received(tool, approved)
+            if edited is not INVALID and edited != received:
+                # A person's edit is a new call: the customer's own consent (the permission
+                # prompt) is asked again for what will now run (pickup -> saved_card).
+                call = dataclasses.replace(call, input_args=approved)
+                permission, reason = await self._permitted(tool, call, hand_over, abort, edited)
+                if permission == "aborted":
+                    return _aborted(), False, False
+                if permission == "denied":
+                    message = permission_denied_message(call.tool_name, reason)
+                    return ToolResultData.error(message), False, False
             # From here on the call is what the person approved (or edited), nothing else.
             call = dataclasses.replace(call, input_args=approved)
 
@@ -242,11 +279,19 @@ class ToolExecutor:
         await self.events.emit_fire_and_forget(SUBAGENT_COMPLETED, payload)
 
     async def _permitted(
-        self, tool: Tool, call: ToolCall, hand_over: HandOver, abort: AbortSignal | None
+        self,
+        tool: Tool,
+        call: ToolCall,
+        hand_over: HandOver,
+        abort: AbortSignal | None,
+        received: Any = None,
     ) -> tuple[Literal["allowed", "denied", "aborted"], str | None]:
         """Whether the call may run, and the reason a person gave for a rejection."""
-        # Checked with the RAW input, before validation, as Glove does.
-        if not tool.needs_permission(call.input_args):
+        # Checked before validation, as Glove does; the gate reads the arguments as the tool
+        # will receive them when they are valid (`received`), the raw ones otherwise. The
+        # prompt and the remembered answer keep Glove's raw input.
+        gated = call.input_args if received is INVALID or received is None else received
+        if not permission_needed(tool, gated):
             return "allowed", None
         if not supports_permissions(self.store):
             return "allowed", None
@@ -356,6 +401,49 @@ class ToolExecutor:
         # Race the tool against the abort signal: an abort ends the wait at once, even when the
         # tool is waiting on the user, and cancels the tool.
         return await race_abort(tool.run(validated, context), abort)
+
+
+INVALID: Any = object()  # `as_received`: the arguments do not fit the tool's input
+
+
+def as_received(tool: Tool, args: Any) -> Any:
+    """The arguments as `tool` will receive them (validated and coerced by its input model,
+    as JSON: defaults filled in, unknown keys dropped), or INVALID. A JSON-schema tool
+    (MCP) receives its arguments as they are."""
+    if tool.input_model is None:
+        return args
+    try:
+        return tool.input_model.model_validate(args).model_dump(mode="json", by_alias=True)
+    except (ValidationError, TypeError, ValueError):
+        return INVALID
+
+
+def policy_applies(tool: Tool, args: Any) -> bool:
+    """The tool's approval policy asks for this call. A policy that raises asks: a person
+    decides (fail closed), and the log says why; the turn goes on."""
+    assert tool.approval is not None
+    try:
+        return tool.approval.applies(args)
+    except Exception as error:
+        logger.warning(
+            "the approval policy of %s raised %s; a person decides this call",
+            tool.name,
+            js_error_string(error),
+        )
+        return True
+
+
+def permission_needed(tool: Tool, args: Any) -> bool:
+    """The tool's permission gate asks for this call; a gate that raises asks (fail closed)."""
+    try:
+        return tool.needs_permission(args)
+    except Exception as error:
+        logger.warning(
+            "the permission gate of %s raised %s; the customer is asked",
+            tool.name,
+            js_error_string(error),
+        )
+        return True
 
 
 def _subagent_name(call: ToolCall) -> str | None:

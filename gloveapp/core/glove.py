@@ -49,6 +49,7 @@ from gloveapp.core.extensions import (
 )
 from gloveapp.core.hooks import CallHooks
 from gloveapp.core.providers.base import ModelAdapter
+from gloveapp.core.results import MAX_TOOL_RESULT_BYTES
 from gloveapp.core.store import MemoryStore, supports_inbox, supports_tasks
 from gloveapp.core.tools import Tool
 from gloveapp.core.tools import tool as make_tool
@@ -77,6 +78,7 @@ class Glove:
         display_manager: DisplayManager | None = None,
         system_prompt: str = "",
         max_retries: int = 3,
+        max_tool_result_bytes: int = MAX_TOOL_RESULT_BYTES,
     ) -> None:
         self._store = store if store is not None else MemoryStore()
         self._display_manager = display_manager or DisplayManager()
@@ -106,6 +108,7 @@ class Glove:
             display_manager=lambda: self._display_manager,
             max_retries=max_retries,
             hooks=self.call_hooks,
+            max_result_bytes=max_tool_result_bytes,
         )
         self._compactor = Compactor(
             store=self._store, model=model, events=self._events, config=compaction_config

@@ -156,9 +156,11 @@ class Tool:
             )
         return None
 
-    def needs_permission(self, raw_input: Any) -> bool:
+    def needs_permission(self, args: Any) -> bool:
+        """Does this call need the customer's permission? The executor passes the arguments
+        as the tool will receive them when they are valid (`executor.as_received`)."""
         gate = self.requires_permission
-        return bool(gate(raw_input)) if callable(gate) else bool(gate)
+        return bool(gate(args)) if callable(gate) else bool(gate)
 
 
 def model_json_schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -220,6 +220,12 @@ class Relay:
                     DELIVERY_TIMEOUT_SECONDS,
                 )
             except Exception as error:
+                if _socket_closed(error):
+                    # The client closed it (normally or not) between our snapshot and this
+                    # send: not news. Unwatched here too, so no later event tries it again.
+                    self.unwatch(row.stream, consumer)
+                    logger.debug("live relay: a socket of %s closed: %r", row.stream, error)
+                    continue
                 # One line, no traceback: sockets that closed meanwhile are unwatched by
                 # their consumer, and a burst of these must not flood the log.
                 logger.warning(
@@ -418,3 +424,18 @@ async def stop_relay() -> None:
         await relay.stop()
     else:
         relay.abandon()
+
+
+# What the servers raise for a send on a socket its client closed: Daphne/Channels and
+# uvicorn (ClientDisconnected, websockets' ConnectionClosed*), and ASGI's "after sending
+# 'websocket.close'" / "after ... 'websocket.disconnect'" RuntimeErrors.
+_CLOSED_NAMES = ("ClientDisconnected", "ConnectionClosed", "ConnectionClosedOK", "Disconnected")
+
+
+def _socket_closed(error: BaseException) -> bool:
+    if any(type(error).__name__.startswith(name) for name in _CLOSED_NAMES):
+        return True
+    text = str(error)
+    return isinstance(error, RuntimeError | OSError) and (
+        "websocket.close" in text or "websocket.disconnect" in text or "closed" in text.lower()
+    )

@@ -19,6 +19,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from gloveapp.conversations import services
+from gloveapp.conversations.kept_results import tool_result_keep
 from gloveapp.conversations.selectors import (
     read_counter,
     read_messages,
@@ -122,6 +123,13 @@ class DjangoStore:
     async def update_task(self, task_id: str, updates: dict[str, Any]) -> None:
         await _run(services.task_update)(
             session_id=self.identifier, task_id=task_id, updates=updates
+        )
+
+    # -- results past the cap ---------------------------------------------------------------
+    async def keep_tool_result(self, call_id: str, tool_name: str, whole: str) -> None:
+        """The whole of a result the executor cut (`core.results`), for a download."""
+        await _run(tool_result_keep)(
+            session_id=self.identifier, call_id=call_id, tool_name=tool_name, whole=whole
         )
 
     # -- permissions ------------------------------------------------------------------------

@@ -15,6 +15,11 @@ urlpatterns = [
     path("sessions/<str:session_id>/slots/<str:slot_id>", views.slot_answer, name="slot-answer"),
     path("sessions/<str:session_id>/cancel", views.turn_cancel, name="turn-cancel"),
     path(
+        "sessions/<str:session_id>/tool-results/<str:call_id>",
+        views.tool_result_download,
+        name="tool-result-download",
+    ),
+    path(
         "sessions/<str:session_id>/turns/<int:turn_id>/withdraw",
         views.turn_withdraw,
         name="turn-withdraw",

@@ -13,7 +13,13 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -25,6 +31,7 @@ from gloveapp.agents.config import AgentNotStartable, startable_agent
 from gloveapp.conversations import access, idempotency
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations import services as conversation_services
+from gloveapp.conversations.kept_results import kept_chunks, kept_tool_result
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.services import session_create
 from gloveapp.core import input_rules
@@ -106,6 +113,23 @@ def chat(request: HttpRequest, session_id: str) -> HttpResponse:
     target = request.htmx.target if request.htmx else None
     template = f"{CHAT_TEMPLATE}#{target}" if target in pages.PARTIALS else CHAT_TEMPLATE
     return render(request, template, context)
+
+
+@login_required
+@require_GET
+def tool_result_download(request: HttpRequest, session_id: str, call_id: str) -> HttpResponse:
+    """The whole of a tool result the conversation shows cut (`conversations.kept_results`):
+    for whoever may see the session (its owner, staff); anyone else gets the same 404."""
+    session = access.viewable_session(request.user, session_id)
+    kept = kept_tool_result(session_id=session.pk, call_id=call_id)
+    if kept is None:
+        raise Http404("No whole result is kept for this call.")
+    response = StreamingHttpResponse(kept_chunks(kept), content_type="application/json")
+    response["Content-Length"] = str(kept.size)
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in kept.tool_name)[:80]
+    response["Content-Disposition"] = f'attachment; filename="{name or "result"}-result.json"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 @login_required

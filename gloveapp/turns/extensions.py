@@ -240,6 +240,7 @@ class DurableSubagent:
                 compaction_instructions=self.spec.compaction_instructions,
                 max_turns=settings.GLOVE_SUBAGENT_MAX_TURNS,
             ),
+            max_tool_result_bytes=settings.GLOVE_TOOL_RESULT_MAX_BYTES,
         )
         for tool in self.spec.tools:
             glove.fold(tool)

@@ -92,6 +92,7 @@ async def answer_turn(
         display_manager=display,
         system_prompt=spec.system_prompt,
         compaction_config=CompactionConfig(compaction_instructions=spec.compaction_instructions),
+        max_tool_result_bytes=settings.GLOVE_TOOL_RESULT_MAX_BYTES,
     )
     for tool in tools.values():
         glove.fold(tool)

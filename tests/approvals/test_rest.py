@@ -97,6 +97,46 @@ def test_edit_through_rest_records_the_edited_arguments(request_row, barista):
     assert (body["decision"]["by"], body["decision"]["channel"]) == ("bea", "rest")
 
 
+@pytest.mark.parametrize(
+    ("edited", "field"),
+    [
+        ({"product": "Yirgacheffe", "quantity": 2, "discount": 100}, "args.discount"),
+        ({"product": "x" * 300_000, "quantity": 2}, "args"),
+        ({"product": "Yirgacheffe", "quantity": 2}, None),
+    ],
+    ids=["unknown-key", "over-256-KiB", "fits"],
+)
+def test_an_edit_is_held_to_the_tools_schema_and_the_stores_bounds(
+    request_row, barista, edited, field
+):
+    response = client_for(barista).post(
+        f"/api/approvals/{request_row.pk}/decide",
+        {"decision": "edit", "fingerprint": request_row.fingerprint, "args": edited},
+        format="json",
+    )
+    if field is None:
+        assert response.status_code == 200, response.json()
+        return
+    assert response.status_code == 400
+    assert response.json()["field"] == field
+    request_row.refresh_from_db()
+    assert request_row.status == "open"
+
+
+def test_an_edit_nested_900_levels_deep_is_400_not_stored(request_row, barista):
+    deep = '{"a": ' * 900 + '"x"' + "}" * 900
+    body = (
+        f'{{"decision": "edit", "fingerprint": "{request_row.fingerprint}", '
+        f'"args": {{"product": {deep}, "quantity": 1}}}}'
+    )
+    response = client_for(barista).post(
+        f"/api/approvals/{request_row.pk}/decide", body, content_type="application/json"
+    )
+    assert response.status_code == 400
+    request_row.refresh_from_db()
+    assert request_row.status == "open"
+
+
 def test_a_stale_fingerprint_is_409_with_the_current_one(request_row, barista):
     stale = fingerprint("place_order", {**ORDER, "quantity": 1})
     response = client_for(barista).post(
@@ -154,7 +194,13 @@ def test_a_signed_webhook_decides_as_the_webhook_channel(settings, request_row, 
     import time
 
     settings.GLOVE_WEBHOOK_SECRET = secret = "a-long-random-secret-for-approval-hooks"
-    body = json.dumps({"decision": "approve", "fingerprint": request_row.fingerprint}).encode()
+    body = json.dumps(
+        {
+            "decision": "approve",
+            "fingerprint": request_row.fingerprint,
+            "requestId": str(request_row.pk),
+        }
+    ).encode()
     timestamp = str(int(time.time()))
     signature = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
 

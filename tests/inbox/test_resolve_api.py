@@ -195,6 +195,19 @@ def test_it_accepts_a_signed_webhook(webhook_secret):
     assert (item.resolved_by, item.resolved_by_user) == ("webhook", None)
 
 
+def test_it_accepts_a_signed_request_once_even_inside_its_window(webhook_secret):
+    post_item("inbox_1_a")
+    post_item("inbox_1_b")
+    stamp = int(time.time())
+    first = signed_post({"itemId": "inbox_1_b", "response": "yes"}, timestamp=stamp)
+    assert first.status_code == 200, first.content
+
+    replayed = signed_post({"itemId": "inbox_1_b", "response": "yes"}, timestamp=stamp)
+
+    assert replayed.status_code == 401
+    assert "already used" in replayed.json()["error"]
+
+
 def test_it_answers_a_signed_webhook_with_the_same_404_and_409(webhook_secret):
     post_item("inbox_1_a")
     inbox_item_resolve(item_id="inbox_1_a", response="first")

@@ -15,10 +15,12 @@ from functools import partial
 from django.db import transaction
 from django.tasks import task
 
+from gloveapp.logs import OutageLog
 from gloveapp.turns.services import task_enqueued_notify, turn_unpark
 from gloveapp.turns.worker import TurnEngine, current_engine
 
 logger = logging.getLogger(__name__)
+QUEUE_OUTAGE = OutageLog(logger, "the task queue")
 
 
 @task
@@ -47,13 +49,11 @@ def enqueue_session(session_id: str) -> bool:
         result = run_session_turns.enqueue(session_id)
         if type(result.task.get_backend()).__module__.startswith("django_tasks_db"):
             task_enqueued_notify()
-    except Exception:
-        logger.warning(
-            "could not enqueue the turns of session %s; a worker will pick them up",
-            session_id,
-            exc_info=True,
-        )
+    except Exception as error:
+        # One line per outage, not a traceback per accepted message (gloveapp/logs.py).
+        QUEUE_OUTAGE.failed(error, "turns stay queued in the database until a worker's sweep")
         return False
+    QUEUE_OUTAGE.answered()
     return True
 
 
