@@ -110,7 +110,7 @@ def check_model_prices(app_configs, **kwargs):
                 f"GLOVE_MODEL_PRICES is not a price table: {error}.",
                 hint='Map each model to {"input": ..., "output": ..., "cache_read": ..., '
                 '"cache_write": ...} in US dollars per million tokens.',
-                id="glove.E020",
+                id="glove.E021",
             )
         ]
     return []
@@ -124,7 +124,7 @@ def check_metrics_token(app_configs, **kwargs):
             Warning(
                 "GLOVE_METRICS_TOKEN is shorter than 16 characters.",
                 hint="Use a long random token; it is all that keeps /metrics private.",
-                id="glove.W020",
+                id="glove.W021",
             )
         ]
     return []

@@ -110,5 +110,5 @@ def test_staff_read_the_cost_of_a_session_and_of_each_turn_in_the_admin(settings
 
 def test_an_invalid_price_table_is_a_system_check_error_naming_the_field(settings):
     settings.GLOVE_MODEL_PRICES = {"demo": {"input": "cheap", "output": 1}}
-    with pytest.raises(SystemCheckError, match=r"glove.E020.*demo: input must be a number"):
+    with pytest.raises(SystemCheckError, match=r"glove.E021.*demo: input must be a number"):
         call_command("check")
