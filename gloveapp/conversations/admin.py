@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.admin.utils import unquote
+from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -151,7 +151,11 @@ class SessionAdmin(ScaleAdmin):
             mark_safe("<br>"),
             '<a href="{}">{}</a> ({})',
             (
-                (reverse("admin:conversations_session_change", args=[c.pk]), c.pk, c.agent_name)
+                (
+                    reverse("admin:conversations_session_change", args=[quote(c.pk)]),
+                    c.pk,
+                    c.agent_name,
+                )
                 for c in children
             ),
         )
@@ -312,7 +316,7 @@ class MessageAdmin(ScaleAdmin):
 
     @admin.display(description="session")
     def session_link(self, message: Message) -> str:
-        url = reverse("admin:conversations_session_change", args=[message.session_id])
+        url = reverse("admin:conversations_session_change", args=[quote(message.session_id)])
         return format_html('<a href="{}">{}</a>', url, cut_with_title(message.session_id, ID_CHARS))
 
     @admin.display(description="kind")

@@ -13,6 +13,7 @@ import copy
 import json
 from typing import Any
 
+from django.contrib.admin.utils import quote
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -269,7 +270,9 @@ def _detail(user: Any, row: Any, error: str = "", via: str = "") -> dict[str, An
         # The audit: what an edit changed, field by field.
         "changes": args_changes(row.args, decided["args"]) if decided.get("args") else [],
         "editable": data["mayDecide"] and EDIT in data["decisions"],
-        "conversation_url": reverse("admin:conversations_session_change", args=[row.session_id]),
+        "conversation_url": reverse(
+            "admin:conversations_session_change", args=[quote(row.session_id)]
+        ),
         "error": error,
     }
 

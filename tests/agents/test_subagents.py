@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -100,7 +101,9 @@ async def test_it_shows_the_child_nested_on_the_page_and_in_the_admin(lead):
     chats = (await sync_to_async(client.get)("/sessions/")).content.decode()
     staff = await sync_to_async(get_user_model().objects.create_superuser)("boss", "", "pw-boss-1")
     await sync_to_async(client.force_login)(staff)
-    admin = await sync_to_async(client.get)(f"/admin/conversations/session/{session_id}/change/")
+    admin = await sync_to_async(client.get)(
+        f"/admin/conversations/session/{quote(session_id)}/change/"
+    )
 
     assert f'href="/sessions/{child.key}/"' in parent_page
     assert "delegated by" in child_page and f'href="/sessions/{session_id}/"' in child_page

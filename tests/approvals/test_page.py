@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.contrib.admin.utils import quote
 from django.test import Client
 
 from gloveapp.approvals.models import ApprovalDecision
@@ -33,7 +34,7 @@ def test_staff_see_their_queues_and_the_request_as_a_form(session_id, barista):
     assert 'name="arg__quantity" value="12"' in detail
     assert 'type="number"' in detail
     assert "Time left" in detail
-    assert f"/admin/conversations/session/{session_id}/change/" in detail
+    assert f"/admin/conversations/session/{quote(session_id)}/change/" in detail
     assert "Approve" in detail and "Reject" in detail
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from django.contrib.admin.utils import quote
 
 from tests.browser.conftest import STAFF_PASSWORD, screenshot_path
 from tests.browser.test_coffee_shop import log_in
@@ -65,7 +66,7 @@ def test_it_shows_a_session_as_a_transcript_with_its_json_folded(
 ):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    url = f"/admin/conversations/session/{watched_chat}/change/"
+    url = f"/admin/conversations/session/{quote(watched_chat)}/change/"
     log_in(page, server.url, "staff", STAFF_PASSWORD, next_url=url)
     transcript = page.locator(".transcript")
     transcript.wait_for()

@@ -166,3 +166,36 @@ def test_a_sessions_page_is_view_only_and_renaming_is_a_link_away(staff):
     assert 'href="?edit=1"' in html
     edit = staff.get(PAGE + "?edit=1").content.decode()
     assert 'name="title"' in edit and "Do you have Yirgacheffe?" not in edit
+
+
+def test_links_to_a_session_whose_id_the_admin_must_quote_lead_to_it(staff):
+    """Ids are `glove_<hex>`: `_40`, `_5F`, `_3A`... read as quoted characters unless the link
+    quotes the id. Every link to a session's admin page does, so each one opens it."""
+    owner = get_user_model().objects.create_user("ann", password="pw-ann-123456")
+    parent = session_create(session_id="glove_40a5", owner=owner, agent_name="coffee")
+    child = session_create(session_id="glove_5fb3", owner=owner, agent_name="coffee")
+    type(child).objects.filter(pk=child.pk).update(parent=parent, parent_call_id="call_1")
+
+    links = []
+    for page in (
+        f"/sessions/{parent.pk}/",  # the chat page's "Every turn, in the admin" (staff)
+        "/admin/conversations/message/",
+    ):
+        html = staff.get(page).content.decode()
+        links += [
+            link for link in _admin_links(html) if link.startswith("/admin/conversations/session/")
+        ]
+    child_page = staff.get("/admin/conversations/session/glove_5F5fb3/change/")
+    assert child_page.status_code == 200
+    links += _admin_links(child_page.content.decode())  # "Delegated by" its parent
+
+    session_links = {link for link in links if link.endswith("/change/")}
+    assert session_links, links
+    for link in session_links:
+        assert staff.get(link).status_code == 200, link
+
+
+def _admin_links(html: str) -> list[str]:
+    import re
+
+    return re.findall(r'href="(/admin/conversations/session/[^"]+/change/)"', html)

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
@@ -100,7 +101,7 @@ def test_staff_read_the_cost_of_a_session_and_of_each_turn_in_the_admin(settings
     finished_turn(session.pk, admin_user, model="gpt-unpriced", usage=Usage(tokens_out=7))
     client.force_login(admin_user)
 
-    page = client.get(f"/admin/conversations/session/{session.pk}/change/").content.decode()
+    page = client.get(f"/admin/conversations/session/{quote(session.pk)}/change/").content.decode()
     assert "$6.300000 + unknown (no price for gpt-unpriced)" in page
     turn_page = client.get(f"/admin/turns/turn/{turn.pk}/change/").content.decode()
     assert "$6.300000" in turn_page

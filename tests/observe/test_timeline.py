@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
@@ -123,7 +124,7 @@ async def test_staff_read_the_waterfall_on_the_sessions_admin_page(turn_worker, 
     await sync_to_async(async_client.force_login)(root)
 
     page = (
-        await async_client.get(f"/admin/conversations/session/{session.pk}/change/")
+        await async_client.get(f"/admin/conversations/session/{quote(session.pk)}/change/")
     ).content.decode()
 
     assert "Turn timeline" in page
