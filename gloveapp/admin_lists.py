@@ -280,8 +280,13 @@ def trigram_index_operations(*, table: str, column: str, name: str) -> list[Any]
     another database. Outside the models' state (a GIN index is PostgreSQL's only); IF NOT
     EXISTS, so a large table's index may be built beforehand with CREATE INDEX CONCURRENTLY
     under the same name (docs/howto/deploy.md)."""
-    from django.contrib.postgres.operations import TrigramExtension
     from django.db import migrations
+
+    def extension(apps: Any, schema_editor: Any) -> None:
+        # Never dropped on the way back: another app's trigram index may still use it
+        # (migrations are unapplied one app at a time).
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
 
     def create(apps: Any, schema_editor: Any) -> None:
         if schema_editor.connection.vendor == "postgresql":
@@ -294,4 +299,7 @@ def trigram_index_operations(*, table: str, column: str, name: str) -> list[Any]
         if schema_editor.connection.vendor == "postgresql":
             schema_editor.execute(f'DROP INDEX IF EXISTS "{name}"')
 
-    return [TrigramExtension(), migrations.RunPython(create, drop, elidable=False)]
+    return [
+        migrations.RunPython(extension, migrations.RunPython.noop, elidable=False),
+        migrations.RunPython(create, drop, elidable=False),
+    ]
