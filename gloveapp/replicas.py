@@ -5,8 +5,8 @@ becomes a database alias (`replica1`, `replica2`, ...) and `ReplicaRouter` route
 to a replica only where it was declared to tolerate lag:
 
 - a request the `LagTolerantReads` middleware lets through: a GET of an admin changelist, or
-  of a view marked with `@reads_may_lag` (for example the decided approvals' history);
-- code inside `with lag_tolerant():` (a usage chart, an export).
+  of a view marked with `@reads_may_lag`;
+- code inside `with lag_tolerant():` (the decided approvals' history over REST).
 
 Everything else reads the primary: a chat's history right after its own append, the turn
 worker, the relay, idempotency keys, open approvals. And a person who has just written
@@ -89,7 +89,8 @@ def _lag_tolerant_view(request: Any, view_func: Any) -> bool:
     )
 
 
-def _pinned(request: Any) -> bool:
+def pinned_to_primary(request: Any) -> bool:
+    """Whether the request's reader wrote a moment ago (their reads stay on the primary)."""
     try:
         return float(request.COOKIES.get(PIN_COOKIE, "0")) > time.time()
     except ValueError:
@@ -124,6 +125,10 @@ class LagTolerantReads:
         return response
 
     def process_view(self, request: Any, view_func: Any, view_args: Any, view_kwargs: Any):
-        if replica_aliases() and not _pinned(request) and _lag_tolerant_view(request, view_func):
+        if (
+            replica_aliases()
+            and not pinned_to_primary(request)
+            and _lag_tolerant_view(request, view_func)
+        ):
             _lag_ok.set(True)
         return None

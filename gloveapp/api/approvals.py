@@ -18,6 +18,7 @@ Each signature is accepted once (`inbox.webhooks`).
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import Any
 
@@ -56,6 +57,7 @@ from gloveapp.approvals.services import (
     approval_decide,
 )
 from gloveapp.core.approvals import DECISIONS, Decision
+from gloveapp.replicas import lag_tolerant, pinned_to_primary
 from inbox.webhooks import WebhookSignatureAuthentication
 
 NOT_FOUND = "No such approval request."
@@ -198,16 +200,22 @@ class ApprovalListApi(ApiView):
         query = ApprovalListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         options = query.validated_data
-        rows = approvals_queue(user=request.user, view=options["view"], status=options["status"])
-        offset, limit = options["offset"], options["limit"]
-        cursor = options.get("cursor")
-        page = page_of(after_cursor(rows, cursor), offset=offset, limit=limit)
-        more = len(page) > limit
-        page = page[:limit]
-        decisions = _decisions(page)
-        groups = group_ids(request.user)
-        # COUNT(*) over at most COUNT_CAP + 1 rows of the queue's index range.
-        counted = rows[: COUNT_CAP + 1].count()
+        # The decided history tolerates a replica's lag (gloveapp/replicas.py); the open queue,
+        # which people act on, and a reader who just decided read the primary.
+        history = options["status"] != "open" and not pinned_to_primary(request)
+        with lag_tolerant() if history else contextlib.nullcontext():
+            rows = approvals_queue(
+                user=request.user, view=options["view"], status=options["status"]
+            )
+            offset, limit = options["offset"], options["limit"]
+            cursor = options.get("cursor")
+            page = page_of(after_cursor(rows, cursor), offset=offset, limit=limit)
+            more = len(page) > limit
+            page = page[:limit]
+            decisions = _decisions(page)
+            groups = group_ids(request.user)
+            # COUNT(*) over at most COUNT_CAP + 1 rows of the queue's index range.
+            counted = rows[: COUNT_CAP + 1].count()
         return Response(
             {
                 "results": [
