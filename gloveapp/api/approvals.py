@@ -31,7 +31,7 @@ from rest_framework.response import Response
 from gloveapp import paging
 from gloveapp.api.access import ApiView
 from gloveapp.api.auth import SameOriginJsonSessionAuthentication
-from gloveapp.api.fields import ErrorSerializer
+from gloveapp.api.fields import CursorField, ErrorSerializer
 from gloveapp.api.token_auth import CachedTokenAuthentication
 from gloveapp.approvals.access import is_approver
 from gloveapp.approvals.selectors import (
@@ -159,20 +159,9 @@ class ApprovalListQuerySerializer(serializers.Serializer):
         help_text=f"Rows to skip, at most {MAX_OFFSET:,} (an offset reads what it skips): "
         "page with `cursor` instead.",
     )
-    cursor = serializers.CharField(
-        required=False,
-        trim_whitespace=False,
-        max_length=1000,
+    cursor = CursorField(
         help_text="Where the next page starts: the `nextCursor` of the page before.",
     )
-
-    def validate_cursor(self, value: str) -> paging.Cursor:
-        try:
-            cursor = paging.parse_cursor(value)
-        except paging.PageParamError as exc:
-            raise serializers.ValidationError("not a cursor this list handed out.") from exc
-        assert cursor is not None
-        return cursor
 
     def validate(self, attrs: dict) -> dict:
         if attrs.get("offset") and "cursor" in attrs:

@@ -15,6 +15,7 @@ from rest_framework import serializers
 from rest_framework.fields import Field, SkipField, empty, get_error_detail
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
+from gloveapp import paging
 from gloveapp.core import input_rules
 from gloveapp.core.approvals import INBOX_DECISIONS
 from gloveapp.core.input_rules import ExtraFieldError, check_extra_fields
@@ -363,3 +364,22 @@ def task_updates_to_core(data: dict[str, Any]) -> dict[str, Any]:
     if "activeForm" in updates:
         updates["active_form"] = updates.pop("activeForm")
     return updates
+
+
+class CursorField(serializers.CharField):
+    """A page's opaque cursor (`gloveapp.paging`), handed back parsed; one a list did not
+    hand out is a 400 naming the parameter."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        super().__init__(trim_whitespace=False, max_length=1000, **kwargs)
+
+    def run_validation(self, data: Any = empty) -> paging.Cursor:
+        text = super().run_validation(data)  # a string, its length checked
+        try:
+            cursor = paging.parse_cursor(text)
+        except paging.PageParamError as exc:
+            raise serializers.ValidationError("not a cursor this list handed out.") from exc
+        if cursor is None:
+            raise serializers.ValidationError("not a cursor this list handed out.")
+        return cursor

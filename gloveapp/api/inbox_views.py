@@ -21,7 +21,6 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gloveapp import paging
 from gloveapp.api.access import (
     ApiView,
     Conflict,
@@ -30,6 +29,7 @@ from gloveapp.api.access import (
     refused_input_as_400,
 )
 from gloveapp.api.fields import (
+    CursorField,
     ErrorSerializer,
     InboxItemSerializer,
     InboxUpdatesSerializer,
@@ -106,20 +106,9 @@ class InboxApi(ApiView):
                 f"{CONSUMED_PAGE_MAX}; the `Link` header names the next page."
             ),
         )
-        cursor = serializers.CharField(
-            required=False,
-            trim_whitespace=False,
-            max_length=1000,
+        cursor = CursorField(
             help_text="With status=consumed: where the next page starts (from the `Link` header).",
         )
-
-        def validate_cursor(self, value: str) -> paging.Cursor:
-            try:
-                cursor = paging.parse_cursor(value)
-            except paging.PageParamError as exc:
-                raise serializers.ValidationError("not a cursor this list handed out.") from exc
-            assert cursor is not None
-            return cursor
 
         def validate(self, attrs: dict) -> dict:
             if ("limit" in attrs or "cursor" in attrs) and attrs.get("status") != "consumed":

@@ -8,10 +8,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gloveapp import paging
 from gloveapp.agents.config import AgentNotStartable, startable_agent
 from gloveapp.api.access import ApiView, Conflict, owned_session, refused_input_as_400
-from gloveapp.api.fields import ErrorSerializer, OkSerializer, Schema
+from gloveapp.api.fields import CursorField, ErrorSerializer, OkSerializer, Schema
 from gloveapp.conversations import selectors, services
 from gloveapp.core.input_rules import SESSION_ID_RE
 from gloveapp.turns.timeline import DEFAULT_TURNS, MAX_TURNS, session_timelines
@@ -65,23 +64,12 @@ class SessionListApi(ApiView):
                 f"Sessions per page, 1 to {SESSIONS_PAGE_MAX} (default {SESSIONS_PAGE_DEFAULT})."
             ),
         )
-        cursor = serializers.CharField(
-            required=False,
-            trim_whitespace=False,
-            max_length=1000,
+        cursor = CursorField(
             help_text=(
                 'Where the next page starts: the `cursor` of the `Link: <...>; rel="next"` '
                 "header of the page before (opaque)."
             ),
         )
-
-        def validate_cursor(self, value: str) -> paging.Cursor:
-            try:
-                cursor = paging.parse_cursor(value)
-            except paging.PageParamError as exc:
-                raise serializers.ValidationError("not a cursor this list handed out.") from exc
-            assert cursor is not None
-            return cursor
 
         def validate(self, attrs: dict) -> dict:
             if attrs.get("topLevel") and "parent" in attrs:
