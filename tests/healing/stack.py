@@ -17,6 +17,17 @@ from tests.api.liveserver import LiveServer
 PASSWORD = "pw-ann-healing-1"
 
 
+def until(condition, timeout: float = 60.0, interval: float = 0.1):
+    """Poll `condition` until it returns something true, at most `timeout` seconds; that
+    result, or the last false one (the caller asserts, naming what it waited for)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result or time.monotonic() > deadline:
+            return result
+        time.sleep(interval)
+
+
 class Browser:
     """A logged-in user of one server (cookies and CSRF, as a form post sends them)."""
 

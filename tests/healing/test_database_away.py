@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import httpx
 import pytest
@@ -19,19 +18,10 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
-from tests.healing.stack import PASSWORD, Browser
+from tests.healing.stack import PASSWORD, Browser, until
 from tests.servers import PostgresServer, pg_bindir
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
-
-
-def until(condition, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.1)
 
 
 def test_requests_answer_503_with_retry_after_while_the_database_is_away():

@@ -13,14 +13,12 @@ plus a margin fails the test by its own timeout (it would have hung before).
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
-from tests.healing.stack import PASSWORD, Browser
+from tests.healing.stack import PASSWORD, Browser, until
 from tests.servers import PostgresServer, pg_bindir
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(240)]
@@ -31,15 +29,6 @@ CONNECT_SECONDS = 2
 # pool's wait for a connection; the client gives up well past it.
 BOUND = STATEMENT_SECONDS + 2
 CLIENT_TIMEOUT = BOUND + 20
-
-
-def until(condition, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.2)
 
 
 def test_a_frozen_database_answers_503_with_retry_after_instead_of_hanging():
@@ -83,6 +72,6 @@ def test_a_frozen_database_answers_503_with_retry_after_instead_of_hanging():
             assert page.status_code == 503, page.text
             assert page.headers["Retry-After"] == "2"
 
-            back = until(lambda: api.get("/api/sessions").status_code == 200)
+            back = until(lambda: api.get("/api/sessions").status_code == 200, interval=0.2)
             assert back, server.log_tail()
             assert browser.client.get("/").status_code == 200

@@ -9,7 +9,6 @@ no timing to race); the server runs with `DATABASE_REPLICA_URLS` naming it.
 from __future__ import annotations
 
 import re
-import time
 
 import httpx
 import pytest
@@ -17,20 +16,12 @@ import pytest
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
 from tests.healing.conftest import add_user
-from tests.healing.stack import PASSWORD, Browser, query
+from tests.healing.stack import PASSWORD, Browser, query, until
 from tests.servers import PostgresServer, ReplicaServer, pg_bindir
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(240)]
 
 PIN_COOKIE = "glove_primary_until"
-
-
-def until(condition, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not (result := condition()):
-        assert time.monotonic() < deadline, "not within the bound"
-        time.sleep(0.1)
-    return result
 
 
 def make_staff(database_url: str, username: str) -> None:
@@ -60,7 +51,7 @@ def test_lag_tolerant_reads_use_the_replica_and_a_chat_reads_its_own_writes():
         with server:
             add_user(server.database_url, "ann", PASSWORD)
             make_staff(server.database_url, "sam")
-            until(replica.caught_up)
+            assert until(replica.caught_up), "the replica did not catch up"
             ann = Browser(server)
             sam = Browser(server, "sam")
             sam.client.cookies.delete(PIN_COOKIE)  # logging in was a write: start unpinned
@@ -92,7 +83,7 @@ def test_lag_tolerant_reads_use_the_replica_and_a_chat_reads_its_own_writes():
 
             sam.client.cookies.delete(PIN_COOKIE)
             replica.resume()
-            until(replica.caught_up)
+            assert until(replica.caught_up), "the replica did not catch up"
             assert listed_in_admin(sam, session_id)  # the replica caught up
 
 
