@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from typing import Any
 
 from gloveapp.core.providers.base import ToolSpec
-from gloveapp.core.types import Message, ToolCall
+from gloveapp.core.types import Message
+from gloveapp.demo.demo_mesh import call_message
 
 SUBAGENT_TOOL = "glove_invoke_subagent"
 SKILL_TOOLS = ("glove_invoke_skill", "glove_read_skill")
@@ -70,7 +70,7 @@ def _delegate(text: str, tools: dict[str, ToolSpec]) -> Message | None:
     if mention is None or SUBAGENT_TOOL not in tools:
         return None
     name, task = mention[1], mention[2].strip() or text
-    return _call(SUBAGENT_TOOL, {"name": name, "prompt": task}, f"Asking @{name}.")
+    return call_message(SUBAGENT_TOOL, {"name": name, "prompt": task}, f"Asking @{name}.")
 
 
 def _use_skill(text: str, tools: dict[str, ToolSpec]) -> Message | None:
@@ -79,7 +79,7 @@ def _use_skill(text: str, tools: dict[str, ToolSpec]) -> Message | None:
     if asked is None or tool is None:
         return None
     name = asked[1] or asked[2]
-    return _call(tool, {"name": name}, f"Reading the {name} skill.")
+    return call_message(tool, {"name": name}, f"Reading the {name} skill.")
 
 
 def _use_mcp_tool(text: str, tools: dict[str, ToolSpec]) -> Message | None:
@@ -96,7 +96,7 @@ def _use_mcp_tool(text: str, tools: dict[str, ToolSpec]) -> Message | None:
             specs[0],
         )
         arguments = _arguments(spec.input_schema or {}, text)
-        return _call(spec.name, arguments, f"Asking the {server} MCP server.")
+        return call_message(spec.name, arguments, f"Asking the {server} MCP server.")
     return None
 
 
@@ -138,10 +138,3 @@ def _text(data: Any) -> str:
     else:
         text = json.dumps(data, ensure_ascii=False)
     return text if len(text) <= 600 else text[:600] + "…"
-
-
-def _call(tool_name: str, tool_input: dict[str, Any], text: str) -> Message:
-    call = ToolCall(
-        tool_name=tool_name, input_args=tool_input, id=f"toolu_demo_{uuid.uuid4().hex[:16]}"
-    )
-    return Message(sender="agent", text=text, tool_calls=[call])

@@ -23,7 +23,8 @@ _QUESTION = re.compile(r"\((?P<sender>[^()\s]+)\) \[message id: (?P<message_id>[
 _CHECKING = re.compile(r"for (?P<sender>\S+) \(message (?P<message_id>\S+)\)\.$")
 
 
-def _call(tool_name: str, tool_input: dict[str, Any], text: str) -> Message:
+def call_message(tool_name: str, tool_input: dict[str, Any], text: str) -> Message:
+    """The demo model's reply that calls one tool, with `text` shown beside the call."""
     call = ToolCall(
         tool_name=tool_name, input_args=tool_input, id=f"toolu_demo_{uuid.uuid4().hex[:16]}"
     )
@@ -42,7 +43,7 @@ def answer_mesh_question(
         question = _QUESTION.search(item["request"])
         coffee = find(item["response"])
         if item["tag"].startswith("mesh:from:") and question and coffee is not None:
-            return _call(
+            return call_message(
                 "check_stock",
                 {"coffee": coffee.name},
                 f"Checking {coffee.name} for {question['sender']} "
@@ -73,7 +74,7 @@ def reply_with_stock(
             answer = f"Roastery here: {data.get('bags')} bags of {name} are in stock."
         else:
             answer = f"Roastery here: {name} is out of stock; it is on the next roast."
-        return _call(
+        return call_message(
             SEND_TOOL,
             {"to": match["sender"], "content": answer, "in_reply_to": match["message_id"]},
             f"Answering {match['sender']}.",
@@ -92,7 +93,7 @@ def ask_roastery(
     coffee = find(text)
     if SEND_TOOL not in tools or coffee is None or not _ASK_ROASTERY.search(text.lower()):
         return None
-    return _call(
+    return call_message(
         SEND_TOOL,
         {"to": ROASTERY, "content": f"How many bags of {coffee.name} are left?", "blocking": True},
         f"I'll ask the roastery about {coffee.name}.",

@@ -14,18 +14,18 @@ Django-free (like `gloveapp.core`): a `ScriptedModel` whose rules answer every p
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 from gloveapp.core.providers.base import ToolSpec
 from gloveapp.core.providers.scripted import ScriptedModel, ScriptedTurn
-from gloveapp.core.types import Message, ToolCall, ToolResult
+from gloveapp.core.types import Message, ToolResult
 from gloveapp.demo.catalogue import CatalogueEntry, find_entry
 from gloveapp.demo.demo_extensions import describe_extension_result, use_extension
 from gloveapp.demo.demo_mesh import (
     answer_mesh_question,
     ask_roastery,
+    call_message,
     describe_sent,
     reply_with_stock,
     without_echoes,
@@ -130,8 +130,7 @@ class DemoModel(ScriptedModel):
                 tool_input = {**tool_input, "lines": lines}
         if tool_name not in tools:
             return _say(f"I would use the {tool_name} tool for that, but this agent has none.")
-        call = ToolCall(tool_name=tool_name, input_args=tool_input, id=_call_id())
-        return Message(sender="agent", text=preface, tool_calls=[call])
+        return call_message(tool_name, tool_input, preface)
 
     def _intent(self, text: str, previous: str) -> Intent | str:
         product = self._find(text)
@@ -288,10 +287,6 @@ _DESCRIBERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
 # -- reading the conversation ----------------------------------------------------------------
 def _say(text: str) -> Message:
     return Message(sender="agent", text=text)
-
-
-def _call_id() -> str:
-    return f"toolu_demo_{uuid.uuid4().hex[:16]}"
 
 
 def _has_spoken(messages: list[Message]) -> bool:
