@@ -18,6 +18,8 @@ from gloveapp.conversations.models import Session
 # Turns that still run or will: the partial index's condition, and what readers call busy.
 # "waiting" is a turn parked on a person (`Turn.Status.WAITING`).
 UNFINISHED = ["queued", "running", "waiting"]
+# Turns that end with a note in the transcript ("stopped", "failed"): `ended_turn_notes`.
+ENDED_WITH_NOTE = ["cancelled", "failed"]
 
 
 class Turn(models.Model):
@@ -100,6 +102,15 @@ class Turn(models.Model):
                 fields=["session", "id"],
                 condition=Q(status__in=UNFINISHED),
                 name="turn_session_unfinished_idx",
+            ),
+            # The stopped and failed turns whose note one page of a chat shows
+            # (`selectors.ended_turn_notes`, by `end_seq`): a long chat's finished turns are
+            # many, these few. Partial: a turn enters it once, when it ends so; a heartbeat
+            # touches none of its columns.
+            models.Index(
+                fields=["session", "end_seq"],
+                condition=Q(status__in=ENDED_WITH_NOTE, end_seq__isnull=False),
+                name="turn_session_note_idx",
             ),
             # A user's turns in the last minute (the rate limit); deleting a user.
             models.Index(fields=["user", "created_at"]),
