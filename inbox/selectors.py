@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Q
-
+from gloveapp import keyset
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.paging import Cursor
 from inbox.models import InboxItem
@@ -47,10 +46,7 @@ def consumed_inbox_page(
     next page's cursor (None on the last)."""
     rows = InboxItem.objects.filter(session_id=session_id, status=InboxItem.Status.CONSUMED)
     if cursor is not None:
-        rows = rows.filter(
-            Q(created_at__lte=cursor.at)
-            & (Q(created_at__lt=cursor.at) | Q(created_at=cursor.at, key__lt=cursor.tie))
-        )
+        rows = rows.filter(keyset.before(cursor))
     picked = list(rows.order_by("-created_at", "-key")[: limit + 1])
     following = None
     if len(picked) > limit:

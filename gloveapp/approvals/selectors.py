@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from gloveapp import keyset
 from gloveapp.approvals.access import is_approver, is_request_id, may_decide
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
 from gloveapp.core.approvals import EDIT, args_changes, change_sentence
@@ -67,10 +68,7 @@ def after_cursor(
     which starts with one probe of the queue's (…, created_at, id) index at any depth."""
     if cursor is None:
         return rows
-    return rows.filter(
-        Q(created_at__gte=cursor.at)
-        & (Q(created_at__gt=cursor.at) | Q(created_at=cursor.at, id__gt=cursor.tie))
-    )
+    return rows.filter(keyset.after(cursor))
 
 
 def page_of(rows: QuerySet[ApprovalRequest], *, offset: int, limit: int) -> list[ApprovalRequest]:
