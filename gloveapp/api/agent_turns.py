@@ -357,7 +357,13 @@ class SlotAnswerApi(ApiView):
         value = DISMISSED if data.get("dismiss") else data["value"]
         with refused_input_as_400():
             try:
-                answered = slot_answer(session_id=session.pk, public_id=slot_id, value=value)
+                answered = slot_answer(
+                    session_id=session.pk,
+                    public_id=slot_id,
+                    value=value,
+                    by=request.user.get_username(),
+                    via="rest",
+                )
             except ValueError as refused:
                 field = getattr(refused, "field", None) or "value"
                 raise ValidationError({field: [str(refused)]}) from None

@@ -263,7 +263,9 @@ async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> Ht
     except (ValueError, RecursionError):  # JSONDecodeError, or an integer of 4,300+ digits
         return HttpResponse("The answer is not valid JSON.", status=400, content_type="text/plain")
     try:
-        answered = await turns.answer_slot(session_id=session.pk, slot_id=slot_id, value=value)
+        answered = await turns.answer_slot(
+            session_id=session.pk, slot_id=slot_id, value=value, by=user.get_username(), via="page"
+        )
     except ValueError as refused:
         return HttpResponse(str(refused), status=400, content_type="text/plain")
     if not answered:
