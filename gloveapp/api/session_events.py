@@ -37,6 +37,7 @@ from gloveapp.db import is_database_outage
 from gloveapp.live.auth import LOGIN_UNAVAILABLE, LoginMiddlewareStack
 from gloveapp.live.sse import StreamFeed, open_feed, run_db, send_sse, sse_response
 from gloveapp.live.streams import session_stream
+from gloveapp.middleware import beside_django
 
 LAST_EVENT_ID_HEADER = "Last-Event-ID"
 # The stored events after which the stream is gone for good (as the websocket's).
@@ -334,9 +335,10 @@ async def _events_app(scope: dict, receive: Any, send: Any) -> None:
     await send_sse(feed, cursor, receive, send)
 
 
-# The stream as this project's ASGI application serves it (gloveapp/asgi.py): the login
-# cookie read as the websockets read it, then the feed straight onto the connection.
-events_asgi_app = LoginMiddlewareStack(_events_app)
+# The stream as this project's ASGI application serves it (gloveapp/asgi.py): Django's host
+# check and security headers (`beside_django`), the login cookie read as the websockets read
+# it, then the feed straight onto the connection.
+events_asgi_app = beside_django(LoginMiddlewareStack(_events_app))
 
 
 # drf-spectacular documents DRF views only: it reads the route's schema from this class.

@@ -9,17 +9,14 @@ arguments and the result's data, as only staff get the page's "Details".
 
 from __future__ import annotations
 
-import asyncio
-import json
-
 import pytest
 from channels.db import database_sync_to_async
 from rest_framework.authtoken.models import Token
 
-from gloveapp.asgi import application
 from gloveapp.conversations.models import Session
 from gloveapp.live.relay import stop_relay
 from gloveapp.turns import public as turns
+from tests.api.sse_asgi import SseStream
 from tests.demo.conftest import next_slot, say
 from tests.live.conftest import FRAME_TIMEOUT, cookie_for, open_socket
 
@@ -30,65 +27,6 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 async def _stop_relay_after_test():
     yield
     await stop_relay()  # its connection, so the test database can be dropped
-
-
-class SseStream:
-    """`GET /api/sessions/<id>/events` on the ASGI application, read frame by frame."""
-
-    def __init__(self, path: str, token: str) -> None:
-        self.scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "GET",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": b"",
-            "root_path": "",
-            "headers": [
-                (b"host", b"testserver"),
-                (b"authorization", f"Token {token}".encode()),
-            ],
-            "client": ("127.0.0.1", 50000),
-            "server": ("testserver", 80),
-        }
-        self.inbox: asyncio.Queue = asyncio.Queue()
-        self.leave = asyncio.Event()
-        self.status: int | None = None
-        self.headers: dict[bytes, bytes] = {}
-        self.buffer = ""
-        self.opened = asyncio.Event()
-
-    async def receive(self) -> dict:
-        await self.leave.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(self, message: dict) -> None:
-        if message["type"] == "http.response.start":
-            self.status = message["status"]
-            self.headers = dict(message["headers"])
-        else:
-            await self.inbox.put(message.get("body", b"").decode())
-            self.opened.set()
-
-    async def __aenter__(self) -> SseStream:
-        self.task = asyncio.ensure_future(application(self.scope, self.receive, self.send))
-        # The first body chunk (`retry:`) goes out once the feed is registered.
-        await asyncio.wait_for(self.opened.wait(), FRAME_TIMEOUT)
-        assert self.status == 200
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.leave.set()
-        await asyncio.wait_for(self.task, FRAME_TIMEOUT)
-
-    async def frame(self) -> dict:
-        while "\n\n" not in self.buffer:
-            self.buffer += await asyncio.wait_for(self.inbox.get(), FRAME_TIMEOUT)
-        message, self.buffer = self.buffer.split("\n\n", 1)
-        data = [line[5:].strip() for line in message.splitlines() if line.startswith("data:")]
-        return json.loads("\n".join(data)) if data else await self.frame()
 
 
 async def tool_frames_until(read, name: str) -> dict[str, dict]:
@@ -119,6 +57,7 @@ async def test_customers_read_the_pages_words_and_staff_the_raw_data_too(
         SseStream(f"/api/sessions/{session_key}/events", customer_token) as customer_sse,
         SseStream(f"/api/sessions/{session_id}/events", staff_token) as staff_sse,
     ):
+        assert customer_sse.status == staff_sse.status == 200
         customer_ws = await open_socket(session_key, customer_cookie)
         staff_ws = await open_socket(session_id, staff_cookie)
         await turns.submit_message(session_id=session_id, text="checkout, pay at pickup")
