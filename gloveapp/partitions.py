@@ -77,7 +77,6 @@ class Log:
     unique: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-TASK_RESULTS = "django_tasks_database_dbtaskresult"
 LOGS: tuple[Log, ...] = (
     Log("conversations_liveevent", "created_at"),
     Log(
@@ -96,9 +95,9 @@ LOGS: tuple[Log, ...] = (
         "delivered_at",
         unique=(("mesh_delivery_once_per_recipient", ("message_id", "recipient")),),
     ),
-    # django-tasks-db's table (`turns/migrations` partitions it; `turns/checks.py` watches
-    # its schema): a UUID key, so no sequence; `enqueued_at` is set once, at enqueue.
-    Log(TASK_RESULTS, "enqueued_at"),
+    # django-tasks-db's table (`turns/0008` partitions it; `turns/checks.py` watches its
+    # schema): a UUID key, so no sequence; `enqueued_at` is set once, at enqueue.
+    Log("django_tasks_database_dbtaskresult", "enqueued_at"),
 )
 
 
