@@ -2,8 +2,9 @@
 
 A log that grows by millions of rows a day and is kept N days (`LOGS`: the live event log,
 the idempotency keys, the mesh's sender and delivery records, the database queue's task
-results) is a table declared `PARTITION BY RANGE` on its timestamp, one partition per day, plus a DEFAULT partition for rows no day covers (a clock
-far off, an update that moves a row into the past). Retention then drops whole days:
+results) is a table declared `PARTITION BY RANGE` on its timestamp, one partition per day,
+plus a DEFAULT partition for rows no day covers (a clock far off, an update that moves a
+row into the past). Retention then drops whole days:
 `DROP TABLE` of a partition is O(1), returns its disk at once and leaves no dead rows, where
 a `DELETE` of a day's rows took minutes and left the table its size (live events: 1.85 GB,
 77% dead).

@@ -8,8 +8,9 @@ and stores its answer there; a later request with the key gets that answer back 
 nothing. A concurrent duplicate waits until the first commits (then it is a retry) or rolls
 back (then it runs itself): on PostgreSQL, where the table is partitioned by day and the
 database's unique index covers one day, on an advisory lock of the key taken before the
-lookup (`gloveapp.partitions.lock_keys`), so a duplicate sent across midnight is caught too. Only acknowledged answers are kept: a
-refused request (a 4xx) rolls its claim back, so its retry is tried afresh.
+lookup (`gloveapp.partitions.lock_keys`), so a duplicate sent across midnight is caught
+too. Only acknowledged answers are kept: a refused request (a 4xx) rolls its claim back,
+so its retry is tried afresh.
 
 The same key sent with a different request (another route, session or body) is refused
 (`IdempotencyKeyReused`) rather than answered with the first request's answer.
