@@ -212,7 +212,7 @@ _CLAIM_SQL = f"""
            base_seq = COALESCE(base_seq, (SELECT last_seq FROM {_SESSION} WHERE id = %s))
      WHERE id = (SELECT id FROM next WHERE status = 'queued') AND status = 'queued'
     RETURNING id, text, source, user_id, attempts, base_seq, created_at, resumes,
-              cancel_requested, trace_parent
+              cancel_requested, trace_parent, restarting
 """
 
 
@@ -239,7 +239,7 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
     if row is None:
         return None
     turn_id, text, source, user_id, attempts, base_seq, created_at, resumes, cancel = row[:9]
-    trace_parent = row[9]
+    trace_parent, restarting = row[9], row[10]
     turn = Turn(
         id=turn_id,
         session_id=session_id,
@@ -256,6 +256,7 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
         created_at=created_at,
         started_at=now,
         trace_parent=trace_parent or "",
+        restarting=bool(restarting),
     )
     turn._state.adding = False
     with transaction.atomic():
@@ -302,7 +303,7 @@ def turn_release(*, turn: Turn, worker_id: str) -> bool:
     # Conditional: another worker's sweep may have taken it back already.
     released = Turn.objects.filter(
         pk=turn.pk, status=Turn.Status.RUNNING, worker_id=worker_id
-    ).update(status=Turn.Status.QUEUED, worker_id="", lease_until=None)
+    ).update(status=Turn.Status.QUEUED, worker_id="", lease_until=None, restarting=False)
     return bool(released)
 
 
@@ -335,8 +336,9 @@ def turn_request_stored(turn: Turn) -> bool:
 
 _FINISH_SQL = f"""
     UPDATE {_TURN} SET status = %s, error = %s, finished_at = %s, lease_until = NULL,
-           model = %s, tokens_in = %s, tokens_out = %s, cache_read_tokens = %s,
-           cache_write_tokens = %s
+           model = %s, tokens_in = tokens_in + %s, tokens_out = tokens_out + %s,
+           cache_read_tokens = cache_read_tokens + %s,
+           cache_write_tokens = cache_write_tokens + %s
      WHERE id = %s AND status = 'running' AND worker_id = %s
     RETURNING session_id
 """
@@ -372,7 +374,8 @@ def turn_finish(
     """End a running turn; False when this worker no longer holds it (taken back).
 
     `prompted=False` (the turn pushed no prompt) skips looking for prompts to expire.
-    `model` and `usage`: the model the attempt talked to and the tokens it used (its cost);
+    `model` and `usage`: the model the attempt talked to and the tokens it used (its cost),
+    added to those of the attempts before it that parked (`turn_park`);
     `steps`: its timeline steps not stored yet (of attempt `attempt`), stored with the end
     (the same fence)."""
     usage = usage or Usage()
@@ -474,6 +477,7 @@ def turns_take_back(*, now: Any = None) -> list[str]:
                 status=status,
                 worker_id="",
                 lease_until=None,
+                restarting=True,
                 error="The worker running this turn stopped." if gave_up else "",
                 finished_at=now if gave_up else None,
             )
@@ -581,7 +585,9 @@ class Park:
     LOST = "lost"  # no longer this attempt's (taken back)
 
 
-def turn_park(*, turn: Turn, worker_id: str, slot_ids: list[str]) -> str:
+def turn_park(
+    *, turn: Turn, worker_id: str, slot_ids: list[str], usage: Usage | None = None
+) -> str:
     """Park a running turn that waits on a person: `waiting`, no worker, no lease. What it
     waits on (its open slots and approval requests) stays open under the same ids; an
     answer, a decision, a Stop or an expiry puts it back on the queue (`turn_unpark`) and the
@@ -589,7 +595,9 @@ def turn_park(*, turn: Turn, worker_id: str, slot_ids: list[str]) -> str:
 
     The turn's row is locked while the answers are looked for, and `turn_unpark` takes the
     same lock after storing an answer: an answer either is seen here (ANSWERED: the turn
-    goes on where it runs) or finds the turn parked and unparks it. Never both, never lost."""
+    goes on where it runs) or finds the turn parked and unparks it. Never both, never lost.
+    `usage`: the tokens this attempt used, kept on the turn (the one that finishes it adds
+    its own), so a turn that waited on a person costs all its model calls."""
     with transaction.atomic():
         held = (
             Turn.objects.select_for_update()
@@ -606,8 +614,15 @@ def turn_park(*, turn: Turn, worker_id: str, slot_ids: list[str]) -> str:
             return Park.LOST
         if held or _answers_waiting(turn.pk, slot_ids):
             return Park.ANSWERED
+        usage = usage or Usage()
         Turn.objects.filter(pk=turn.pk).update(
-            status=Turn.Status.WAITING, worker_id="", lease_until=None
+            status=Turn.Status.WAITING,
+            worker_id="",
+            lease_until=None,
+            tokens_in=F("tokens_in") + usage.tokens_in,
+            tokens_out=F("tokens_out") + usage.tokens_out,
+            cache_read_tokens=F("cache_read_tokens") + usage.cache_read,
+            cache_write_tokens=F("cache_write_tokens") + usage.cache_write,
         )
         _event(turn, "turn.waiting", {"turn": turn.pk})
     return Park.PARKED
@@ -636,7 +651,7 @@ def turn_unpark(*, turn_id: int) -> str | None:
         _wake_worker(turn_id)
         return None
     Turn.objects.filter(pk=turn_id, status=Turn.Status.WAITING).update(
-        status=Turn.Status.QUEUED, resumes=F("resumes") + 1
+        status=Turn.Status.QUEUED, resumes=F("resumes") + 1, restarting=False
     )
     _event(Turn(id=turn_id, session_id=session_id), "turn.resumed", {"turn": turn_id})
     return session_id
@@ -671,14 +686,22 @@ def calls_waiting(kept: list[tuple[str, str | None, str, str, bool]]) -> frozens
     )
 
 
+# A slot an attempt closed: a later attempt that pushes it again waits on nothing.
+CLOSED_SLOT_STATUSES = frozenset(
+    {TurnSlot.Status.RESOLVED, TurnSlot.Status.REJECTED, TurnSlot.Status.EXPIRED}
+)
+
+
 class Kept:
     """What `slot_push` found of a slot an earlier attempt pushed (the same id): its row and,
-    when it was answered or decided, the answer the waiting tool takes at once."""
+    when it was answered or decided, the answer the waiting tool takes at once (or, when
+    the customer dismissed it, `dismissed`: the tool's wait is rejected)."""
 
-    __slots__ = ("answer", "answered", "row")
+    __slots__ = ("answer", "answered", "dismissed", "row")
 
-    def __init__(self, row: TurnSlot, answered: bool, answer: Any) -> None:
+    def __init__(self, row: TurnSlot, answered: bool, answer: Any, dismissed: bool = False):
         self.row, self.answered, self.answer = row, answered, answer
+        self.dismissed = dismissed
 
 
 def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot | Kept | None:
@@ -741,7 +764,12 @@ def _found_again(row: TurnSlot) -> Kept:
     answered = row.status in (TurnSlot.Status.ANSWERED, TurnSlot.Status.RESOLVED) and isinstance(
         row.answer, dict
     )
-    return Kept(row, answered, row.answer.get("value") if answered else None)
+    return Kept(
+        row,
+        answered,
+        row.answer.get("value") if answered else None,
+        dismissed=answered and is_dismissal(row.answer),
+    )
 
 
 def slot_close(*, turn: Turn, slot_id: str, status: str) -> None:
@@ -779,17 +807,40 @@ def slot_address(public_id: str) -> tuple[int, str] | None:
     return int(match[1]), match[2]
 
 
-def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
+# A dismissed slot's stored answer. The worker then rejects the tool's wait, as Glove's
+# `reject(slotId)` does (contract §6.1): the waiting tool throws, and the executor runs it
+# again (§2.3: up to 3 more times; it may ask again with a fresh slot). A dismissed
+# permission prompt is a "no" for that call only, nothing remembered.
+DISMISSED_ANSWER: dict[str, Any] = {"dismissed": True}
+
+
+def is_dismissal(answer: Any) -> bool:
+    """Is this stored answer (a TurnSlot's `answer`) a dismissal?"""
+    return isinstance(answer, dict) and answer.get("dismissed") is True and "value" not in answer
+
+
+def slot_answer(
+    *,
+    session_id: str,
+    public_id: str,
+    value: Any = None,
+    dismiss: bool = False,
+    by: str = "",
+    via: str = "",
+) -> bool:
     """Answer a waiting prompt from any process; the worker running its turn picks it up.
-    False when nothing waits on it (answered already, expired, unknown); ValueError when
-    the answer is no storable JSON (NaN, NUL, lone surrogates), or a permission decision
-    that is malformed (`DecisionRefused`: a decision other than approve/reject, a reason
-    that is not text)."""
+    `dismiss`: close it unanswered instead (`DISMISSED_ANSWER`), whatever its renderer but
+    an approval's. `by` and `via`: who answered (a username) and through which edge
+    (`page`, `rest`). False when nothing waits on it (answered already, expired, unknown);
+    ValueError when the answer is no storable JSON (NaN, NUL, lone surrogates), or a
+    permission decision that is malformed (`DecisionRefused`: a decision other than
+    approve/reject, a reason that is not text)."""
     address = slot_address(public_id)
     if address is None:
         return False
     turn_pk, slot_id = address
-    input_rules.check_json(value, "answer")
+    if not dismiss:
+        input_rules.check_json(value, "answer")
     with transaction.atomic():
         row = (
             TurnSlot.objects.filter(
@@ -806,19 +857,30 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
         if row is None or row.renderer == APPROVAL_RENDERER:
             # An approval is decided through `approvals.services.approval_decide` only.
             return False
-        decided = permission_decision(value) if row.renderer == PERMISSION_RENDERER else None
-        if decided is not None:  # approve / reject (with a reason), checked: DecisionRefused
-            value = decided
+        decided = (
+            permission_decision(value)
+            if row.renderer == PERMISSION_RENDERER and not dismiss
+            else None
+        )
+        if dismiss:
+            stored = DISMISSED_ANSWER
+        elif decided is not None:  # approve / reject (with a reason), checked: DecisionRefused
+            stored = {"value": decided}
         elif row.renderer == PERMISSION_RENDERER:
             answer = value.get("value") if isinstance(value, dict) else value
             key = answer.strip().lower() if isinstance(answer, str) else answer
             if not isinstance(key, str | bool) or key not in PERMISSION_ANSWERS:
                 return False
-            value = PERMISSION_ANSWERS[key]
+            stored = {"value": PERMISSION_ANSWERS[key]}
+        else:
+            stored = {"value": value}
         # Conditional: of two answers racing (two tabs, two servers), one wins.
         answered = bool(
             TurnSlot.objects.filter(pk=row.pk, status=TurnSlot.Status.OPEN).update(
-                status=TurnSlot.Status.ANSWERED, answer={"value": value}
+                status=TurnSlot.Status.ANSWERED,
+                answer=stored,
+                answered_by=by[:150],
+                answered_via=via[:10],
             )
         )
         if answered:
