@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('conversations', '0012_kept_tool_results'),
-        ('turns', '0008_turn_note_index'),
+        ('turns', '0010_turn_note_index'),
     ]
 
     operations = [
