@@ -9,7 +9,6 @@ from gloveapp.db import add_index_if_absent
 
 
 class Migration(migrations.Migration):
-    # After both of main's 0008 and 0009 (each made from 0007): this one joins them.
     dependencies = [
         ("turns", "0009_turn_restarting_slot_answered_by"),
     ]
