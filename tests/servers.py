@@ -448,6 +448,11 @@ class PgBouncer:
             "server_check_delay = 1\n"
             # After the server went away, try again within a second (default 15 s).
             "server_login_retry = 0\n"
+            # A client waits for a server connection at most this long, then is told so
+            # (`query_wait_timeout`: a 503 for a request): while PostgreSQL is down,
+            # as GLOVE_DB_CONNECT_TIMEOUT_SECONDS (10 s) bounds the wait for a direct one,
+            # instead of PgBouncer's 120 s (docs/howto/deploy.md).
+            "query_wait_timeout = 10\n"
             f"logfile = {self.folder / 'pgbouncer.log'}\n"
         )
         user = _os_user()
