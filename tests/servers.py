@@ -493,3 +493,14 @@ class PgBouncer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def through_pgbouncer[S](server: S, bouncer: PgBouncer) -> S:
+    """`server` (a tests/api/liveserver.py LiveServer or a tests/healing/serve_prod.py
+    ServeProd, not started yet) and everything it starts (workers, `manage.py`) reach its
+    database through `bouncer`, the LISTEN connections directly (`DATABASE_DIRECT_URL`, the
+    production topology); `server.database_url` still names the database itself (the
+    tests' own queries, its creation and removal)."""
+    server.env["DATABASE_DIRECT_URL"] = server.database_url
+    server.env["DATABASE_URL"] = bouncer.url(server.database_url.rpartition("/")[2])
+    return server

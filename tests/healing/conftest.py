@@ -16,7 +16,7 @@ import pytest
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
 from tests.healing.stack import PASSWORD, query
-from tests.servers import PgBouncer, PostgresServer, RedisServer, pg_bindir, pgbouncer_binary
+from tests.servers import RedisServer, through_pgbouncer
 
 
 def add_user(database_url: str, username: str, password: str) -> None:
@@ -39,14 +39,6 @@ LEASE_SECONDS = 4
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
-    if pg_bindir() is None:
-        service_missing("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
-    with PostgresServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     try:
         server = RedisServer()
@@ -54,23 +46,6 @@ def redis_server() -> Iterator[RedisServer]:
         service_missing(str(error))
     with server:
         yield server
-
-
-@pytest.fixture(scope="session")
-def pgbouncer(postgres) -> Iterator[PgBouncer]:
-    if pgbouncer_binary() is None:
-        service_missing("pgbouncer is not installed (apt-get install pgbouncer)")
-    with PgBouncer(postgres) as bouncer:
-        yield bouncer
-
-
-def through_pgbouncer(server: LiveServer, bouncer: PgBouncer) -> LiveServer:
-    """`server` (not started yet) and everything it starts (workers, `manage.py`) reach its
-    database through `bouncer`, the LISTEN connections directly; `server.database_url`
-    still names the database itself (the tests' own queries, its creation and removal)."""
-    server.env["DATABASE_DIRECT_URL"] = server.database_url
-    server.env["DATABASE_URL"] = bouncer.url(server.database_url.rpartition("/")[2])
-    return server
 
 
 # Behind PgBouncer on both task backends; "db" (direct) only where a test names it.

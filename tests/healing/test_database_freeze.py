@@ -23,9 +23,9 @@ import pytest
 
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
-from tests.healing.conftest import add_user, through_pgbouncer
+from tests.healing.conftest import add_user
 from tests.healing.stack import PASSWORD, Browser, until
-from tests.servers import PgBouncer, PostgresServer, pg_bindir, pgbouncer_binary
+from tests.servers import PgBouncer, PostgresServer, pg_bindir, pgbouncer_binary, through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(240)]
 

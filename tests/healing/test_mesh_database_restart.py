@@ -19,8 +19,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.api.liveserver import ROOT, LiveServer
-from tests.healing.conftest import through_pgbouncer
 from tests.healing.stack import query
+from tests.servers import through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 

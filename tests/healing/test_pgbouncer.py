@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tests.api.liveserver import LiveServer
-from tests.healing.conftest import add_user, through_pgbouncer
+from tests.healing.conftest import add_user
 from tests.healing.stack import PASSWORD
+from tests.servers import through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 

@@ -14,9 +14,16 @@ import pytest
 
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
-from tests.healing.conftest import add_user, through_pgbouncer
+from tests.healing.conftest import add_user
 from tests.healing.stack import PASSWORD, Browser, query, until
-from tests.servers import PgBouncer, PostgresServer, ReplicaServer, pg_bindir, pgbouncer_binary
+from tests.servers import (
+    PgBouncer,
+    PostgresServer,
+    ReplicaServer,
+    pg_bindir,
+    pgbouncer_binary,
+    through_pgbouncer,
+)
 
 PIN_COOKIE = "glove_primary_until"
 

@@ -19,8 +19,8 @@ import pytest
 
 from tests.api.liveserver import LiveServer
 from tests.approvals.mailserver import SmtpServer
-from tests.healing.conftest import through_pgbouncer
 from tests.healing.stack import PASSWORD, Browser, query
+from tests.servers import through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(300)]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.api.liveserver import LiveServer
-from tests.healing.conftest import add_user, through_pgbouncer
+from tests.healing.conftest import add_user
 from tests.healing.slow_model import SLOW_SECONDS
 from tests.healing.stack import (
     PASSWORD,
@@ -24,6 +24,7 @@ from tests.healing.stack import (
     query,
     wait_until_finished,
 )
+from tests.servers import through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 
