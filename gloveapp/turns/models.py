@@ -18,6 +18,8 @@ from gloveapp.conversations.models import Session
 # Turns that still run or will: the partial index's condition, and what readers call busy.
 # "waiting" is a turn parked on a person (`Turn.Status.WAITING`).
 UNFINISHED = ["queued", "running", "waiting"]
+# Turns that end with a note in the transcript ("stopped", "failed"): `ended_turn_notes`.
+ENDED_WITH_NOTE = ["cancelled", "failed"]
 
 
 class Turn(models.Model):
@@ -46,6 +48,10 @@ class Turn(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     # How many of those claims continued it after a wait on a person (not a restart).
     resumes = models.PositiveSmallIntegerField(default=0)
+    # Why it is queued (or was, for the attempt that runs): its worker stopped and the lease
+    # ran out (a restart). Set by the takeback, cleared when an answer unparks it, so a
+    # continuation after a wait is no retry, even of a turn restarted once before.
+    restarting = models.BooleanField(default=False)
     worker_id = models.CharField(max_length=64, blank=True, default="")
     # A running turn whose lease passes is taken back by another worker (its worker died).
     lease_until = models.DateTimeField(null=True, blank=True)
@@ -72,9 +78,10 @@ class Turn(models.Model):
     # The W3C traceparent of the request that posted the turn: its worker's spans join that
     # trace (empty when tracing is off).
     trace_parent = models.CharField(max_length=64, blank=True, default="")
-    # The model the finishing attempt talked to and the tokens it used: the turn's cost is
-    # this usage priced by GLOVE_MODEL_PRICES. Written once, by the finishing UPDATE (no
-    # index holds them, so the row is rewritten in place).
+    # The model the finishing attempt talked to and the tokens the turn's attempts used:
+    # each attempt that parks on a person or finishes adds its own (one whose worker died
+    # took its count with it). The turn's cost is this usage priced by GLOVE_MODEL_PRICES.
+    # No index holds them, so the row is rewritten in place.
     model = models.CharField(max_length=200, blank=True, default="")
     tokens_in = models.BigIntegerField(default=0)
     tokens_out = models.BigIntegerField(default=0)
@@ -101,6 +108,15 @@ class Turn(models.Model):
                 condition=Q(status__in=UNFINISHED),
                 name="turn_session_unfinished_idx",
             ),
+            # The stopped and failed turns whose note one page of a chat shows
+            # (`selectors.ended_turn_notes`, by `end_seq`): a long chat's finished turns are
+            # many, these few. Partial: a turn enters it once, when it ends so; a heartbeat
+            # touches none of its columns.
+            models.Index(
+                fields=["session", "end_seq"],
+                condition=Q(status__in=ENDED_WITH_NOTE, end_seq__isnull=False),
+                name="turn_session_note_idx",
+            ),
             # A user's turns in the last minute (the rate limit); deleting a user.
             models.Index(fields=["user", "created_at"]),
             # Deleting a user who once pressed Stop (most turns have nobody here).
@@ -124,13 +140,36 @@ class Turn(models.Model):
 
     @property
     def retried(self) -> bool:
-        """Restarted after a worker stopped (a continuation after a wait is not a retry)."""
-        return self.attempts - self.resumes > 1
+        """This attempt restarts the turn after a worker stopped (a continuation after a
+        wait is not a retry)."""
+        return self.restarting
 
     @property
     def continues(self) -> bool:
         """An earlier attempt ran: this one resumes from the stored conversation."""
         return self.attempts > 1
+
+
+class SessionUsage(models.Model):
+    """What a session's turns used, per model: the finishing UPDATE of each turn adds its
+    usage here in the same transaction, so a session's cost is read from a row per model,
+    never from its turns (a 100,000-message chat has 25,000: 52 ms to sum). Kept when turns
+    are pruned (GLOVE_RETAIN_*): the cost of a chat stays known."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=200, blank=True, default="")
+    tokens_in = models.BigIntegerField(default=0)
+    tokens_out = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "model"], name="session_usage_per_model")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} {self.model or '(no model)'}"
 
 
 class TurnSlot(models.Model):
@@ -155,6 +194,10 @@ class TurnSlot(models.Model):
     template = models.CharField(max_length=200)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     answer = models.JSONField(null=True, blank=True)
+    # Who answered it and through which edge (`page`, `rest`): its wait's span and step say.
+    # An approval's decider is its ApprovalDecision's.
+    answered_by = models.CharField(max_length=150, blank=True, default="")
+    answered_via = models.CharField(max_length=10, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
