@@ -73,20 +73,23 @@ def after_cursor(
 
 def page_of(rows: QuerySet[ApprovalRequest], *, offset: int, limit: int) -> list[ApprovalRequest]:
     """`limit + 1` rows of a queue from `offset` (one more: is there a next page?). The ids
-    first, in one narrow ordered index scan, then those rows with their people: the joins
-    never run over the whole queue."""
+    first, in one narrow ordered index range scan, then those rows with their session and
+    customer, then the people they are assigned or escalated to, each kind by its ids (no
+    statement for a kind none of the rows names). Joined in one statement, four
+    `LEFT JOIN`s to the users and groups left the planner a choice it took by the tables'
+    size: at 10,000 users it hashed every user twice for a page of 51 requests (0.2 ms at
+    100 users, 5 ms at 10,000, bench/scale.py); by ids each is an index probe at any size."""
     ids = list(rows.values_list("pk", flat=True)[offset : offset + limit + 1])
-    found = rows.model.objects.select_related(*_PEOPLE).in_bulk(ids)
+    found = (
+        rows.model.objects.select_related("session__owner")
+        .prefetch_related(*_ASSIGNED)
+        .in_bulk(ids)
+    )
     return [found[pk] for pk in ids if pk in found]
 
 
-_PEOPLE = (
-    "assignee_user",
-    "assignee_group",
-    "escalate_to_user",
-    "escalate_to_group",
-    "session__owner",
-)
+_ASSIGNED = ("assignee_user", "assignee_group", "escalate_to_user", "escalate_to_group")
+_PEOPLE = (*_ASSIGNED, "session__owner")
 
 
 def queue_rows(

@@ -48,6 +48,39 @@ def test_a_small_queue_is_counted_exactly(session_id, other_staff):
     assert (body["count"], body["countExact"]) == (1, True)
 
 
+def test_a_page_names_its_people_in_statements_its_length_does_not_add_to(
+    session_id, other_staff, barista, manager, groups
+):
+    """Each request's assignee and escalation target (user or group) and customer, read by
+    their ids: the statements are as many for a page of 40 as for a page of 2."""
+    first = open_request(session_id)
+    ApprovalRequest.objects.filter(pk=first.pk).update(
+        assignee_user=barista,
+        assignee_group=groups[0],
+        escalate_to_user=manager,
+        escalate_to_group=groups[1],
+    )
+    _copies(ApprovalRequest.objects.get(pk=first.pk), 39)
+    ApprovalRequest.objects.update(status="open")
+    as_otto = client_for(other_staff)
+
+    def statements(limit: int) -> tuple[int, list[dict]]:
+        with CaptureQueriesContext(connection) as captured:
+            body = as_otto.get(f"/api/approvals/?limit={limit}").json()
+        return len(captured), body["results"]
+
+    statements(1)  # the token's first read is cached after it
+    few, two = statements(2)
+    many, forty = statements(40)
+
+    assert few == many
+    assert len(two) == 2 and len(forty) == 40
+    for row in forty:
+        assert row["assignee"] == {"user": "bea", "group": groups[0].name}
+        assert row["escalateTo"] == {"user": "max", "group": groups[1].name}
+        assert row["customer"] == "nina"
+
+
 def test_the_cursor_walks_the_queue_once_in_order(session_id, other_staff):
     _copies(open_request(session_id), 23)
     as_otto = client_for(other_staff)
