@@ -157,6 +157,8 @@ export class GloveAgentClient {
     await this.call("POST", `sessions/${part(sessionId)}/slots/${part(slotId)}`, { value });
   }
 
+  // Closes a slot unanswered, as the chat page's Dismiss button: Glove's reject. The waiting
+  // tool is run again and may push a fresh slot (a permission prompt: a no for this call).
   async dismissSlot(sessionId: string, slotId: string): Promise<void> {
     await this.call("POST", `sessions/${part(sessionId)}/slots/${part(slotId)}`, { dismiss: true });
   }

@@ -52,8 +52,6 @@ MAX_TEXT_CHARS = 20_000  # as the chat page's composer
 # ahead of it usually ends within this) and when the user's turns per minute are spent.
 QUEUE_FULL_RETRY_AFTER = 5
 TURN_LIMIT_RETRY_AFTER = 60
-# What a dismissed slot answers: a tool reads it as "no" (the demo's checkout cancels).
-DISMISSED = {"dismissed": True}
 
 PERMISSION_ANSWER_SCHEMA: dict[str, Any] = {
     "oneOf": [
@@ -319,8 +317,10 @@ class SlotAnswerApi(ApiView):
         )
         dismiss = serializers.BooleanField(
             required=False,
-            help_text='true: close the prompt unanswered (the tool reads `{"dismissed": '
-            "true}`, a no).",
+            help_text="true: close the prompt unanswered, as the chat page's Dismiss button "
+            "and Glove's `reject(slotId)` do: the waiting tool fails and is run again (up "
+            "to 3 more times), so it may ask again with a fresh slot; a permission prompt "
+            "reads it as a no for this call only.",
         )
 
         def validate(self, attrs: dict) -> dict:
@@ -333,7 +333,11 @@ class SlotAnswerApi(ApiView):
         operation_id="session_slot_answer",
         description=(
             "Answer (or dismiss) a prompt the turn waits on, as the chat page does; the turn "
-            "goes on at once. Permission prompts take their words here too (or use "
+            "goes on at once. A dismissed prompt is Glove's `reject(slotId)`: the tool that "
+            "waited on it fails and is run again (up to 3 more times), so it may push a "
+            "fresh slot (watch for `slot.pushed`); after the last retry the model reads the "
+            "tool's error. A dismissed permission prompt is a no for this call only (nothing "
+            "remembered). Permission prompts take their words here too (or use "
             "…/permission-prompts/<id>); approvals are decided by staff at "
             "/api/approvals/<id>/decide."
         ),
@@ -354,10 +358,15 @@ class SlotAnswerApi(ApiView):
         data = self.validated(self.InputSerializer, request.data)
         if not selectors.slot_exists(session.pk, slot_id):
             raise NotFound("Slot not found.")
-        value = DISMISSED if data.get("dismiss") else data["value"]
+        dismiss = data.get("dismiss") is True
         with refused_input_as_400():
             try:
-                answered = slot_answer(session_id=session.pk, public_id=slot_id, value=value)
+                answered = slot_answer(
+                    session_id=session.pk,
+                    public_id=slot_id,
+                    value=None if dismiss else data["value"],
+                    dismiss=dismiss,
+                )
             except ValueError as refused:
                 field = getattr(refused, "field", None) or "value"
                 raise ValidationError({field: [str(refused)]}) from None

@@ -31,11 +31,13 @@ from gloveapp.api.access import ApiView
 from gloveapp.api.errors import DATABASE_AWAY_RETRY_AFTER
 from gloveapp.api.fields import ErrorSerializer
 from gloveapp.api.token_auth import CachedTokenAuthentication
-from gloveapp.conversations.access import session_watch_verdict
+from gloveapp.conversations.access import may_see_tool_data, session_watch_verdict
+from gloveapp.conversations.tool_frames import shown_tool_frame
 from gloveapp.db import is_database_outage
 from gloveapp.live.auth import LOGIN_UNAVAILABLE, LoginMiddlewareStack
 from gloveapp.live.sse import StreamFeed, open_feed, run_db, send_sse, sse_response
 from gloveapp.live.streams import session_stream
+from gloveapp.middleware import beside_django
 
 LAST_EVENT_ID_HEADER = "Last-Event-ID"
 # The stored events after which the stream is gone for good (as the websocket's).
@@ -68,8 +70,14 @@ STORED_EVENTS: dict[str, str] = {
 }
 TRANSIENT_EVENTS: dict[str, str] = {
     "text_delta": "(no id) Streamed text of the reply: `{text}`.",
-    "tool_use": "(no id) The model called a tool: `{id, name, input}`.",
-    "tool_use_result": "(no id) A tool's result: `{tool_name, call_id, result}`.",
+    "tool_use": "(no id) The model called a tool: `{id, name, label, summary}` (the tool's "
+    "label and the call's summary, as the chat page shows them); staff also get `input`, "
+    "the raw arguments.",
+    "tool_use_result": "(no id) A tool's result: `{id, name, tool_name, call_id, "
+    "duration_ms, label, summary, status, statusText, message, result}`: `statusText` and "
+    "`message` as the page's card says them; for the session's owner `result` is `{status, "
+    "message, renderData, truncated}` (what a tool's own card shows), for staff the whole "
+    "result as the tool returned it, `data` included.",
 }
 
 
@@ -229,8 +237,12 @@ async def open_session_feed(
             return Refusal(404, "Session not found.")
         if not can_stream:
             return WSGI_REFUSAL
+        staff = may_see_tool_data(user)
         feed = await open_feed(
-            stream=session_stream(stream_id), user_pk=user.pk, final_events=FINAL_EVENTS
+            stream=session_stream(stream_id),
+            user_pk=user.pk,
+            final_events=FINAL_EVENTS,
+            shape=lambda event_type, payload: shown_tool_frame(event_type, payload, staff=staff),
         )
     except Exception as error:
         if is_database_outage(error) or isinstance(error, TimeoutError):
@@ -323,9 +335,10 @@ async def _events_app(scope: dict, receive: Any, send: Any) -> None:
     await send_sse(feed, cursor, receive, send)
 
 
-# The stream as this project's ASGI application serves it (gloveapp/asgi.py): the login
-# cookie read as the websockets read it, then the feed straight onto the connection.
-events_asgi_app = LoginMiddlewareStack(_events_app)
+# The stream as this project's ASGI application serves it (gloveapp/asgi.py): Django's host
+# check and security headers (`beside_django`), the login cookie read as the websockets read
+# it, then the feed straight onto the connection.
+events_asgi_app = beside_django(LoginMiddlewareStack(_events_app))
 
 
 # drf-spectacular documents DRF views only: it reads the route's schema from this class.

@@ -3,6 +3,7 @@
 Every edge asks here (the REST API, the pages, the chat websocket):
 - the owner may see a session and speak in it;
 - staff may see (read along), but not speak for a user;
+- the raw JSON of its tool calls is for staff; its owner reads them as the page shows them;
 - anyone else learns nothing more than "no such session" (the same 404 / close code as for
   an id that does not exist), so ids do not leak.
 
@@ -35,6 +36,15 @@ def _unusable_id(session_id: str) -> bool:
 
 def may_see(user: Any, session: Session) -> bool:
     return may_speak(user, session) or bool(user.is_staff)
+
+
+def may_see_tool_data(user: Any) -> bool:
+    """May `user` read the raw data of a session's tool calls (their arguments and results
+    as JSON)? Staff only: the customer reads what the page shows of a call (its label, its
+    summary in their words, its state, a tool's own rendering of its result), never the JSON
+    behind it, which may hold what only staff see (an approval's staff-only arguments). The
+    chat page's tool cards and the streamed tool frames (`tool_frames`) both ask here."""
+    return bool(getattr(user, "is_staff", False))
 
 
 def may_speak(user: Any, session: Session) -> bool:

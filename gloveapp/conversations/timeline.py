@@ -223,6 +223,13 @@ def _attach_result(
             result_template=templates.get(tool_name, GENERIC_RESULT_TEMPLATE),
         )
         entries.append(Entry(kind="agent", seq=seq, tools=[tool]))
+    read_result(tool, result)
+
+
+def read_result(tool: ToolEntry, result: dict[str, Any]) -> ToolEntry:
+    """Fill `tool` from its call's result (Glove's `ToolResultData` dict): the one reading of
+    a result, for the history and for the result streamed while the turn runs
+    (`tool_frames`)."""
     tool.status = result.get("status")
     tool.data = result.get("data")
     tool.message = result.get("message")
@@ -230,5 +237,6 @@ def _attach_result(
     truncated = result.get("truncated")
     tool.truncated = truncated if isinstance(truncated, dict) else None
     tool.denied = tool.status == "error" and (tool.message or "").startswith(
-        permission_denied_message(tool_name)
+        permission_denied_message(tool.tool_name)
     )
+    return tool

@@ -255,7 +255,13 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
     async def live_transient(self, message: dict) -> None:
         if self._ended:
             return
-        await self.send_json({"id": None, "type": message["event"], "payload": message["payload"]})
+        payload = self.shape_transient(message["event"], message["payload"])
+        await self.send_json({"id": None, "type": message["event"], "payload": payload})
+
+    def shape_transient(self, event_type: str, payload: dict) -> dict:
+        """What this socket's watcher may read of a transient frame (a subclass cuts what
+        only some watchers see); no database here, it runs for every frame."""
+        return payload
 
     def _last_event_id(self) -> int | None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -43,6 +43,9 @@ from gloveapp.live.signout import SIGNED_OUT, user_group
 from gloveapp.live.streams import user_stream
 
 logger = logging.getLogger(__name__)
+
+# What one watcher may read of a transient frame: (type, payload) -> payload.
+TransientShape = Callable[[str, dict], dict]
 
 MAX_BUFFERED = 1000
 # How long a client waits before reconnecting after a dropped connection (the SSE `retry:`).
@@ -82,8 +85,16 @@ def _message(event_id: int | None, event_type: str, data: str) -> str:
 class StreamFeed:
     """The frames of one stream for one client, from the relay and the channel layer."""
 
-    def __init__(self, *, stream: str, user_pk: Any, final_events: frozenset[str]) -> None:
+    def __init__(
+        self,
+        *,
+        stream: str,
+        user_pk: Any,
+        final_events: frozenset[str],
+        shape: TransientShape | None = None,
+    ) -> None:
         self.stream = stream
+        self.shape = shape
         self.user_stream = user_stream(user_pk)
         self.groups = [stream_group(stream), user_group(user_pk)]
         self.final_events = final_events
@@ -137,12 +148,10 @@ class StreamFeed:
                 continue
             kind = message.get("type")
             if kind == "live.transient":
-                self._put(
-                    (
-                        "transient",
-                        {"id": None, "type": message["event"], "payload": message["payload"]},
-                    )
-                )
+                event_type, payload = message["event"], message["payload"]
+                if self.shape is not None:
+                    payload = self.shape(event_type, payload)
+                self._put(("transient", {"id": None, "type": event_type, "payload": payload}))
             elif kind == "user.signed_out":
                 self._put(("signed_out", None))
 
@@ -215,11 +224,17 @@ class StreamFeed:
 
 
 async def open_feed(
-    *, stream: str, user_pk: Any, final_events: frozenset[str] = frozenset()
+    *,
+    stream: str,
+    user_pk: Any,
+    final_events: frozenset[str] = frozenset(),
+    shape: TransientShape | None = None,
 ) -> StreamFeed:
     """A feed registered with the relay and the channel layer; raises when the relay cannot
-    start (the database is away): the edge answers that with a 503."""
-    feed = StreamFeed(stream=stream, user_pk=user_pk, final_events=final_events)
+    start (the database is away): the edge answers that with a 503. `shape(type, payload)`
+    cuts what this watcher may read of a transient frame (as `StreamConsumer.
+    shape_transient`)."""
+    feed = StreamFeed(stream=stream, user_pk=user_pk, final_events=final_events, shape=shape)
     try:
         await feed.open()
     except BaseException:

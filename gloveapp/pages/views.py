@@ -236,6 +236,11 @@ def message_error(text: str) -> str | None:
     return None
 
 
+# The form field a slot's "Dismiss" button posts (`dismiss=true`); no slot form names a field
+# of its answer so.
+DISMISS_FIELD = "dismiss"
+
+
 def slot_value(form: dict[str, str]) -> Any:
     """The value a slot form answers with.
 
@@ -258,12 +263,17 @@ def slot_value(form: dict[str, str]) -> Any:
 async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> HttpResponse:
     user = await request.auser()
     session = await sync_to_async(access.owned_session)(user, session_id)
+    form = request.POST.dict()
+    # A slot's "Dismiss" button posts `dismiss=true`: closed unanswered (`turns.answer_slot`).
+    dismiss = form.get(DISMISS_FIELD) == "true"
     try:
-        value = slot_value(request.POST.dict())
+        value = None if dismiss else slot_value(form)
     except (ValueError, RecursionError):  # JSONDecodeError, or an integer of 4,300+ digits
         return HttpResponse("The answer is not valid JSON.", status=400, content_type="text/plain")
     try:
-        answered = await turns.answer_slot(session_id=session.pk, slot_id=slot_id, value=value)
+        answered = await turns.answer_slot(
+            session_id=session.pk, slot_id=slot_id, value=value, dismiss=dismiss
+        )
     except ValueError as refused:
         return HttpResponse(str(refused), status=400, content_type="text/plain")
     if not answered:

@@ -193,6 +193,8 @@ class AgentClient(_Base):
     def answer_slot(
         self, session_id: str, slot_id: str, value: Any = None, *, dismiss: bool = False
     ) -> None:
+        """Answer a slot with `value`, or `dismiss` it: Glove's reject, the waiting tool is
+        run again and may push a fresh slot (a permission prompt: a no for this call)."""
         self._call(
             "POST",
             _path("sessions", session_id, "slots", slot_id),

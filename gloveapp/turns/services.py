@@ -654,12 +654,14 @@ def calls_waiting(kept: list[tuple[str, str | None, str, str, bool]]) -> frozens
 
 class Kept:
     """What `slot_push` found of a slot an earlier attempt pushed (the same id): its row and,
-    when it was answered or decided, the answer the waiting tool takes at once."""
+    when it was answered or decided, the answer the waiting tool takes at once (or, when
+    the customer dismissed it, `dismissed`: the tool's wait is rejected)."""
 
-    __slots__ = ("answer", "answered", "row")
+    __slots__ = ("answer", "answered", "dismissed", "row")
 
-    def __init__(self, row: TurnSlot, answered: bool, answer: Any) -> None:
+    def __init__(self, row: TurnSlot, answered: bool, answer: Any, dismissed: bool = False):
         self.row, self.answered, self.answer = row, answered, answer
+        self.dismissed = dismissed
 
 
 def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot | Kept | None:
@@ -722,7 +724,12 @@ def _found_again(row: TurnSlot) -> Kept:
     answered = row.status in (TurnSlot.Status.ANSWERED, TurnSlot.Status.RESOLVED) and isinstance(
         row.answer, dict
     )
-    return Kept(row, answered, row.answer.get("value") if answered else None)
+    return Kept(
+        row,
+        answered,
+        row.answer.get("value") if answered else None,
+        dismissed=answered and is_dismissal(row.answer),
+    )
 
 
 def slot_close(*, turn: Turn, slot_id: str, status: str) -> None:
@@ -760,17 +767,33 @@ def slot_address(public_id: str) -> tuple[int, str] | None:
     return int(match[1]), match[2]
 
 
-def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
+# A dismissed slot's stored answer. The worker then rejects the tool's wait, as Glove's
+# `reject(slotId)` does (contract §6.1): the waiting tool throws, and the executor runs it
+# again (§2.3: up to 3 more times; it may ask again with a fresh slot). A dismissed
+# permission prompt is a "no" for that call only, nothing remembered.
+DISMISSED_ANSWER: dict[str, Any] = {"dismissed": True}
+
+
+def is_dismissal(answer: Any) -> bool:
+    """Is this stored answer (a TurnSlot's `answer`) a dismissal?"""
+    return isinstance(answer, dict) and answer.get("dismissed") is True and "value" not in answer
+
+
+def slot_answer(
+    *, session_id: str, public_id: str, value: Any = None, dismiss: bool = False
+) -> bool:
     """Answer a waiting prompt from any process; the worker running its turn picks it up.
-    False when nothing waits on it (answered already, expired, unknown); ValueError when
-    the answer is no storable JSON (NaN, NUL, lone surrogates), or a permission decision
-    that is malformed (`DecisionRefused`: a decision other than approve/reject, a reason
-    that is not text)."""
+    `dismiss`: close it unanswered instead (`DISMISSED_ANSWER`), whatever its renderer but
+    an approval's. False when nothing waits on it (answered already, expired, unknown);
+    ValueError when the answer is no storable JSON (NaN, NUL, lone surrogates), or a
+    permission decision that is malformed (`DecisionRefused`: a decision other than
+    approve/reject, a reason that is not text)."""
     address = slot_address(public_id)
     if address is None:
         return False
     turn_pk, slot_id = address
-    input_rules.check_json(value, "answer")
+    if not dismiss:
+        input_rules.check_json(value, "answer")
     with transaction.atomic():
         row = (
             TurnSlot.objects.filter(
@@ -787,19 +810,27 @@ def slot_answer(*, session_id: str, public_id: str, value: Any) -> bool:
         if row is None or row.renderer == APPROVAL_RENDERER:
             # An approval is decided through `approvals.services.approval_decide` only.
             return False
-        decided = permission_decision(value) if row.renderer == PERMISSION_RENDERER else None
-        if decided is not None:  # approve / reject (with a reason), checked: DecisionRefused
-            value = decided
+        decided = (
+            permission_decision(value)
+            if row.renderer == PERMISSION_RENDERER and not dismiss
+            else None
+        )
+        if dismiss:
+            stored = DISMISSED_ANSWER
+        elif decided is not None:  # approve / reject (with a reason), checked: DecisionRefused
+            stored = {"value": decided}
         elif row.renderer == PERMISSION_RENDERER:
             answer = value.get("value") if isinstance(value, dict) else value
             key = answer.strip().lower() if isinstance(answer, str) else answer
             if not isinstance(key, str | bool) or key not in PERMISSION_ANSWERS:
                 return False
-            value = PERMISSION_ANSWERS[key]
+            stored = {"value": PERMISSION_ANSWERS[key]}
+        else:
+            stored = {"value": value}
         # Conditional: of two answers racing (two tabs, two servers), one wins.
         answered = bool(
             TurnSlot.objects.filter(pk=row.pk, status=TurnSlot.Status.OPEN).update(
-                status=TurnSlot.Status.ANSWERED, answer={"value": value}
+                status=TurnSlot.Status.ANSWERED, answer=stored
             )
         )
         if answered:

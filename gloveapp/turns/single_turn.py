@@ -19,6 +19,15 @@ from django.core.exceptions import ImproperlyConfigured
 
 from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
 from gloveapp.conversations.models import Session
+from gloveapp.conversations.tool_frames import (
+    TOOL_FRAMES,
+    TOOL_USE,
+    TOOL_USE_RESULT,
+    frame_call_id,
+    frame_tool_name,
+    tool_reading,
+    with_reading,
+)
 from gloveapp.core.abort import AbortSignal
 from gloveapp.core.approvals import APPROVAL_RENDERER
 from gloveapp.core.compaction import CompactionConfig
@@ -97,7 +106,11 @@ async def answer_turn(
     for tool in tools.values():
         glove.fold(tool)
 
+    readings: dict[str, dict[str, Any]] = {}
+
     async def forward(event_type: str, payload: dict[str, Any]) -> None:
+        if event_type in TOOL_FRAMES:
+            payload = await read_tool_frame(event_type, payload, tools, readings)
         if event_type in FORWARDED_EVENTS:
             await broadcast(session_id, event_type, payload)
 
@@ -136,6 +149,30 @@ async def answer_turn(
     if isinstance(result, Message):  # a hook ended the request with its own message
         return result.text
     return result.messages[-1].text if result.messages else ""
+
+
+async def read_tool_frame(
+    event_type: str,
+    payload: dict[str, Any],
+    tools: dict[str, Tool],
+    readings: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """A tool frame with what the page shows of its call (`tool_frames`): the summary is
+    read from the call's arguments in `tool_use` and kept (`readings`, by call id) for its
+    result."""
+    name, call_id = frame_tool_name(payload), frame_call_id(payload)
+    reading = readings.pop(call_id, None) if event_type == TOOL_USE_RESULT and call_id else None
+    if reading is None:
+        tool = tools.get(name)
+        args = payload.get("input") if event_type == TOOL_USE else None
+        summary = None
+        if tool is not None and tool.summary is not None and isinstance(args, dict):
+            # A sync function that may read the database: off the event loop.
+            summary = await sync_to_async(tool.summarize)(args)
+        reading = tool_reading(tool, name, summary)
+        if event_type == TOOL_USE and call_id:
+            readings[call_id] = reading
+    return with_reading(payload, reading)
 
 
 def slot_template(tools: dict[str, Tool], slot: Slot) -> str:

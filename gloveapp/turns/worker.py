@@ -39,7 +39,7 @@ from gloveapp.approvals.services import decisions_for_turns
 from gloveapp.approvals.tasks import approval_deadlines
 from gloveapp.conversations.append import FencedOff
 from gloveapp.core.abort import AbortController
-from gloveapp.core.display import DisplayManager, Slot
+from gloveapp.core.display import DisplayManager, Slot, SlotRejectedError
 from gloveapp.core.types import AbortError
 from gloveapp.db import (
     Backoff,
@@ -555,7 +555,10 @@ class TurnEngine:
         for turn_id, slot_id, answer in answers:
             state = self.running.get(turn_id)
             if state is not None and state.display.is_waiting(slot_id):
-                state.display.resolve(slot_id, (answer or {}).get("value"))
+                if services.is_dismissal(answer):
+                    dismiss(state.display, slot_id)
+                else:
+                    state.display.resolve(slot_id, (answer or {}).get("value"))
         for turn_id in cancels:
             state = self.running.get(turn_id)
             if state is not None and not state.abort.signal.aborted:
@@ -669,6 +672,12 @@ def _run_retention() -> None:
         close_broken_connections()
 
 
+def dismiss(display: DisplayManager, slot_id: str) -> None:
+    """The customer dismissed the slot: its waiting tool's wait is rejected, as Glove's
+    `reject(slotId)` (the tool throws; the executor runs it again, and it may ask again)."""
+    display.reject(slot_id, SlotRejectedError(f'The customer dismissed "{slot_id}".'))
+
+
 def _waits(state: RunningTurn) -> bool:
     return not state.parked and any(slot.waits_for_answer for slot in state.display.stack)
 
@@ -749,7 +758,9 @@ class _Announcer:
             self.stored.add(slot.id)
             if not slot.waits_for_answer or self.display is None:
                 continue
-            if isinstance(outcome, services.Kept) and outcome.answered:
+            if isinstance(outcome, services.Kept) and outcome.dismissed:
+                dismiss(self.display, slot.id)
+            elif isinstance(outcome, services.Kept) and outcome.answered:
                 self.display.resolve(slot.id, outcome.answer)
             elif self.on_wait is not None:
                 self.on_wait()

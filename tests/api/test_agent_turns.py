@@ -91,6 +91,12 @@ def test_another_users_session_is_a_404_on_every_route(other_client, owner_clien
             other_client.get(f"{prefix}/events"),
             other_client.post(f"{prefix}/cancel"),
             other_client.get(f"{prefix}/permission-prompts"),
+            other_client.post(
+                f"{prefix}/permission-prompts/t{turn_id}-slot_1", {"value": "once"}, format="json"
+            ),
+            other_client.post(
+                f"{prefix}/slots/t{turn_id}-slot_1", {"dismiss": True}, format="json"
+            ),
         ]
         assert [answer.status_code for answer in answers] == [404] * len(answers), prefix
         assert {answer.json()["error"] for answer in answers} <= {

@@ -63,6 +63,9 @@ def test_a_barista_edits_the_quantity_and_approves_and_the_customer_reads_what_c
     expect(row).to_contain_text("demo")
     expect(row.locator(".approvals-row__total")).to_have_text("$96.00")
     approvals.screenshot(path=screenshot_path(f"approvals-row-{width}.png", tmp_path))
+    # Nothing runs off the side of a phone: the top bar and the queue fit the width.
+    for each in (page, approvals):
+        assert each.evaluate("document.documentElement.scrollWidth") <= width, each.url
     row.click()
     detail = approvals.locator("#approvals-detail")
     expect(detail.locator(".approval__customer")).to_have_text("demo")

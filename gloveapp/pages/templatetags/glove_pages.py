@@ -11,6 +11,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
+from gloveapp.conversations.access import may_see_tool_data
+
 register = template.Library()
 
 
@@ -21,6 +23,12 @@ def as_json(value: Any) -> str:
         return json.dumps(value, indent=2, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):
         return str(value)
+
+
+@register.filter
+def sees_tool_data(user: Any) -> bool:
+    """May this user read a tool call's raw JSON (`access.may_see_tool_data`)?"""
+    return may_see_tool_data(user)
 
 
 @register.filter

@@ -111,7 +111,7 @@
         setStatus("The agent is working…");
         break;
       case "tool_use":
-        setStatus("Running " + (payload.tool_name || payload.name || "a tool") + "…");
+        setStatus("Running " + (payload.label || "a tool") + "…");
         break;
       case "tool_use_result":
         setStatus("The agent is working…");
