@@ -20,7 +20,7 @@ shared 2-core machine moves by 2x between runs of the same code; CPU time moves 
 round gives a ratio per way (its CPU per operation / today's, same round); the figure is the
 median ratio over the rounds, with its interquartile range. `--instructions` runs the children
 under `valgrind --tool=callgrind` instead and counts the instructions each operation executes,
-which load does not move at all (slow: a few rounds of small blocks).
+which load hardly moves (slow: a few rounds of small blocks).
 
 The goal (issue 32): `off` and `on` each within 5 % of `today` (`floor` 1.05). Prints JSON.
 
