@@ -53,8 +53,12 @@ def snapshot(cursor: Any) -> dict[str, Any]:
     cursor.execute("SELECT pg_stat_clear_snapshot()")
     cursor.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")
     wal = int(cursor.fetchone()[0])
+    # A day partition's counts are its log's (gloveapp/partitions.py): summed by parent.
     cursor.execute(
-        "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables"
+        "SELECT COALESCE(p.relname, s.relname), SUM(n_tup_ins)::bigint, "
+        "SUM(n_tup_upd)::bigint, SUM(n_tup_hot_upd)::bigint, SUM(n_tup_del)::bigint "
+        "FROM pg_stat_user_tables s LEFT JOIN pg_inherits i ON i.inhrelid = s.relid "
+        "LEFT JOIN pg_class p ON p.oid = i.inhparent GROUP BY 1"
     )
     tables = {row[0]: row[1:] for row in cursor.fetchall()}
     return {"wal": wal, "tables": tables}

@@ -79,7 +79,9 @@ class EstimatedCountPaginator(Paginator):
 
 def table_estimate(queryset: QuerySet) -> int | None:
     """The planner's estimate of the rows of `queryset`'s table, for a queryset with no
-    filter on PostgreSQL; else None. -1 (never analysed) is None too."""
+    filter on PostgreSQL; else None. -1 (never analysed) is None too. A table partitioned
+    by day (`gloveapp.partitions`) is the sum of its partitions' estimates: autovacuum
+    analyses the partitions, never the parent."""
     query = queryset.query
     connection = connections[queryset.db]
     if connection.vendor != "postgresql" or query.where or query.combinator:
@@ -89,7 +91,11 @@ def table_estimate(queryset: QuerySet) -> int | None:
     table = queryset.model._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(%s)", [table]
+            "SELECT CASE WHEN bool_and(c.reltuples < 0) THEN -1 "
+            "ELSE SUM(GREATEST(c.reltuples, 0)) END::bigint FROM pg_class c "
+            "WHERE c.relkind <> 'p' AND (c.oid = to_regclass(%s) OR c.oid IN "
+            "(SELECT relid FROM pg_partition_tree(to_regclass(%s)) WHERE isleaf))",
+            [table, table],
         )
         row = cursor.fetchone()
     if row is None or row[0] is None or row[0] < 0:

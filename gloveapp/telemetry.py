@@ -1,6 +1,7 @@
 """Switch tracing on in this process when the `OTEL_*` environment asks for it: the SDK's
 exporter (`gloveapp.observe.tracing`) and the instrumentation packages for Django (every
-request a span; WSGI and ASGI), Redis and httpx (the model providers' SDKs use httpx).
+request a span; WSGI and ASGI), psycopg (every PostgreSQL statement a span; SQLite is not
+traced), Redis and httpx (the model providers' SDKs use httpx).
 
 Called from the turns app's `ready()`, before any server builds its middleware, so every
 process (granian's and uvicorn's workers, the turn workers, commands) is set up alike.
@@ -25,9 +26,18 @@ def setup_tracing() -> bool:
     _instrumented = True
     from opentelemetry.instrumentation.django import DjangoInstrumentor
     from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+    from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
     from opentelemetry.instrumentation.redis import RedisInstrumentor
 
-    for instrumentor in (DjangoInstrumentor(), RedisInstrumentor(), HTTPXClientInstrumentor()):
+    instrumentors = (
+        DjangoInstrumentor(),
+        # Patches psycopg.connect, which Django's backend calls for each new connection: set
+        # up here, before the first query opens one. No SQL comments are added to queries.
+        PsycopgInstrumentor(),
+        RedisInstrumentor(),
+        HTTPXClientInstrumentor(),
+    )
+    for instrumentor in instrumentors:
         try:
             instrumentor.instrument()
         except Exception:

@@ -68,6 +68,9 @@ class InboxItem(models.Model):
     # session's side); `response` is what the agent reads either way.
     decisions = models.JSONField(null=True, blank=True)
     decision = models.CharField(max_length=10, null=True, blank=True)
+    # The W3C traceparent of the resolution's span (empty when its process traces nothing):
+    # the turn that consumes the item links its wait span to it, across processes.
+    trace_parent = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["created_at", "id"]

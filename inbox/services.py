@@ -34,6 +34,7 @@ from gloveapp.core.types import iso_format
 from gloveapp.db import delete_in_batches
 from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import session_stream
+from gloveapp.observe import tracing
 from inbox.models import InboxItem
 from inbox.serialization import inbox_item_fields, inbox_item_to_core
 
@@ -87,7 +88,13 @@ def _resolve(
 ) -> InboxItem:
     """The one pending -> resolved transition every path shares (validated by the caller)."""
     scope = scope or {}
-    with transaction.atomic():
+    traced = {
+        "glove.inbox.item_id": item_id,
+        "glove.wait.channel": resolved_by,
+        "glove.wait.decider": getattr(user, "username", "") or "",
+        "glove.wait.decision": decision or "",
+    }
+    with tracing.span_here("glove.inbox.resolve", traced), transaction.atomic():
         # Race: many resolvers may arrive at once. The status in the WHERE clause makes the
         # UPDATE itself the arbiter; the row lock it takes makes the others wait and then
         # match nothing, so exactly one of them sees 1 row.
@@ -98,6 +105,7 @@ def _resolve(
             resolved_by=resolved_by,
             resolved_by_user=user,
             decision=decision,
+            trace_parent=tracing.current_traceparent(),
         )
         if claimed != 1:
             raise _not_pending(item_id, scope, Status.RESOLVED)
@@ -232,6 +240,9 @@ def inbox_item_add(
             "expires_at": expires_at,
             "resolved_by": resolved_by,
             "consumed_at": timezone.now() if fields["status"] == Status.CONSUMED else None,
+            # An item added already resolved (a mesh message): the turn that consumes it
+            # links to the span that sent it, when one is current here.
+            "trace_parent": tracing.current_traceparent() if resolved_by else "",
             **fields,
         }
         row = _create_item(key if not holders else _fresh_item_id(), values)
@@ -263,10 +274,17 @@ def inbox_items_deliver(*, session_id: str, items: list[CoreInboxItem]) -> list[
     """
     check_session_id(session_id)
     rows = []
+    sent_in = tracing.current_traceparent()  # the mesh send's span, when it is traced here
     for item in items:
         fields = inbox_item_fields(item)
         rows.append(
-            InboxItem(id=fields["key"], session_id=session_id, resolved_by="mesh", **fields)
+            InboxItem(
+                id=fields["key"],
+                session_id=session_id,
+                resolved_by="mesh",
+                trace_parent=sent_in,
+                **fields,
+            )
         )
     with transaction.atomic(savepoint=False):
         lock_session(session_id)
@@ -452,7 +470,42 @@ def _take_resolved(session_id: str) -> list[CoreInboxItem]:
     for row in rows:
         row.status, row.consumed_at = Status.CONSUMED, now
         _announce(row)
+        _trace_wait(row)
     return taken
+
+
+def _trace_wait(row: InboxItem) -> None:
+    """The consuming turn's `glove.wait inbox` span: the item's wait from its post to its
+    resolution, linked to the resolution's span (another process's, often)."""
+    if not tracing.recording():
+        return
+    resolved_at = row.resolved_at or row.created_at
+    tracing.span_between(
+        "glove.wait inbox",
+        start_ns=_ns(row.created_at),
+        end_ns=max(_ns(resolved_at), _ns(row.created_at)),
+        attributes={
+            "glove.wait.kind": "inbox",
+            "glove.wait.outcome": "resolved",
+            "glove.wait.seconds": max((resolved_at - row.created_at).total_seconds(), 0.0),
+            "glove.wait.channel": row.resolved_by or "",
+            "glove.wait.decider": _resolver_name(row),
+            "glove.wait.decision": row.decision or "",
+            "glove.inbox.item_id": row.pk,
+            "glove.inbox.tag": row.tag,
+        },
+        links=(row.trace_parent,),
+    )
+
+
+def _ns(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000_000)
+
+
+def _resolver_name(row: InboxItem) -> str:
+    if row.resolved_by_user_id is None:
+        return ""
+    return row.resolved_by_user.username if row.resolved_by_user else ""
 
 
 def expire_inbox_items(*, now: datetime | None = None) -> int:

@@ -33,7 +33,13 @@ class MeshAgent(models.Model):
 
 
 class MeshSentMessage(models.Model):
-    """message id -> sender, for routing acks (Glove's 1,024-entry LRU, kept for good)."""
+    """message id -> sender, for routing acks (Glove's 1,024-entry LRU, kept for good).
+
+    On PostgreSQL this table and `MeshDelivery` are partitioned by day (`mesh/0003`): their
+    keys include the day, each partition keeps the unique key (one sender per message id;
+    one delivery per message and recipient) with a unique index, and across days every
+    writer takes an advisory lock on the key first (`services._record_senders`,
+    `services._claim_many`)."""
 
     message_id = models.CharField(primary_key=True, max_length=MAX_ID)
     sender = models.CharField(max_length=MAX_ID)

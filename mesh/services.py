@@ -23,6 +23,7 @@ from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.db import delete_in_batches
 from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import mesh_stream
+from gloveapp.partitions import is_partitioned, lock_keys, partitions_prune
 from gloveapp.wake import MESH as WAKE_MESH
 from gloveapp.wake import wake_after_commit
 from inbox.models import InboxItem
@@ -75,14 +76,42 @@ def mesh_prune(*, older_than: timedelta) -> dict[str, int]:
       session as its inbox, and nothing unregisters it when the chat is deleted).
     """
     cut = timezone.now() - older_than
-    senders = delete_in_batches(MeshSentMessage.objects.filter(created_at__lt=cut))
-    deliveries = delete_in_batches(MeshDelivery.objects.filter(delivered_at__lt=cut))
+    senders = _prune_log(MeshSentMessage, "created_at", cut)
+    deliveries = _prune_log(MeshDelivery, "delivered_at", cut)
     registrations = delete_in_batches(
         MeshAgent.objects.exclude(inbox_session="")
         .filter(registered_at__lt=cut)
         .exclude(inbox_session__in=Session.objects.values("id"))
     )
     return {"sent_messages": senders, "deliveries": deliveries, "registrations": registrations}
+
+
+def _prune_log(model: Any, column: str, cut: Any) -> int:
+    """On PostgreSQL whole days are dropped (`gloveapp.partitions`); elsewhere rows go in
+    bounded batches."""
+    table = model._meta.db_table
+    if is_partitioned(table):
+        return partitions_prune(table, column=column, cut=cut, batch=settings.GLOVE_RETENTION_BATCH)
+    return delete_in_batches(model.objects.filter(**{f"{column}__lt": cut}))
+
+
+def _record_senders(messages: Iterable[IncomingMeshMessage]) -> None:
+    """The sender of each message id, the first one kept (an ack goes to it). On
+    PostgreSQL the table is partitioned by day and its unique index covers one day: a
+    writer locks the ids first (`lock_keys`), then inserts those no day holds yet."""
+    senders: dict[str, MeshSentMessage] = {}
+    for message in messages:
+        senders.setdefault(
+            message.id,
+            MeshSentMessage(message_id=message.id, sender=message.from_, kind=message.kind),
+        )
+    if connection.vendor == "postgresql" and senders:
+        lock_keys(MeshSentMessage._meta.db_table, senders)
+        for known in MeshSentMessage.objects.filter(message_id__in=list(senders)).values_list(
+            "message_id", flat=True
+        ):
+            senders.pop(known, None)
+    MeshSentMessage.objects.bulk_create(list(senders.values()), ignore_conflicts=True)
 
 
 def agent_identity(agent: MeshAgent) -> AgentIdentity:
@@ -209,10 +238,21 @@ def _claim_many(
     (message id, recipient) pairs that were new, with their delivery ids.
 
     One multi-row `INSERT ... ON CONFLICT DO NOTHING RETURNING` (PostgreSQL and SQLite >=
-    3.35): the unique (message id, recipient) constraint decides, without a savepoint or a
-    read first; a pair twice in one batch is inserted once. The inbox items the rows point
-    to are inserted right after, in the same transaction (foreign keys are checked at
-    commit)."""
+    3.35): the unique (message id, recipient) key decides, without a savepoint; a pair
+    twice in one batch is inserted once. On PostgreSQL the table is partitioned by day and
+    its unique index covers one day, so the pairs are locked first (`lock_keys`: a
+    concurrent send of a pair waits for this transaction) and those some day already holds
+    are left out. The inbox items the rows point to are inserted right after, in the same
+    transaction (foreign keys are checked at commit)."""
+    if connection.vendor == "postgresql" and deliveries:
+        pairs = {(message.id, recipient) for message, recipient, _, _ in deliveries}
+        lock_keys(MeshDelivery._meta.db_table, [f"{m}\x00{r}" for m, r in pairs])
+        known = set(
+            MeshDelivery.objects.filter(
+                message_id__in={m for m, _ in pairs}, recipient__in={r for _, r in pairs}
+            ).values_list("message_id", "recipient")
+        )
+        deliveries = [d for d in deliveries if (d[0].id, d[1]) not in known]
     if not deliveries:
         return {}
     table = MeshDelivery._meta.db_table
@@ -233,7 +273,7 @@ def _claim_many(
         cursor.execute(
             f'INSERT INTO "{table}" '
             "(message_id, recipient, sender, kind, body, inbox_item_id, delivered_at) "
-            f"VALUES {values} ON CONFLICT (message_id, recipient) DO NOTHING "
+            f"VALUES {values} ON CONFLICT DO NOTHING "
             "RETURNING message_id, recipient, id",
             params,
         )
@@ -272,13 +312,7 @@ def mesh_messages_deliver(
     limit = _max_age(max_age)
     stale = {index for index, (message, _, _) in enumerate(sends) if not _fresh(message, limit)}
     with transaction.atomic(savepoint=False):
-        MeshSentMessage.objects.bulk_create(
-            [
-                MeshSentMessage(message_id=message.id, sender=message.from_, kind=message.kind)
-                for message, _, _ in sends
-            ],
-            ignore_conflicts=True,
-        )
+        _record_senders(message for message, _, _ in sends)
         agents = {message.from_ for message, _, _ in sends}
         for _, _, recipients in sends:
             agents.update(recipients)
@@ -390,15 +424,13 @@ def mesh_direct_send_many(
         }
         known = {(message.from_, message.to) for message, _ in sends} & reachable
         unknown = [message for message, _ in sends if (message.from_, message.to) not in known]
+        if unknown and len(unknown) < len(sends):
+            # The senders are recorded in two steps below: their locks first, all in one
+            # order, so two such batches sharing ids cannot deadlock (`lock_keys`).
+            lock_keys(MeshSentMessage._meta.db_table, [message.id for message, _ in sends])
         if unknown:
             # As glove-mesh does, the sender is recorded even when the send then fails.
-            MeshSentMessage.objects.bulk_create(
-                [
-                    MeshSentMessage(message_id=message.id, sender=message.from_, kind=message.kind)
-                    for message in unknown
-                ],
-                ignore_conflicts=True,
-            )
+            _record_senders(unknown)
         good = [
             (message, wire, [message.to])
             for message, wire in sends

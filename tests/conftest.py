@@ -192,3 +192,26 @@ def pytest_runtest_makereport(item, call):
             report.sections.append(("PostgreSQL connections", explained))
             return
         exc = exc.__cause__ or exc.__context__
+
+
+@pytest.fixture
+def spans(monkeypatch):
+    """This process's spans, in the SDK's in-memory exporter, as if an OTLP endpoint were
+    set (`tracing.wanted_here()`). The global tracer provider can be set once per process:
+    later tests of the run find it set and add their exporter to it."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from gloveapp.observe import tracing
+
+    exporter = InMemorySpanExporter()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(tracing, "_configured", True)
+    yield exporter
+    exporter.shutdown()

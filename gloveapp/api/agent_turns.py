@@ -366,6 +366,8 @@ class SlotAnswerApi(ApiView):
                     public_id=slot_id,
                     value=None if dismiss else data["value"],
                     dismiss=dismiss,
+                    by=request.user.get_username(),
+                    via="rest",
                 )
             except ValueError as refused:
                 field = getattr(refused, "field", None) or "value"

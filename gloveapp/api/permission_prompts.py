@@ -126,7 +126,13 @@ class PermissionPromptAnswerApi(ApiView):
         )
         with refused_input_as_400():
             try:
-                answered = slot_answer(session_id=session.pk, public_id=prompt_id, value=answer)
+                answered = slot_answer(
+                    session_id=session.pk,
+                    public_id=prompt_id,
+                    value=answer,
+                    by=request.user.get_username(),
+                    via="rest",
+                )
             except DecisionRefused as refused:
                 raise ValidationError({refused.field: [str(refused)]}) from None
         if not answered:

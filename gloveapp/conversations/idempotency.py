@@ -5,9 +5,12 @@ store it twice. It sends the same `Idempotency-Key` with the retry (any printabl
 200 characters, unique per user: a UUID per message). The first request with a key claims it
 in a row (`IdempotentRequest`, unique per user and key) inside the write's own transaction
 and stores its answer there; a later request with the key gets that answer back and writes
-nothing. A concurrent duplicate waits on the unique index until the first commits (then it
-is a retry) or rolls back (then it runs itself). Only acknowledged answers are kept: a
-refused request (a 4xx) rolls its claim back, so its retry is tried afresh.
+nothing. A concurrent duplicate waits until the first commits (then it is a retry) or rolls
+back (then it runs itself): on PostgreSQL, where the table is partitioned by day and the
+database's unique index covers one day, on an advisory lock of the key taken before the
+lookup (`gloveapp.partitions.lock_keys`), so a duplicate sent across midnight is caught
+too. Only acknowledged answers are kept: a refused request (a 4xx) rolls its claim back,
+so its retry is tried afresh.
 
 The same key sent with a different request (another route, session or body) is refused
 (`IdempotencyKeyReused`) rather than answered with the first request's answer.
@@ -21,11 +24,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from gloveapp.conversations.models import IdempotentRequest
 from gloveapp.db import delete_in_batches
+from gloveapp.partitions import is_partitioned, lock_keys, partitions_prune
 
 KEY_HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 200
@@ -105,10 +110,12 @@ def stream_abandoned(claim: IdempotentRequest) -> None:
 
 
 def _claim(user_id: Any, key: str, scope: str, fingerprint: str) -> tuple[IdempotentRequest, bool]:
-    # get_or_create inserts under a savepoint: on PostgreSQL a concurrent duplicate's
-    # insert waits on the unique index for the first transaction, then reads its row.
+    key = check_key(key)
+    # One writer of a key at a time, whatever day each one's row would land in: the second
+    # waits here until the first's transaction ends, then its lookup sees the first's row.
+    lock_keys(IdempotentRequest._meta.db_table, [f"{user_id}\x00{key}"])
     return IdempotentRequest.objects.get_or_create(
-        user_id=user_id, key=check_key(key), defaults={"scope": scope, "fingerprint": fingerprint}
+        user_id=user_id, key=key, defaults={"scope": scope, "fingerprint": fingerprint}
     )
 
 
@@ -126,10 +133,16 @@ def _stored_answer(row: IdempotentRequest, scope: str, fingerprint: str) -> Any:
 
 
 def idempotency_keys_prune(*, older_than: timedelta) -> int:
-    """Forget keys older than `older_than`; returns how many. The turn worker's scheduler
-    runs it (GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS), and `prune_idempotency_keys` by hand."""
+    """Forget keys older than `older_than`; returns how many (dropped partitions' rows
+    estimated). The turn worker's scheduler runs it (GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS),
+    and `prune_idempotency_keys` by hand. On PostgreSQL whole days are dropped
+    (`gloveapp.partitions.partitions_prune`); elsewhere rows go in bounded batches."""
     if older_than <= timedelta(0):
         raise ValueError("older_than must be positive")
-    return delete_in_batches(
-        IdempotentRequest.objects.filter(created_at__lt=timezone.now() - older_than)
-    )
+    cut = timezone.now() - older_than
+    table = IdempotentRequest._meta.db_table
+    if is_partitioned(table):
+        return partitions_prune(
+            table, column="created_at", cut=cut, batch=settings.GLOVE_RETENTION_BATCH
+        )
+    return delete_in_batches(IdempotentRequest.objects.filter(created_at__lt=cut))

@@ -238,8 +238,12 @@ class IdempotentRequest(models.Model):
 
     One row per (user, key), written in the write's own transaction: a retry of an
     acknowledged request finds it and gets that answer back, storing nothing new, and a
-    concurrent duplicate waits on the unique index until the first commits (then finds it)
-    or rolls back (then runs itself). `answer` is null while a streamed answer is under way.
+    concurrent duplicate waits until the first commits (then finds it) or rolls back (then
+    runs itself). `answer` is null while a streamed answer is under way.
+
+    On PostgreSQL the table is partitioned by day of `created_at` (`conversations/0013`):
+    its key is (id, created_at), and the unique (user, key) below is a unique index per
+    day, kept across days by the advisory lock `idempotency._claim` takes on the key.
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")

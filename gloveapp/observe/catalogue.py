@@ -297,16 +297,50 @@ SPANS: tuple[SpanSpec, ...] = (
     ),
     SpanSpec(
         "glove.wait {kind}",
-        "A wait on a person inside a turn (a permission prompt, an approval, a display slot "
-        "that waits for an answer), from the prompt's push to its close.",
+        "A wait on a person: a permission prompt, an approval or a display slot that waits "
+        "for an answer, from the prompt's first push to its close, a child of the "
+        "`invoke_agent` of the attempt that closed it (a turn parked on a person, or taken "
+        "over from a dead worker, closes it in a later attempt; the wait still starts at the "
+        "first push); or an inbox item (`glove.wait inbox`), from its post to its "
+        "resolution, a child of the `invoke_agent` of the turn that consumed it, with a span "
+        "link to the resolution's `glove.inbox.resolve` (or, for a mesh message, to the "
+        "sender's `glove.mesh.send`) in whichever process made it.",
         (
-            ("glove.wait.kind", "The prompt's renderer (`permission_request`, an approval...)."),
+            (
+                "glove.wait.kind",
+                "The prompt's renderer (`permission_request`, `approval_request`, a slot's "
+                "renderer such as `checkout`) or `inbox`.",
+            ),
             ("glove.wait.outcome", "How it closed: `resolved`, `rejected`, `expired`."),
             ("glove.wait.seconds", "How long it waited."),
-            ("gen_ai.tool.name", "The tool that asked."),
-            ("glove.wait.decider", "An approval's decider (their username; empty: expiry)."),
-            ("glove.wait.channel", "Through which channel it was decided (page, admin, ...)."),
-            ("glove.wait.decision", "The decision (`approve`, `reject`, ...)."),
+            ("gen_ai.tool.name", "The tool that asked (prompts and slots)."),
+            (
+                "glove.wait.decider",
+                "Who answered: the approval's decider, the person who answered the prompt or "
+                "slot, the inbox item's resolver (a username; empty: expiry, a webhook...).",
+            ),
+            (
+                "glove.wait.channel",
+                "Through which channel: an approval's (`page`, `admin`, `rest`, `webhook`, "
+                "`email`, `expiry`, `python`), a prompt's (`page`, `rest`), an inbox item's "
+                "`resolved_by` (`user`, `webhook`, `command`, `api`, `mesh`, `expiry`, `agent`).",
+            ),
+            ("glove.wait.decision", "The decision (`approve`, `reject`, ...), when one was taken."),
+            ("glove.inbox.item_id", "The inbox item (inbox waits)."),
+            ("glove.inbox.tag", "The inbox item's tag (inbox waits)."),
+        ),
+    ),
+    SpanSpec(
+        "glove.inbox.resolve",
+        "An inbox item's resolution, in the process that resolved it (the admin's or the "
+        "API's request, a webhook, `manage.py inbox resolve`, expiry): a child of the "
+        "request's span, or a trace of its own. Its trace context is stored with the item, "
+        "and the turn that consumes the item links its `glove.wait inbox` span to it.",
+        (
+            ("glove.inbox.item_id", "The item."),
+            ("glove.wait.channel", "Its `resolved_by`."),
+            ("glove.wait.decider", "The resolving user's username (empty when none)."),
+            ("glove.wait.decision", "The decision, when the item declared decisions."),
         ),
     ),
     SpanSpec(

@@ -86,6 +86,14 @@ def context_from(traceparent: str) -> otel_context.Context | None:
     return propagate.extract({"traceparent": traceparent})
 
 
+def link_to(traceparent: str) -> trace.Link | None:
+    """A span link to the span a stored `traceparent` names (None: none stored)."""
+    if not traceparent:
+        return None
+    span_context = trace.get_current_span(context_from(traceparent)).get_span_context()
+    return trace.Link(span_context) if span_context.is_valid else None
+
+
 def start(name: str, *, parent: otel_context.Context | None = None, **kwargs: Any) -> Any:
     return tracer().start_span(name, context=parent, **kwargs)
 
@@ -104,12 +112,33 @@ def recording() -> bool:
 
 
 def span_between(
-    name: str, *, start_ns: int, end_ns: int, attributes: dict[str, Any], error: str = ""
+    name: str,
+    *,
+    start_ns: int,
+    end_ns: int,
+    attributes: dict[str, Any],
+    error: str = "",
+    parent: Any = None,
+    links: tuple[str, ...] = (),
 ) -> None:
-    """A span for something already over (a tool call, a wait), under the current span."""
-    if not recording():
+    """A span for something already over (a tool call, a wait), under `parent` (a span)
+    or else the current span; nothing when that one is not recording. `links`: stored
+    traceparents of what it follows from in other processes (an inbox item's resolution)."""
+    if parent is None:
+        if not recording():
+            return
+        context = None
+    elif parent.is_recording():
+        context = trace.set_span_in_context(parent)
+    else:
         return
-    span = tracer().start_span(name, start_time=start_ns, attributes=attributes)
+    span = tracer().start_span(
+        name,
+        context=context,
+        start_time=start_ns,
+        attributes=attributes,
+        links=[link for link in map(link_to, links) if link is not None] or None,
+    )
     if error:
         span.set_status(trace.Status(trace.StatusCode.ERROR, error))
     span.end(end_time=end_ns)
@@ -129,6 +158,18 @@ def child_span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
     """A span under the current one while the block runs; nothing at all (None) when no
     span is recording, so code outside a traced turn pays nothing."""
     if not recording():
+        yield None
+        return
+    with tracer().start_as_current_span(name, attributes=attributes) as span:
+        yield span
+
+
+@contextmanager
+def span_here(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
+    """A span while the block runs when this process exports traces: a child of the
+    current span (a request's), or a trace of its own (a command, a scheduler). None, and
+    nothing done, when it does not."""
+    if not _configured:
         yield None
         return
     with tracer().start_as_current_span(name, attributes=attributes) as span:

@@ -272,7 +272,12 @@ async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> Ht
         return HttpResponse("The answer is not valid JSON.", status=400, content_type="text/plain")
     try:
         answered = await turns.answer_slot(
-            session_id=session.pk, slot_id=slot_id, value=value, dismiss=dismiss
+            session_id=session.pk,
+            slot_id=slot_id,
+            value=value,
+            dismiss=dismiss,
+            by=user.get_username(),
+            via="page",
         )
     except ValueError as refused:
         return HttpResponse(str(refused), status=400, content_type="text/plain")

@@ -13,6 +13,7 @@ class TurnsConfig(AppConfig):
 
     def ready(self) -> None:
         from gloveapp import db
+        from gloveapp.turns import checks  # noqa: F401  (registers the system checks)
         from gloveapp.turns.queue.tasks import wake_turn
 
         # An answer stored by any app (an approval's decision, a prompt's answer, a Stop)

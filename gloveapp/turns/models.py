@@ -46,6 +46,10 @@ class Turn(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     # How many of those claims continued it after a wait on a person (not a restart).
     resumes = models.PositiveSmallIntegerField(default=0)
+    # Why it is queued (or was, for the attempt that runs): its worker stopped and the lease
+    # ran out (a restart). Set by the takeback, cleared when an answer unparks it, so a
+    # continuation after a wait is no retry, even of a turn restarted once before.
+    restarting = models.BooleanField(default=False)
     worker_id = models.CharField(max_length=64, blank=True, default="")
     # A running turn whose lease passes is taken back by another worker (its worker died).
     lease_until = models.DateTimeField(null=True, blank=True)
@@ -72,9 +76,10 @@ class Turn(models.Model):
     # The W3C traceparent of the request that posted the turn: its worker's spans join that
     # trace (empty when tracing is off).
     trace_parent = models.CharField(max_length=64, blank=True, default="")
-    # The model the finishing attempt talked to and the tokens it used: the turn's cost is
-    # this usage priced by GLOVE_MODEL_PRICES. Written once, by the finishing UPDATE (no
-    # index holds them, so the row is rewritten in place).
+    # The model the finishing attempt talked to and the tokens the turn's attempts used:
+    # each attempt that parks on a person or finishes adds its own (one whose worker died
+    # took its count with it). The turn's cost is this usage priced by GLOVE_MODEL_PRICES.
+    # No index holds them, so the row is rewritten in place.
     model = models.CharField(max_length=200, blank=True, default="")
     tokens_in = models.BigIntegerField(default=0)
     tokens_out = models.BigIntegerField(default=0)
@@ -124,8 +129,9 @@ class Turn(models.Model):
 
     @property
     def retried(self) -> bool:
-        """Restarted after a worker stopped (a continuation after a wait is not a retry)."""
-        return self.attempts - self.resumes > 1
+        """This attempt restarts the turn after a worker stopped (a continuation after a
+        wait is not a retry)."""
+        return self.restarting
 
     @property
     def continues(self) -> bool:
@@ -155,6 +161,10 @@ class TurnSlot(models.Model):
     template = models.CharField(max_length=200)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     answer = models.JSONField(null=True, blank=True)
+    # Who answered it and through which edge (`page`, `rest`): its wait's span and step say.
+    # An approval's decider is its ApprovalDecision's.
+    answered_by = models.CharField(max_length=150, blank=True, default="")
+    answered_via = models.CharField(max_length=10, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

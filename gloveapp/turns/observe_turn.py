@@ -28,7 +28,7 @@ from gloveapp.db import is_database_outage
 from gloveapp.observe import metrics, tracing
 from gloveapp.observe.cost import Usage, cost_of, price_for
 from gloveapp.turns import services
-from gloveapp.turns.models import Turn, TurnStep
+from gloveapp.turns.models import Turn, TurnSlot, TurnStep
 
 logger = logging.getLogger(__name__)
 # Kept steps are stored at the latest after this many (a long turn's timeline fills as it runs).
@@ -156,21 +156,33 @@ class TurnObserver:
         # A person may take minutes: what the turn did so far is readable meanwhile.
         await self.flush()
 
+    def wait_stored(self, slot_id: str, created_at: datetime, *, closed: bool) -> None:
+        """The wait's row is stored, maybe by an earlier attempt (the turn parked, or its
+        worker died, while it waited): the wait began when that row was written. `closed`:
+        an earlier attempt saw it answered and closed it (this one re-runs the call that
+        asked, which finds the answer): that wait is reported already."""
+        if closed:
+            self._waits.pop(slot_id, None)
+        elif slot_id in self._waits:
+            self._waits[slot_id] = (created_at, int(created_at.timestamp() * 1_000_000_000))
+
     async def wait_closed(self, slot: Any) -> None:
         """A prompt that waited on a person closed: its wait is a step and a span."""
         opened = self._waits.pop(slot.id, None)
         if opened is None:
             return
         opened_at, opened_ns = opened
-        waited = (timezone.now() - opened_at).total_seconds()
+        closed_ns = time.time_ns()
+        waited = max(closed_ns - opened_ns, 0) / 1e9
         kind, outcome = str(slot.renderer or "prompt"), str(slot.status or "")
-        decided: dict[str, str] = {}
-        if slot.renderer == APPROVAL_RENDERER:
-            decided = await sync_to_async(approval_decider)(self.turn.pk, slot.id)
+        decided = await sync_to_async(who_answered)(self.turn.pk, slot.id, slot.renderer)
         tracing.span_between(
             f"glove.wait {kind}",
             start_ns=opened_ns,
-            end_ns=time.time_ns(),
+            end_ns=closed_ns,
+            # Its own attempt's span, whichever task closed the slot (an answer is handed
+            # over by the worker's watcher, outside the turn's context).
+            parent=self._span,
             attributes={
                 "glove.wait.kind": kind,
                 "glove.wait.outcome": outcome,
@@ -345,16 +357,30 @@ class ObservedModel:
         return result
 
 
-def approval_decider(turn_id: int, slot_id: str) -> dict[str, str]:
-    """Who decided the approval a turn's slot waited on, and through which channel."""
-    found = (
-        ApprovalDecision.objects.filter(request__turn_id=turn_id, request__slot_id=slot_id)
-        .values("username", "channel", "kind")
+def who_answered(turn_id: int, slot_id: str, renderer: str) -> dict[str, str]:
+    """Who answered the prompt a turn's slot waited on, and through which channel: an
+    approval's decider (and decision), or the person who answered the slot itself."""
+    if renderer == APPROVAL_RENDERER:
+        found = (
+            ApprovalDecision.objects.filter(request__turn_id=turn_id, request__slot_id=slot_id)
+            .values("username", "channel", "kind")
+            .first()
+        )
+        if found is None:
+            return {}
+        return {
+            "decider": found["username"],
+            "channel": found["channel"],
+            "decision": found["kind"],
+        }
+    answered = (
+        TurnSlot.objects.filter(turn_id=turn_id, slot_id=slot_id)
+        .values_list("answered_by", "answered_via")
         .first()
     )
-    if found is None:
+    if answered is None or not answered[1]:
         return {}
-    return {"decider": found["username"], "channel": found["channel"], "decision": found["kind"]}
+    return {"decider": answered[0], "channel": answered[1]}
 
 
 def _aware(moment: Any) -> datetime | None:

@@ -92,15 +92,22 @@ def wake_mesh_peer_sync(*, session_id: str, text: str) -> bool:
 
 
 async def answer_slot(
-    *, session_id: str, slot_id: str, value: Any = None, dismiss: bool = False
+    *,
+    session_id: str,
+    slot_id: str,
+    value: Any = None,
+    dismiss: bool = False,
+    by: str = "",
+    via: str = "",
 ) -> bool:
     """Answer a waiting prompt; False when nothing waits on it (answered, expired, unknown).
     A permission prompt takes one of `services.PERMISSION_CHOICES` ("once", "always",
     "deny_once", "always_deny"), or Glove's "deny" (remembered) and booleans.
     `dismiss`: close it unanswered, as Glove's `reject(slotId)`: the waiting tool throws and
-    is run again (it may ask again); a permission prompt reads it as "no" for that call."""
+    is run again (it may ask again); a permission prompt reads it as "no" for that call.
+    `by`, `via`: who answered and through which edge (the wait's span and timeline step)."""
     return await sync_to_async(services.slot_answer)(
-        session_id=session_id, public_id=slot_id, value=value, dismiss=dismiss
+        session_id=session_id, public_id=slot_id, value=value, dismiss=dismiss, by=by, via=via
     )
 
 

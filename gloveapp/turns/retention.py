@@ -29,7 +29,6 @@ from gloveapp.approvals.services import approvals_prune
 from gloveapp.conversations.idempotency import idempotency_keys_prune
 from gloveapp.db import delete_in_batches, is_database_outage
 from gloveapp.live.eventlog import live_events_prune
-from gloveapp.live.models import LiveEvent
 from gloveapp.turns.services import turn_steps_prune, turns_prune
 from inbox.services import inbox_items_prune
 from mesh.services import mesh_prune
@@ -39,19 +38,31 @@ logger = logging.getLogger(__name__)
 
 def task_results_prune(*, older_than: timedelta) -> int:
     """Forget the database queue's finished task results (django-tasks-db's `DBTaskResult`)
-    older than `older_than`, in bounded batches; queued and running tasks stay. Not
-    partitioned: the table and its migrations belong to django-tasks-db (a UUID key, its
-    own claim query on a partial index), so partitioning it would fork another package's
-    schema; a turn's task row is small and this deletes it in batches instead."""
+    that finished more than `older_than` ago; queued and running tasks stay, whatever their
+    age. On PostgreSQL the table is partitioned by day of `enqueued_at` (`turns/0008`): a
+    day whose every task finished before the cut is dropped whole; a day still holding a
+    queued or running task (or one that finished after the cut) keeps it and loses its
+    other rows in batches. Elsewhere rows go in bounded batches."""
     if older_than <= timedelta(0):
         raise ValueError("older_than must be positive")
     from django_tasks_db.compat import TaskResultStatus
     from django_tasks_db.models import DBTaskResult
 
     cut = timezone.now() - older_than
+    finished = [TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED]
+    table = DBTaskResult._meta.db_table
+    if partitions.is_partitioned(table):
+        return partitions.partitions_prune(
+            table,
+            column="enqueued_at",
+            cut=cut,
+            batch=settings.GLOVE_RETENTION_BATCH,
+            keep="status NOT IN (%s, %s) OR finished_at IS NULL OR finished_at >= %s",
+            keep_params=[*finished, cut],
+        )
     return delete_in_batches(
         DBTaskResult.objects.filter(
-            status__in=[TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED],
+            status__in=finished,
             finished_at__lt=cut,
         )
     )
@@ -81,15 +92,21 @@ RETENTION: tuple[Retention, ...] = (
     Retention("turn timeline steps", "GLOVE_RETAIN_TURN_STEPS_DAYS", turn_steps_prune),
 )
 
-# The tables partitioned by day on PostgreSQL, with their partition key.
-PARTITIONED: tuple[tuple[str, str], ...] = ((LiveEvent._meta.db_table, "created_at"),)
-
 
 def retention_apply() -> dict[str, int]:
-    """One round: the coming days' partitions, then every table's prune; returns the rows
-    each forgot (what dropped partitions held is estimated)."""
-    for table, column in PARTITIONED:
-        partitions.partitions_ensure(table, column=column, now=timezone.now())
+    """One round: the coming days' partitions (of every table in `partitions.LOGS`), then
+    every table's prune; returns the rows each forgot (what dropped partitions held is
+    estimated)."""
+    for log in partitions.LOGS:
+        try:
+            partitions.partitions_ensure(log.table, column=log.column, now=timezone.now())
+        except Exception as error:
+            if is_database_outage(error):
+                raise
+            # Days are made three days ahead: a round that fails here (a lock timeout on
+            # a busy table) is tried again long before its day comes, and the other
+            # tables still get theirs.
+            logger.exception("partitions of %s not made; tried again next round", log.table)
     pruned: dict[str, int] = {}
     for policy in RETENTION:
         days = getattr(settings, policy.setting)

@@ -212,7 +212,7 @@ _CLAIM_SQL = f"""
            base_seq = COALESCE(base_seq, (SELECT last_seq FROM {_SESSION} WHERE id = %s))
      WHERE id = (SELECT id FROM next WHERE status = 'queued') AND status = 'queued'
     RETURNING id, text, source, user_id, attempts, base_seq, created_at, resumes,
-              cancel_requested, trace_parent
+              cancel_requested, trace_parent, restarting
 """
 
 
@@ -239,7 +239,7 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
     if row is None:
         return None
     turn_id, text, source, user_id, attempts, base_seq, created_at, resumes, cancel = row[:9]
-    trace_parent = row[9]
+    trace_parent, restarting = row[9], row[10]
     turn = Turn(
         id=turn_id,
         session_id=session_id,
@@ -256,6 +256,7 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
         created_at=created_at,
         started_at=now,
         trace_parent=trace_parent or "",
+        restarting=bool(restarting),
     )
     turn._state.adding = False
     # The worker of the attempt before a retry (its timeline step says; "" when none).
@@ -310,7 +311,7 @@ def turn_release(*, turn: Turn, worker_id: str) -> bool:
     # Conditional: another worker's sweep may have taken it back already.
     released = Turn.objects.filter(
         pk=turn.pk, status=Turn.Status.RUNNING, worker_id=worker_id
-    ).update(status=Turn.Status.QUEUED, worker_id="", lease_until=None)
+    ).update(status=Turn.Status.QUEUED, worker_id="", lease_until=None, restarting=False)
     return bool(released)
 
 
@@ -343,8 +344,9 @@ def turn_request_stored(turn: Turn) -> bool:
 
 _FINISH_SQL = f"""
     UPDATE {_TURN} SET status = %s, error = %s, finished_at = %s, lease_until = NULL,
-           model = %s, tokens_in = %s, tokens_out = %s, cache_read_tokens = %s,
-           cache_write_tokens = %s
+           model = %s, tokens_in = tokens_in + %s, tokens_out = tokens_out + %s,
+           cache_read_tokens = cache_read_tokens + %s,
+           cache_write_tokens = cache_write_tokens + %s
      WHERE id = %s AND status = 'running' AND worker_id = %s
     RETURNING session_id
 """
@@ -367,7 +369,8 @@ def turn_finish(
     """End a running turn; False when this worker no longer holds it (taken back).
 
     `prompted=False` (the turn pushed no prompt) skips looking for prompts to expire.
-    `model` and `usage`: the model the attempt talked to and the tokens it used (its cost);
+    `model` and `usage`: the model the attempt talked to and the tokens it used (its cost),
+    added to those of the attempts before it that parked (`turn_park`);
     `steps`: its timeline steps not stored yet (of attempt `attempt`, claimed at
     `started_at`), stored with the end (the same fence)."""
     usage = usage or Usage()
@@ -455,6 +458,7 @@ def turns_take_back(*, now: Any = None) -> list[str]:
                 status=status,
                 worker_id="",
                 lease_until=None,
+                restarting=True,
                 error="The worker running this turn stopped." if gave_up else "",
                 finished_at=now if gave_up else None,
             )
@@ -562,7 +566,9 @@ class Park:
     LOST = "lost"  # no longer this attempt's (taken back)
 
 
-def turn_park(*, turn: Turn, worker_id: str, slot_ids: list[str]) -> str:
+def turn_park(
+    *, turn: Turn, worker_id: str, slot_ids: list[str], usage: Usage | None = None
+) -> str:
     """Park a running turn that waits on a person: `waiting`, no worker, no lease. What it
     waits on (its open slots and approval requests) stays open under the same ids; an
     answer, a decision, a Stop or an expiry puts it back on the queue (`turn_unpark`) and the
@@ -570,7 +576,9 @@ def turn_park(*, turn: Turn, worker_id: str, slot_ids: list[str]) -> str:
 
     The turn's row is locked while the answers are looked for, and `turn_unpark` takes the
     same lock after storing an answer: an answer either is seen here (ANSWERED: the turn
-    goes on where it runs) or finds the turn parked and unparks it. Never both, never lost."""
+    goes on where it runs) or finds the turn parked and unparks it. Never both, never lost.
+    `usage`: the tokens this attempt used, kept on the turn (the one that finishes it adds
+    its own), so a turn that waited on a person costs all its model calls."""
     with transaction.atomic():
         held = (
             Turn.objects.select_for_update()
@@ -587,8 +595,15 @@ def turn_park(*, turn: Turn, worker_id: str, slot_ids: list[str]) -> str:
             return Park.LOST
         if held or _answers_waiting(turn.pk, slot_ids):
             return Park.ANSWERED
+        usage = usage or Usage()
         Turn.objects.filter(pk=turn.pk).update(
-            status=Turn.Status.WAITING, worker_id="", lease_until=None
+            status=Turn.Status.WAITING,
+            worker_id="",
+            lease_until=None,
+            tokens_in=F("tokens_in") + usage.tokens_in,
+            tokens_out=F("tokens_out") + usage.tokens_out,
+            cache_read_tokens=F("cache_read_tokens") + usage.cache_read,
+            cache_write_tokens=F("cache_write_tokens") + usage.cache_write,
         )
         _event(turn, "turn.waiting", {"turn": turn.pk})
     return Park.PARKED
@@ -617,7 +632,7 @@ def turn_unpark(*, turn_id: int) -> str | None:
         _wake_worker(turn_id)
         return None
     Turn.objects.filter(pk=turn_id, status=Turn.Status.WAITING).update(
-        status=Turn.Status.QUEUED, resumes=F("resumes") + 1
+        status=Turn.Status.QUEUED, resumes=F("resumes") + 1, restarting=False
     )
     _event(Turn(id=turn_id, session_id=session_id), "turn.resumed", {"turn": turn_id})
     return session_id
@@ -650,6 +665,12 @@ def calls_waiting(kept: list[tuple[str, str | None, str, str, bool]]) -> frozens
     return frozenset(
         call_id for _, call_id, _, status, waits in kept if call_id and waits and status in pending
     )
+
+
+# A slot an attempt closed: a later attempt that pushes it again waits on nothing.
+CLOSED_SLOT_STATUSES = frozenset(
+    {TurnSlot.Status.RESOLVED, TurnSlot.Status.REJECTED, TurnSlot.Status.EXPIRED}
+)
 
 
 class Kept:
@@ -780,11 +801,18 @@ def is_dismissal(answer: Any) -> bool:
 
 
 def slot_answer(
-    *, session_id: str, public_id: str, value: Any = None, dismiss: bool = False
+    *,
+    session_id: str,
+    public_id: str,
+    value: Any = None,
+    dismiss: bool = False,
+    by: str = "",
+    via: str = "",
 ) -> bool:
     """Answer a waiting prompt from any process; the worker running its turn picks it up.
     `dismiss`: close it unanswered instead (`DISMISSED_ANSWER`), whatever its renderer but
-    an approval's. False when nothing waits on it (answered already, expired, unknown);
+    an approval's. `by` and `via`: who answered (a username) and through which edge
+    (`page`, `rest`). False when nothing waits on it (answered already, expired, unknown);
     ValueError when the answer is no storable JSON (NaN, NUL, lone surrogates), or a
     permission decision that is malformed (`DecisionRefused`: a decision other than
     approve/reject, a reason that is not text)."""
@@ -830,7 +858,10 @@ def slot_answer(
         # Conditional: of two answers racing (two tabs, two servers), one wins.
         answered = bool(
             TurnSlot.objects.filter(pk=row.pk, status=TurnSlot.Status.OPEN).update(
-                status=TurnSlot.Status.ANSWERED, answer=stored
+                status=TurnSlot.Status.ANSWERED,
+                answer=stored,
+                answered_by=by[:150],
+                answered_via=via[:10],
             )
         )
         if answered:

@@ -366,11 +366,13 @@ class TurnEngine:
             if announcer is not None and announcer.settled(state.display.stack):
                 break
             delay = 0.05  # its prompt's row is still being written
+        observer = state.announcer.observer if state.announcer is not None else None
         outcome = await self._db(
             services.turn_park,
             turn=state.turn,
             worker_id=self.worker_id,
             slot_ids=[slot.id for slot in state.display.stack if slot.waits_for_answer],
+            usage=observer.usage if observer is not None else None,
         )
         if outcome == services.Park.PARKED:
             # No await from here to the cancel: nothing of this attempt runs after the park.
@@ -735,18 +737,31 @@ class _Announcer:
         self.announced: dict[str, Slot] = {}
         self.stored: set[str] = set()  # slots whose rows are written (or found again)
         self.pushed_any = False  # a row was written: the turn's end looks for prompts to expire
+        self._in_order = asyncio.Lock()
 
     def settled(self, stack: list[Slot]) -> bool:
         """Every slot that waits for an answer has its row: the turn may park."""
         return all(slot.id in self.stored for slot in stack if slot.waits_for_answer)
 
     async def announce(self, stack: list[Slot]) -> None:
+        # One change of the stack at a time, in order: a wait that closed is recorded (its
+        # step kept) before the next prompt's push, which may park the turn (a parked
+        # attempt records nothing more).
+        async with self._in_order:
+            await self._announce(stack)
+
+    async def _announce(self, stack: list[Slot]) -> None:
         current = {slot.id: slot for slot in stack}
         pushed = [slot for slot_id, slot in current.items() if slot_id not in self.announced]
         gone = [slot for slot_id, slot in self.announced.items() if slot_id not in current]
-        # Before the first await: an answer landing meanwhile diffs against this stack.
         self.announced = current
         self.pushed_any = self.pushed_any or bool(pushed)
+        for slot in gone:
+            await sync_to_async(services.slot_close)(
+                turn=self.turn, slot_id=slot.id, status=slot.status
+            )
+            if self.observer is not None:
+                await self.observer.wait_closed(slot)
         for slot in pushed:
             if self.observer is not None and slot.waits_for_answer:
                 await self.observer.wait_opened(slot.id)
@@ -756,6 +771,11 @@ class _Announcer:
             if outcome is None:
                 continue
             self.stored.add(slot.id)
+            if self.observer is not None and slot.waits_for_answer:
+                row = outcome.row if isinstance(outcome, services.Kept) else outcome
+                self.observer.wait_stored(
+                    slot.id, row.created_at, closed=row.status in services.CLOSED_SLOT_STATUSES
+                )
             if not slot.waits_for_answer or self.display is None:
                 continue
             if isinstance(outcome, services.Kept) and outcome.dismissed:
@@ -764,9 +784,3 @@ class _Announcer:
                 self.display.resolve(slot.id, outcome.answer)
             elif self.on_wait is not None:
                 self.on_wait()
-        for slot in gone:
-            await sync_to_async(services.slot_close)(
-                turn=self.turn, slot_id=slot.id, status=slot.status
-            )
-            if self.observer is not None:
-                await self.observer.wait_closed(slot)

@@ -158,29 +158,14 @@ async def test_it_stops_a_child_over_its_token_budget(settings, lead):
     )
 
 
-async def test_a_delegation_is_traced_nested_and_its_calls_are_steps_of_the_parent_turn(lead):
-    from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    from gloveapp.observe import tracing
+async def test_a_delegation_is_traced_nested_and_its_calls_are_steps_of_the_parent_turn(
+    lead, spans
+):
     from gloveapp.turns.models import TurnStep
 
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing._configured = True
-    try:
-        _, session_id = lead
-        await delegate(session_id)
-    finally:
-        tracing._configured = False
-    spans = exporter.get_finished_spans()
-    exporter.shutdown()
+    _, session_id = lead
+    await delegate(session_id)
+    spans = spans.get_finished_spans()
 
     [parent] = [s for s in spans if s.name == "invoke_agent lead"]
     [child] = [s for s in spans if s.name == "invoke_agent roaster"]

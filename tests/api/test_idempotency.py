@@ -179,3 +179,89 @@ def test_pruned_keys_are_forgotten(owner_client, session_id):
 
     assert "Idempotent-Replayed" not in again.headers
     assert _stored() == ["A flat white, please"] * 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_writers_of_one_key_on_either_side_of_midnight_store_one_answer(
+    requires_postgres, owner
+):
+    """On PostgreSQL the keys are partitioned by day and the unique index covers one day: a
+    first request's row of 23:59:59 sits in yesterday's partition, where today's insert
+    would not collide with it. The second writer waits on the key's lock until the first
+    commits, then replays its answer instead of running again."""
+    import threading
+    from datetime import timedelta
+
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from gloveapp.conversations.idempotency import idempotent_write
+    from gloveapp.conversations.models import IdempotentRequest
+    from gloveapp.partitions import day_start, partition_name
+
+    table = IdempotentRequest._meta.db_table
+    midnight = day_start(timezone.now())
+    claimed, release = threading.Event(), threading.Event()
+    performed: list[str] = []
+    outcomes: dict[str, object] = {}
+
+    def write(name: str, perform) -> None:
+        try:
+            outcomes[name] = idempotent_write(
+                user_id=owner.pk, key=KEY, scope="append", fingerprint="f", perform=perform
+            )
+        except BaseException as error:  # inspected below
+            outcomes[name] = error
+        finally:
+            connections.close_all()
+
+    def first_perform():
+        # The first request's row belongs to the day before (sent at 23:59:59).
+        IdempotentRequest.objects.filter(user=owner, key=KEY).update(
+            created_at=midnight - timedelta(seconds=1)
+        )
+        performed.append("first")
+        claimed.set()
+        release.wait(60)
+        return {"answer": "first"}
+
+    def second_perform():
+        performed.append("second")
+        return {"answer": "second"}
+
+    first = threading.Thread(target=write, args=("first", first_perform))
+    first.start()
+    assert claimed.wait(60)
+    second = threading.Thread(target=write, args=("second", second_perform))
+    second.start()
+    # The second writer waits on the key's advisory lock while the first is open.
+    for _ in range(600):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            )
+            if cursor.fetchone()[0]:
+                break
+        second.join(0.05)
+    else:
+        pytest.fail("the second writer never waited for the first")
+    release.set()
+    first.join(60)
+    second.join(60)
+
+    assert outcomes == {
+        "first": ({"answer": "first"}, False),
+        "second": ({"answer": "first"}, True),
+    }
+    assert performed == ["first"]
+    assert IdempotentRequest.objects.filter(user=owner, key=KEY).count() == 1
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT tableoid::regclass::text, created_at FROM {table}")
+        [(partition, created_at)] = cursor.fetchall()
+    assert created_at < midnight
+    assert partition != partition_name(table, midnight)
+    # Without the lock the database would have taken today's copy: its unique index is per day.
+    with transaction.atomic():
+        IdempotentRequest.objects.create(user=owner, key=KEY, scope="append", fingerprint="f")
+        assert IdempotentRequest.objects.filter(user=owner, key=KEY).count() == 2
+        transaction.set_rollback(True)

@@ -56,6 +56,39 @@ async def test_a_retried_send_is_delivered_at_most_once(transport):
     assert await MeshDelivery.objects.filter(message_id=message_id).acount() == 1
 
 
+async def test_a_send_retried_across_midnight_is_still_delivered_once_by_its_first_sender(
+    transport,
+):
+    """On PostgreSQL the sender and delivery records are partitioned by day, each day's
+    unique index seeing that day only: the first send's rows of 23:59:59 sit in yesterday's
+    partition, and the retry's lookup under the key's lock still finds them."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from gloveapp.partitions import day_start
+    from mesh.models import MeshSentMessage
+    from mesh.services import mesh_sender_of
+
+    sender = transport.adapter("a")
+    await sender.register(A)
+    await transport.adapter("b").register(B)
+    await transport.adapter("c").register(C)
+    message_id = new_message_id("a")
+    await sender.send(MeshMessage(id=message_id, from_="a", to="b", content="once"))
+    before_midnight = day_start(timezone.now()) - timedelta(seconds=1)
+    await MeshDelivery.objects.filter(message_id=message_id).aupdate(delivered_at=before_midnight)
+    await MeshSentMessage.objects.filter(message_id=message_id).aupdate(created_at=before_midnight)
+
+    await sender.send(MeshMessage(id=message_id, from_="a", to="b", content="once"))
+    await transport.adapter("c").send(MeshMessage(id=message_id, from_="c", to="b", content="x"))
+
+    assert [i.response for i in await items(mesh_store("b"))] == ["once"]
+    assert await MeshDelivery.objects.filter(message_id=message_id).acount() == 1
+    assert await MeshSentMessage.objects.filter(message_id=message_id).acount() == 1
+    assert await sync_to_async(mesh_sender_of)(message_id) == "a"
+
+
 async def test_the_inbox_item_delivery_row_and_live_event_commit_together(transport, monkeypatch):
     sender = transport.adapter("a")
     await sender.register(A)

@@ -6,32 +6,12 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from gloveapp.conversations.services import session_create
-from gloveapp.observe import tracing
 from gloveapp.turns import public as turns
 from gloveapp.turns import services
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
-
-
-@pytest.fixture
-def spans(monkeypatch):
-    """This process traced into memory (the global provider can be set once per process:
-    later tests of the run find it set and add to it)."""
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(tracing, "_configured", True)
-    yield exporter
-    exporter.shutdown()
 
 
 @pytest.mark.usefixtures("close_worker_connections")

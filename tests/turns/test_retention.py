@@ -72,7 +72,7 @@ def turn(session: Session, *, status: str, age: timedelta) -> Turn:
 
 
 def task_result(*, status: str, age: timedelta) -> DBTaskResult:
-    return DBTaskResult.objects.create(
+    row = DBTaskResult.objects.create(
         status=status,
         args_kwargs={"args": [], "kwargs": {}},
         task_path="gloveapp.turns.queue.tasks.run_session",
@@ -82,6 +82,9 @@ def task_result(*, status: str, age: timedelta) -> DBTaskResult:
         exception_class_path="",
         traceback="",
     )
+    # Enqueued when it was (on PostgreSQL: the day partition it lives in).
+    DBTaskResult.objects.filter(pk=row.pk).update(enqueued_at=ago(age))
+    return row
 
 
 def live_event(stream: str, age: timedelta) -> LiveEvent:
