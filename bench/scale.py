@@ -26,7 +26,8 @@ it (it builds millions of rows): run it on its own.
 
 `--keep` leaves both databases (and what the build printed, in bench/out/); `--reuse`
 measures them again without building (after a code change that needs no migration),
-`--only` measures the paths whose name contains the text (and the floor).
+`--only` measures the paths whose name contains the text, or one of the comma-separated
+texts (and the floor).
 
 To add a path: one `Path(...)` line in PATHS (a URL template over the FACTS the build
 prints, and who asks: anon, customer (the heavy user's login), token (theirs), staff).
@@ -84,6 +85,7 @@ class Path:
     who: str  # anon | customer | token | staff | staff_token
     one_screen: bool = True  # judged by the 1 MB rule
     ok: tuple[str, ...] = ("200",)  # the statuses that are a right answer
+    htmx: str = ""  # sent as htmx sends it: "request", or the target of a partial
 
 
 PATHS = [
@@ -91,9 +93,46 @@ PATHS = [
     Path("chat list /", "/", "customer"),
     Path("chat page, a long chat", "/sessions/{long}/", "customer"),
     Path("chat page, a normal chat", "/sessions/{normal}/", "customer"),
+    Path("chat list /, a page half-way down", "/?cursor={sessions_cursor}", "customer"),
+    Path(
+        "chat list /, a page half-way down (htmx)",
+        "/?cursor={sessions_cursor}",
+        "customer",
+        htmx="request",
+    ),
+    Path(
+        "chat page, a long chat, its messages (htmx)",
+        "/sessions/{long}/",
+        "customer",
+        htmx="messages",
+    ),
     Path("GET /api/sessions", "/api/sessions", "token"),
     Path("chat page, earlier messages", "/sessions/{long}/history?before=500", "customer"),
     Path("GET /api/sessions?limit=100", "/api/sessions?limit=100", "token"),
+    Path(
+        "GET /api/sessions?limit=100, a page half-way down",
+        "/api/sessions?limit=100&cursor={sessions_cursor}",
+        "token",
+    ),
+    Path("GET /api/sessions/<id>, a long chat", "/api/sessions/{long}", "token"),
+    Path("GET …/timeline, a long chat", "/api/sessions/{long}/timeline", "token"),
+    Path("GET …/tokens, a long chat", "/api/sessions/{long}/tokens", "token"),
+    Path("GET …/turns, a long chat", "/api/sessions/{long}/turns", "token"),
+    Path("GET …/tasks, a long chat", "/api/sessions/{long}/tasks", "token"),
+    Path("GET …/slots, a long chat", "/api/sessions/{long}/slots", "token"),
+    Path(
+        "GET …/agent/turns/<id>, a long chat's newest turn",
+        "/api/sessions/{long}/agent/turns/{turn}",
+        "token",
+    ),
+    # No compaction in the built chats: the whole history, so capped like the unpaged GET.
+    Path(
+        "GET …/messages?since_compaction=1, a long chat",
+        "/api/sessions/{long}/messages?since_compaction=1",
+        "token",
+        False,
+        ("200", "400"),
+    ),
     # Glove's unpaged GET: capped (GLOVE_HISTORY_UNPAGED_MAX), a 400 past the cap.
     Path(
         "GET …/messages, a long chat, unpaged",
@@ -119,19 +158,33 @@ PATHS = [
         "/api/sessions/{long}/inbox?status=consumed&limit=100",
         "token",
     ),
+    Path(
+        "GET …/inbox, a long chat, consumed items half-way down",
+        "/api/sessions/{long}/inbox?status=consumed&limit=100&cursor={consumed_cursor}",
+        "token",
+    ),
     Path("/approvals/", "/approvals/", "staff"),
+    Path("GET /api/approvals/", "/api/approvals/", "staff_token"),
     Path("GET /api/approvals/?status=decided", "/api/approvals/?status=decided", "staff_token"),
+    Path(
+        "GET /api/approvals/?status=decided, a page half-way down",
+        "/api/approvals/?status=decided&cursor={decided_cursor}",
+        "staff_token",
+    ),
     # The admin: every changelist, plain, searched and filtered.
     Path("admin sessions", "/admin/conversations/session/", "staff"),
     Path("admin sessions, searched", "/admin/conversations/session/?q=Espresso", "staff"),
     Path("admin sessions, by owner", "/admin/conversations/session/?q={heavy}", "staff"),
     Path("admin sessions, filtered", "/admin/conversations/session/?agent=coffee", "staff"),
+    Path("admin session page, a long chat", "/admin/conversations/session/{long}/change/", "staff"),
     Path("admin messages", "/admin/conversations/message/", "staff"),
     Path("admin messages, one chat", "/admin/conversations/message/?session={long}", "staff"),
     Path("admin messages, searched", "/admin/conversations/message/?q={long}", "staff"),
     Path("admin turns", "/admin/turns/turn/", "staff"),
     Path("admin turns, searched", "/admin/turns/turn/?q={long}", "staff"),
     Path("admin turns, filtered", "/admin/turns/turn/?status__exact=done", "staff"),
+    Path("admin turns, one chat", "/admin/turns/turn/?session={long}", "staff"),
+    Path("admin turn page, a long chat's newest", "/admin/turns/turn/{turn}/change/", "staff"),
     Path("admin live events", "/admin/live/liveevent/", "staff"),
     Path("admin live events, searched", "/admin/live/liveevent/?q=session:{long}", "staff"),
     Path("admin inbox items", "/admin/inbox/inboxitem/", "staff"),
@@ -143,6 +196,7 @@ PATHS = [
     ),
     Path("admin mesh traffic", "/admin/mesh/meshtraffic/", "staff"),
     Path("admin mesh traffic, filtered", "/admin/mesh/meshtraffic/?sender=roastery", "staff"),
+    Path("admin mesh agents", "/admin/mesh/meshagent/", "staff"),
     Path("admin mesh deliveries", "/admin/mesh/meshdelivery/", "staff"),
     Path("admin mesh deliveries, filtered", "/admin/mesh/meshdelivery/?recipient=shop", "staff"),
     Path("admin approvals", "/admin/approvals/approvalrequest/", "staff"),
@@ -152,6 +206,8 @@ PATHS = [
     ),
     Path("admin decisions", "/admin/approvals/approvaldecision/", "staff"),
     Path("admin decisions, searched", "/admin/approvals/approvaldecision/?q=staff", "staff"),
+    Path("admin users", "/admin/auth/user/", "staff"),
+    Path("admin users, searched", "/admin/auth/user/?q=heavy1", "staff"),
 ]
 
 
@@ -200,11 +256,45 @@ def build(factor: float) -> dict[str, Any]:
         "token": _token(heavy),
         "staff_token": _token(staff),
         "heavy": heavy.username,
+        **deep_cursors(heavy),
+    }
+
+
+def deep_cursors(heavy: Any) -> dict[str, Any]:
+    """Where the paged lists' pages half-way down start (the cursors they hand out), and the
+    long chat's newest turn: a page deep in a list must cost what its first page costs."""
+    from gloveapp.approvals.models import ApprovalRequest
+    from gloveapp.conversations.models import Session
+    from gloveapp.paging import Cursor
+    from gloveapp.turns.models import Turn
+    from inbox.models import InboxItem
+
+    def half_way(rows: Any, tie: str) -> str:
+        middle = rows.count() // 2
+        row = rows[middle]
+        return Cursor(at=row.created_at, tie=str(getattr(row, tie))).encode()
+
+    sessions = Session.objects.filter(owner=heavy, parent__isnull=True)
+    return {
+        "sessions_cursor": half_way(sessions.order_by("-created_at", "-key"), "key"),
+        "decided_cursor": half_way(
+            ApprovalRequest.objects.filter(status="decided").order_by("created_at", "id"), "id"
+        ),
+        "consumed_cursor": half_way(
+            InboxItem.objects.filter(session_id="s1", status="consumed").order_by(
+                "-created_at", "-key"
+            ),
+            "key",
+        ),
+        "turn": Turn.objects.filter(session_id="s1")
+        .order_by("-id")
+        .values_list("id", flat=True)[0],
     }
 
 
 def logins() -> dict[str, str]:
-    """New logins and the tokens of the heavy user and staff, in this process's database."""
+    """New logins and the tokens of the heavy user and staff, in this process's database
+    (and the deep pages' cursors, for a database a run before this one built)."""
     import django
 
     django.setup()
@@ -217,6 +307,7 @@ def logins() -> dict[str, str]:
         "staff_cookie": _login_cookie(staff),
         "token": _token(heavy),
         "staff_token": _token(staff),
+        **deep_cursors(heavy),
     }
 
 
@@ -358,7 +449,7 @@ def stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def client_for(url: str, who: str, facts: dict) -> Any:
+def client_for(url: str, who: str, facts: dict, htmx: str = "") -> Any:
     import httpx
 
     cookies, headers = {}, {}
@@ -370,6 +461,10 @@ def client_for(url: str, who: str, facts: dict) -> Any:
         headers["Authorization"] = f"Token {facts['token']}"
     elif who == "staff_token":
         headers["Authorization"] = f"Token {facts['staff_token']}"
+    if htmx:
+        headers["HX-Request"] = "true"
+        if htmx != "request":
+            headers["HX-Target"] = htmx
     return httpx.Client(base_url=url, cookies=cookies, headers=headers, timeout=REQUEST_TIMEOUT)
 
 
@@ -387,7 +482,9 @@ def measure(
         samples: dict[str, list[float]] = {size: [] for size in servers}
         sizes: dict[str, int] = {}
         statuses: dict[str, dict[str, int]] = {size: {} for size in servers}
-        clients = {size: client_for(url, path.who, facts[size]) for size, url in servers.items()}
+        clients = {
+            size: client_for(url, path.who, facts[size], path.htmx) for size, url in servers.items()
+        }
         urls = {size: path.url.format(**facts[size]) for size in servers}
         given_up: set[str] = set()
         started = time.monotonic()
@@ -487,7 +584,9 @@ def main() -> int:
     parser.add_argument(
         "--reuse", action="store_true", help="measure the databases a --keep run left"
     )
-    parser.add_argument("--only", default="", help="measure only the paths whose name has this")
+    parser.add_argument(
+        "--only", default="", help="measure only the paths whose name has this (a,b: either)"
+    )
     parser.add_argument("--build", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--logins", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -534,7 +633,12 @@ def main() -> int:
                 process, url = start_server(env, args.workers, log_file)
                 processes.append(process)
                 servers[size] = url
-            paths = [p for p in PATHS if args.only in p.name or p.name.startswith("floor")]
+            wanted = [text for text in args.only.split(",") if text] or [""]
+            paths = [
+                p
+                for p in PATHS
+                if any(text in p.name for text in wanted) or p.name.startswith("floor")
+            ]
             rows = measure(servers, facts, requests, args.path_seconds, paths)
         finally:
             for process in processes:

@@ -408,3 +408,27 @@ def bound_statement_waits(sender: Any, connection: Any, **kwargs: Any) -> None:
         return
     if _bounded_execute not in connection.execute_wrappers:
         connection.execute_wrappers.append(_bounded_execute)
+
+
+def add_index_if_absent(app_label: str, model_name: str, index: Any) -> Any:
+    """A migration operation adding `index` (the models' state: an `AddIndex`) that skips
+    an index of that name already built: on PostgreSQL `CREATE INDEX IF NOT EXISTS`, so on
+    a large table it may be built beforehand without blocking writes (`CREATE INDEX
+    CONCURRENTLY` under the same name, docs/howto/deploy.md); elsewhere a plain one."""
+    from django.db import migrations
+
+    def create(apps: Any, schema_editor: Any) -> None:
+        model = apps.get_model(app_label, model_name)
+        if schema_editor.connection.vendor != "postgresql":
+            schema_editor.add_index(model, index)
+            return
+        sql = str(index.create_sql(model, schema_editor))
+        schema_editor.execute(sql.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
+
+    def drop(apps: Any, schema_editor: Any) -> None:
+        schema_editor.remove_index(apps.get_model(app_label, model_name), index)
+
+    return migrations.SeparateDatabaseAndState(
+        state_operations=[migrations.AddIndex(model_name=model_name, index=index)],
+        database_operations=[migrations.RunPython(create, drop, elidable=False)],
+    )

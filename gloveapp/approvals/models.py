@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from gloveapp.core.approvals import DECISIONS
+from gloveapp.core.approvals import DECISIONS, EDIT
 
 
 class ApprovalRequest(models.Model):
@@ -98,6 +98,14 @@ class ApprovalRequest(models.Model):
                 name="approval_group_queue_idx",
             ),
             models.Index(fields=["session", "status"]),
+            # What staff changed in a session's calls, for the chat page's cards
+            # (`selectors.session_edits`): a long chat's decided requests are many, its edits
+            # few, and only these are read.
+            models.Index(
+                fields=["session", "call_id"],
+                condition=Q(status="decided", decision=EDIT),
+                name="approval_session_edit_idx",
+            ),
             models.Index(fields=["turn_id", "status"]),
             models.Index(
                 fields=["expires_at"], condition=Q(status="open"), name="approval_open_expiry_idx"

@@ -7,6 +7,7 @@ or escalation time), `all`. Each is one indexed query, newest requests last, pag
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from gloveapp import keyset
 from gloveapp.approvals.access import is_approver, is_request_id, may_decide
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
 from gloveapp.core.approvals import EDIT, args_changes, change_sentence
@@ -66,10 +68,7 @@ def after_cursor(
     which starts with one probe of the queue's (…, created_at, id) index at any depth."""
     if cursor is None:
         return rows
-    return rows.filter(
-        Q(created_at__gte=cursor.at)
-        & (Q(created_at__gt=cursor.at) | Q(created_at=cursor.at, id__gt=cursor.tie))
-    )
+    return rows.filter(keyset.after(cursor))
 
 
 def page_of(rows: QuerySet[ApprovalRequest], *, offset: int, limit: int) -> list[ApprovalRequest]:
@@ -251,17 +250,21 @@ def staff_word(group_name: str | None) -> str:
     return f"{'An' if one[:1].lower() in 'aeiou' else 'A'} {one.lower()}"
 
 
-def session_edits(session_id: str) -> dict[str, list[str]]:
+def session_edits(session_id: str, call_ids: Iterable[str]) -> dict[str, list[str]]:
     """Tool call id -> what staff changed before it ran, as the customer reads it ("A
-    barista changed the quantity of Colombia Huila from 6 to 4."): the session's edited
-    decisions, one indexed query (session, status)."""
+    barista changed the quantity of Colombia Huila from 6 to 4."), for the calls `call_ids`
+    (those one page shows): one query of `approval_session_edit_idx`, which holds the
+    edited decisions alone (a long chat's other decided requests are never read)."""
+    wanted = sorted({call_id for call_id in call_ids if call_id})
+    if not wanted:
+        return {}
     rows = (
         ApprovalRequest.objects.filter(
             session_id=session_id,
+            call_id__in=wanted,
             status=ApprovalRequest.Status.DECIDED,
             decision=EDIT,
         )
-        .exclude(call_id="")
         .select_related("decision_row", "assignee_group", "escalate_to_group")
         .order_by("created_at")
     )

@@ -11,8 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import JSONField, Q, QuerySet
+from django.db.models import JSONField, QuerySet
 
+from gloveapp import keyset
 from gloveapp.conversations import serialization
 from gloveapp.conversations.models import Message, Permission, Session, Task
 from gloveapp.core.types import Message as CoreMessage
@@ -263,11 +264,7 @@ def sessions_page(
     on; and the cursor of the next page, None on the last. A keyset page: one probe of the
     (owner, created_at, key) index, the same cost for the first page and the thousandth."""
     if cursor is not None:
-        # The plain bound lets the index scan start at the cursor; the OR breaks the ties.
-        sessions = sessions.filter(
-            Q(created_at__lte=cursor.at)
-            & (Q(created_at__lt=cursor.at) | Q(created_at=cursor.at, key__lt=cursor.tie))
-        )
+        sessions = sessions.filter(keyset.before(cursor))
     rows = list(sessions[: limit + 1])
     if len(rows) <= limit:
         return rows, None

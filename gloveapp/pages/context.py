@@ -130,8 +130,11 @@ def _labelled(permissions: list[Any], agent_name: str) -> list[Any]:
 
 
 def _with_edits(entries: list[Any], session_id: str) -> list[Any]:
-    """The customer reads what staff changed in a call before it ran, under its card."""
-    edits = session_edits(session_id)
+    """The customer reads what staff changed in a call before it ran, under its card (the
+    edits of the calls these entries show, never the whole chat's)."""
+    edits = session_edits(
+        session_id, (tool.call_id or "" for entry in entries for tool in entry.tools)
+    )
     if edits:
         for entry in entries:
             for tool in entry.tools:

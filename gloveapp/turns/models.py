@@ -18,6 +18,8 @@ from gloveapp.conversations.models import Session
 # Turns that still run or will: the partial index's condition, and what readers call busy.
 # "waiting" is a turn parked on a person (`Turn.Status.WAITING`).
 UNFINISHED = ["queued", "running", "waiting"]
+# Turns that end with a note in the transcript ("stopped", "failed"): `ended_turn_notes`.
+ENDED_WITH_NOTE = ["cancelled", "failed"]
 
 
 class Turn(models.Model):
@@ -106,6 +108,15 @@ class Turn(models.Model):
                 condition=Q(status__in=UNFINISHED),
                 name="turn_session_unfinished_idx",
             ),
+            # The stopped and failed turns whose note one page of a chat shows
+            # (`selectors.ended_turn_notes`, by `end_seq`): a long chat's finished turns are
+            # many, these few. Partial: a turn enters it once, when it ends so; a heartbeat
+            # touches none of its columns.
+            models.Index(
+                fields=["session", "end_seq"],
+                condition=Q(status__in=ENDED_WITH_NOTE, end_seq__isnull=False),
+                name="turn_session_note_idx",
+            ),
             # A user's turns in the last minute (the rate limit); deleting a user.
             models.Index(fields=["user", "created_at"]),
             # Deleting a user who once pressed Stop (most turns have nobody here).
@@ -137,6 +148,28 @@ class Turn(models.Model):
     def continues(self) -> bool:
         """An earlier attempt ran: this one resumes from the stored conversation."""
         return self.attempts > 1
+
+
+class SessionUsage(models.Model):
+    """What a session's turns used, per model: the finishing UPDATE of each turn adds its
+    usage here in the same transaction, so a session's cost is read from a row per model,
+    never from its turns (a 100,000-message chat has 25,000: 52 ms to sum). Kept when turns
+    are pruned (GLOVE_RETAIN_*): the cost of a chat stays known."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=200, blank=True, default="")
+    tokens_in = models.BigIntegerField(default=0)
+    tokens_out = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "model"], name="session_usage_per_model")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} {self.model or '(no model)'}"
 
 
 class TurnSlot(models.Model):

@@ -7,7 +7,7 @@ from typing import Any
 
 from gloveapp.core.display import PERMISSION_RENDERER, Slot
 from gloveapp.core.display import visible_slots as strategy_filter
-from gloveapp.turns.models import UNFINISHED, Turn, TurnSlot
+from gloveapp.turns.models import ENDED_WITH_NOTE, UNFINISHED, Turn, TurnSlot
 from gloveapp.turns.services import slot_address, slot_public_id
 
 
@@ -148,13 +148,12 @@ def ended_turn_notes(
     """Turns that were stopped or failed, with where their note goes (`end_seq`) and who
     stopped them: the transcripts say so after the turn's last message. `from_seq` and
     `to_seq` bound them to what one page of the history shows."""
+    # The same condition as `turn_session_note_idx`'s: the read is of that small index.
     notes = Turn.objects.filter(
-        session_id=session_id,
-        status__in=[Turn.Status.CANCELLED, Turn.Status.FAILED],
-        end_seq__isnull=False,
+        session_id=session_id, status__in=ENDED_WITH_NOTE, end_seq__isnull=False
     )
     if from_seq is not None:
         notes = notes.filter(end_seq__gte=from_seq)
     if to_seq is not None:
         notes = notes.filter(end_seq__lte=to_seq)
-    return list(notes.select_related("stopped_by").order_by("id"))
+    return list(notes.select_related("stopped_by").order_by("end_seq", "id"))

@@ -35,7 +35,7 @@ from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import session_stream
 from gloveapp.observe import tracing
 from gloveapp.observe.cost import Usage
-from gloveapp.turns.models import Turn, TurnSlot, TurnStep
+from gloveapp.turns.models import SessionUsage, Turn, TurnSlot, TurnStep
 from gloveapp.wake import TURNS as WAKE_TURNS
 from gloveapp.wake import wake_after_commit
 
@@ -352,6 +352,20 @@ _FINISH_SQL = f"""
 """
 
 
+_USAGE = SessionUsage._meta.db_table
+# The session's usage per model gains the finished turn's (once: the UPDATE above is fenced).
+_USAGE_SQL = f"""
+    INSERT INTO {_USAGE} (session_id, model, tokens_in, tokens_out, cache_read_tokens,
+                          cache_write_tokens)
+    VALUES (%s, %s, %s, %s, %s, %s)
+    ON CONFLICT (session_id, model) DO UPDATE SET
+        tokens_in = {_USAGE}.tokens_in + excluded.tokens_in,
+        tokens_out = {_USAGE}.tokens_out + excluded.tokens_out,
+        cache_read_tokens = {_USAGE}.cache_read_tokens + excluded.cache_read_tokens,
+        cache_write_tokens = {_USAGE}.cache_write_tokens + excluded.cache_write_tokens
+"""
+
+
 def turn_finish(
     *,
     turn_id: int,
@@ -395,6 +409,19 @@ def turn_finish(
         if row is None:
             return False
         turn = Turn(id=turn_id, session_id=row[0])
+        if usage.tokens_in or usage.tokens_out or usage.cache_read or usage.cache_write:
+            with prepared_cursor() as cursor:
+                cursor.execute(
+                    _USAGE_SQL,
+                    [
+                        row[0],
+                        model[: Turn._meta.get_field("model").max_length],
+                        usage.tokens_in,
+                        usage.tokens_out,
+                        usage.cache_read,
+                        usage.cache_write,
+                    ],
+                )
         _close_attempt_step(turn_id, attempt, worker_id, started_at=started_at, outcome=status)
         if steps:
             _insert_steps(turn_id, attempt, worker_id, steps)

@@ -11,7 +11,7 @@ from django.db.models import Sum
 from gloveapp.agents.config import model_prices
 from gloveapp.conversations.models import Session
 from gloveapp.observe.cost import Cost, Usage, total_cost
-from gloveapp.turns.models import Turn
+from gloveapp.turns.models import SessionUsage, Turn
 
 # Tokens a session counted that no turn recorded with its model.
 UNRECORDED_MODEL = "(model not recorded)"
@@ -44,12 +44,13 @@ def session_usage_cost(session: Session) -> Cost:
     nobody stored: their cost is said to be unknown."""
     if not (session.tokens_in_total or session.tokens_out_total):
         return Cost()  # nothing used yet: no read of its turns
+    # A row per model the session's turns used (kept by `turn_finish`), not its turns.
     rows = [
-        (row["model"], _usage(row))
-        for row in Turn.objects.filter(session_id=session.pk)
-        .values("model")
-        .annotate(**_USAGE_SUMS)
-        .order_by("model")
+        (
+            row.model,
+            Usage(row.tokens_in, row.tokens_out, row.cache_read_tokens, row.cache_write_tokens),
+        )
+        for row in SessionUsage.objects.filter(session_id=session.pk).order_by("model")
     ]
     recorded = sum((usage for _, usage in rows), Usage())
     unrecorded = Usage(

@@ -3,6 +3,7 @@ the REST session detail; a model without a price is said to be unknown, never pr
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -11,6 +12,7 @@ from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -20,6 +22,7 @@ from gloveapp.observe.cost import Usage
 from gloveapp.turns import public as turns
 from gloveapp.turns import services
 from gloveapp.turns.models import Turn
+from gloveapp.turns.usage import session_usage_cost
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
@@ -113,3 +116,26 @@ def test_an_invalid_price_table_is_a_system_check_error_naming_the_field(setting
     settings.GLOVE_MODEL_PRICES = {"demo": {"input": "cheap", "output": 1}}
     with pytest.raises(SystemCheckError, match=r"glove.E021.*demo: input must be a number"):
         call_command("check")
+
+
+def test_a_sessions_cost_outlives_its_pruned_turns_and_is_one_read(
+    settings, django_assert_num_queries
+):
+    # Each turn's usage is added to the session's per-model row when the turn finishes: a
+    # long chat's cost is not a sum over its turns, and pruning old turns keeps it known.
+    settings.GLOVE_MODEL_PRICES = PRICES
+    erin = get_user_model().objects.create_user("erin")
+    session = session_create(owner=erin, agent_name="coffee", session_id="long-chat")
+    for _ in range(3):
+        finished_turn(session.pk, erin, model="demo", usage=Usage(tokens_in=1_000_000))
+    finished_turn(session.pk, erin, model="demo", usage=Usage(tokens_out=1_000_000))
+    old = timezone.now() - timedelta(days=400)
+    Turn.objects.filter(session_id=session.pk).update(created_at=old, finished_at=old)
+
+    assert services.turns_prune(older_than=timedelta(days=30)) == 4
+    session.refresh_from_db()
+    with django_assert_num_queries(1):
+        found = session_usage_cost(session)
+
+    assert found.as_dict()["usd"] == "24.000000"  # 3 x 3 $ in, 15 $ out
+    assert found.as_dict()["complete"] is True

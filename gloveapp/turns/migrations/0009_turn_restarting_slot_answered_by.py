@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('turns', '0007_turn_usage_steps_trace'),
+        ('turns', '0008_partition_task_results'),
     ]
 
     operations = [
