@@ -55,6 +55,7 @@ BIG_TABLES = {
         WorkspaceEntry,
         Notification,
         Order,
+        get_user_model(),
     )
 }
 HEAVY_SESSION = "s_heavy"
@@ -74,6 +75,7 @@ SEARCH_TERMS = {
     "workspace": ["w_1", "w_", "alice"],
     "workspaceentry": ["w_1"],
     "notification": ["alice"],
+    "user": ["alice", "customer0004", "@brew.test"],
 }
 EXACT_FILTER_VALUES = {
     "session__id__exact": HEAVY_SESSION,
@@ -90,6 +92,13 @@ def _seed() -> None:
     User = get_user_model()
     users = User.objects.bulk_create(
         [User(username=name) for name in ("alice", "bob", "carol", "dave", "erin")]
+    )
+    User.objects.bulk_create(
+        [
+            User(username=f"customer{i:05d}", email=f"customer{i:05d}@brew.test")
+            for i in range(ROWS)
+        ],
+        batch_size=5_000,
     )
     start = timezone.now() - dt.timedelta(days=30)
 
@@ -291,6 +300,7 @@ def our_changelists() -> list[tuple[str, str]]:
         (model._meta.app_label, model._meta.model_name)
         for model in admin.site._registry
         if model.__module__.startswith(("inbox.", "mesh.", "gloveapp."))
+        or model is get_user_model()
     )
 
 
@@ -441,6 +451,8 @@ def test_the_messages_list_is_read_only(staff):
         "/admin/conversations/session/?q=Yirgacheffe",
         "/admin/conversations/session/?q=alice",
         "/admin/inbox/inboxitem/?q=restock",
+        "/admin/auth/user/",
+        "/admin/auth/user/?q=customer0004",
     ],
 )
 def test_on_postgresql_a_page_is_an_index_scan_not_a_sort_of_the_table(staff, url):

@@ -366,6 +366,25 @@ _USAGE_SQL = f"""
 """
 
 
+def _add_session_usage(session_id: str, model: str, usage: Usage) -> None:
+    """Add an attempt's tokens to the session's row for its model (the session's cost reads
+    those rows, not its turns), in the caller's transaction."""
+    if not (usage.tokens_in or usage.tokens_out or usage.cache_read or usage.cache_write):
+        return
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            _USAGE_SQL,
+            [
+                session_id,
+                model[: Turn._meta.get_field("model").max_length],
+                usage.tokens_in,
+                usage.tokens_out,
+                usage.cache_read,
+                usage.cache_write,
+            ],
+        )
+
+
 def turn_finish(
     *,
     turn_id: int,
@@ -409,19 +428,7 @@ def turn_finish(
         if row is None:
             return False
         turn = Turn(id=turn_id, session_id=row[0])
-        if usage.tokens_in or usage.tokens_out or usage.cache_read or usage.cache_write:
-            with prepared_cursor() as cursor:
-                cursor.execute(
-                    _USAGE_SQL,
-                    [
-                        row[0],
-                        model[: Turn._meta.get_field("model").max_length],
-                        usage.tokens_in,
-                        usage.tokens_out,
-                        usage.cache_read,
-                        usage.cache_write,
-                    ],
-                )
+        _add_session_usage(row[0], model, usage)
         _close_attempt_step(turn_id, attempt, worker_id, started_at=started_at, outcome=status)
         if steps:
             _insert_steps(turn_id, attempt, worker_id, steps)
@@ -594,7 +601,12 @@ class Park:
 
 
 def turn_park(
-    *, turn: Turn, worker_id: str, slot_ids: list[str], usage: Usage | None = None
+    *,
+    turn: Turn,
+    worker_id: str,
+    slot_ids: list[str],
+    usage: Usage | None = None,
+    model: str = "",
 ) -> str:
     """Park a running turn that waits on a person: `waiting`, no worker, no lease. What it
     waits on (its open slots and approval requests) stays open under the same ids; an
@@ -605,7 +617,8 @@ def turn_park(
     same lock after storing an answer: an answer either is seen here (ANSWERED: the turn
     goes on where it runs) or finds the turn parked and unparks it. Never both, never lost.
     `usage`: the tokens this attempt used, kept on the turn (the one that finishes it adds
-    its own), so a turn that waited on a person costs all its model calls."""
+    its own), so a turn that waited on a person costs all its model calls; and added to the
+    session's usage of `model`, as `turn_finish` adds the finishing attempt's."""
     with transaction.atomic():
         held = (
             Turn.objects.select_for_update()
@@ -632,6 +645,7 @@ def turn_park(
             cache_read_tokens=F("cache_read_tokens") + usage.cache_read,
             cache_write_tokens=F("cache_write_tokens") + usage.cache_write,
         )
+        _add_session_usage(turn.session_id, model, usage)
         _event(turn, "turn.waiting", {"turn": turn.pk})
     return Park.PARKED
 

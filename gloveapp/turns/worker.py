@@ -373,6 +373,7 @@ class TurnEngine:
             worker_id=self.worker_id,
             slot_ids=[slot.id for slot in state.display.stack if slot.waits_for_answer],
             usage=observer.usage if observer is not None else None,
+            model=observer.model if observer is not None else "",
         )
         if outcome == services.Park.PARKED:
             # No await from here to the cancel: nothing of this attempt runs after the park.

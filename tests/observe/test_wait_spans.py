@@ -11,11 +11,12 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
+from django.db.models import Sum
 
 from gloveapp.conversations.services import session_create
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.turns import public as turns
-from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.turns.models import SessionUsage, Turn, TurnSlot
 from inbox.services import inbox_item_add, inbox_item_resolve
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -96,6 +97,15 @@ async def test_a_prompt_the_turn_parked_on_waits_from_its_push_to_its_answer(
     ]
     assert sum(chat.attributes["gen_ai.usage.input_tokens"] for chat in chats) == turn.tokens_in
     assert sum(chat.attributes["gen_ai.usage.output_tokens"] for chat in chats) == turn.tokens_out
+    # And on the session's usage, which its cost reads: every attempt's tokens, once.
+    turns_total = await Turn.objects.filter(session_id=session.pk).aaggregate(
+        tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")
+    )
+    usage = await SessionUsage.objects.filter(session_id=session.pk).aaggregate(
+        tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")
+    )
+    assert usage == turns_total
+    assert await SessionUsage.objects.filter(session_id=session.pk).acount() == 1  # "demo"
 
 
 @pytest.mark.usefixtures("close_worker_connections")
