@@ -198,6 +198,11 @@ if (
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     _timeout = f"-c statement_timeout={int(GLOVE_DB_STATEMENT_TIMEOUT_SECONDS * 1000)}"
     _options["options"] = f"{_options.get('options', '')} {_timeout}".strip()
+if DATABASE_DIRECT_URL and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # `.iterator()` reads through a server-side cursor, declared WITH HOLD outside a
+    # transaction: a transaction pooler may run its next FETCH on another server connection,
+    # where no such cursor exists (Django's advice for transaction pooling).
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
 # instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
 # PgBouncer older than 1.21, which cannot keep prepared statements.
@@ -208,6 +213,9 @@ for number, url in enumerate(env("DATABASE_REPLICA_URLS"), start=1):
     DATABASES[f"replica{number}"] = {
         **dj_database_url.parse(url, conn_max_age=DATABASES["default"]["CONN_MAX_AGE"]),
         "OPTIONS": dict(DATABASES["default"].get("OPTIONS", {})),
+        "DISABLE_SERVER_SIDE_CURSORS": DATABASES["default"].get(
+            "DISABLE_SERVER_SIDE_CURSORS", False
+        ),
         "TEST": {"MIRROR": "default"},
     }
 DATABASE_ROUTERS = ["gloveapp.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []

@@ -63,6 +63,30 @@ def own_redis():
         yield server
 
 
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server of the run's own (tests/servers.py), to restart, stop and freeze:
+    the fault tests' (tests/healing and the others marked `faults`)."""
+    from tests.servers import PostgresServer, pg_bindir
+
+    if pg_bindir() is None:
+        service_missing("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(postgres):
+    """PgBouncer in transaction mode in front of `postgres` (the production topology;
+    `tests.servers.through_pgbouncer` points a server at it)."""
+    from tests.servers import PgBouncer, pgbouncer_binary
+
+    if pgbouncer_binary() is None:
+        service_missing("pgbouncer is not installed (apt-get install pgbouncer)")
+    with PgBouncer(postgres) as bouncer:
+        yield bouncer
+
+
 @pytest.fixture(autouse=True)
 def _fresh_remembered_ids():
     """The pairs (owner, key) -> global id a process remembers (`conversations.access`)

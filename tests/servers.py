@@ -448,6 +448,11 @@ class PgBouncer:
             "server_check_delay = 1\n"
             # After the server went away, try again within a second (default 15 s).
             "server_login_retry = 0\n"
+            # A client waits for a server connection at most this long, then is told so
+            # (`query_wait_timeout`: a 503 for a request): while PostgreSQL is down,
+            # as GLOVE_DB_CONNECT_TIMEOUT_SECONDS (10 s) bounds the wait for a direct one,
+            # instead of PgBouncer's 120 s (docs/howto/deploy.md).
+            "query_wait_timeout = 10\n"
             f"logfile = {self.folder / 'pgbouncer.log'}\n"
         )
         user = _os_user()
@@ -488,3 +493,14 @@ class PgBouncer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def through_pgbouncer[S](server: S, bouncer: PgBouncer) -> S:
+    """`server` (a tests/api/liveserver.py LiveServer or a tests/healing/serve_prod.py
+    ServeProd, not started yet) and everything it starts (workers, `manage.py`) reach its
+    database through `bouncer`, the LISTEN connections directly (`DATABASE_DIRECT_URL`, the
+    production topology); `server.database_url` still names the database itself (the
+    tests' own queries, its creation and removal)."""
+    server.env["DATABASE_DIRECT_URL"] = server.database_url
+    server.env["DATABASE_URL"] = bouncer.url(server.database_url.rpartition("/")[2])
+    return server

@@ -1,7 +1,11 @@
 """The stack the healing tests break: a server and two turn workers on a PostgreSQL of the
-tests' own (and, for RQ, a Redis of their own; tests/servers.py), on each task backend, and
-once more on the database queue through PgBouncer in transaction mode (the production
-topology: `DATABASE_URL` names PgBouncer, the LISTEN connections go direct)."""
+tests' own (and, for RQ, a Redis of their own; tests/servers.py), on each task backend.
+
+The healing tests run the production topology: PgBouncer in transaction mode in front of
+PostgreSQL (`DATABASE_URL` names PgBouncer, the LISTEN connections go to
+`DATABASE_DIRECT_URL`; `through_pgbouncer`). A test keeps a direct connection to PostgreSQL
+only where it tests what PgBouncer hides: the database restart on the database queue, whose
+idle connections the restart cuts (behind PgBouncer, only PgBouncer's are)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import pytest
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
 from tests.healing.stack import PASSWORD, query
-from tests.servers import PgBouncer, PostgresServer, RedisServer, pg_bindir, pgbouncer_binary
+from tests.servers import RedisServer, through_pgbouncer
 
 
 def add_user(database_url: str, username: str, password: str) -> None:
@@ -35,14 +39,6 @@ LEASE_SECONDS = 4
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
-    if pg_bindir() is None:
-        service_missing("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
-    with PostgresServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     try:
         server = RedisServer()
@@ -52,17 +48,14 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
-@pytest.fixture(scope="session")
-def pgbouncer(postgres) -> Iterator[PgBouncer]:
-    if pgbouncer_binary() is None:
-        service_missing("pgbouncer is not installed (apt-get install pgbouncer)")
-    with PgBouncer(postgres) as bouncer:
-        yield bouncer
+# Behind PgBouncer on both task backends; "db" (direct) only where a test names it.
+PGBOUNCER_STACKS = ["db-pgbouncer", "rq-pgbouncer"]
 
 
-@pytest.fixture(scope="session", params=["db", "rq", "db-pgbouncer"])
+@pytest.fixture(scope="session", params=PGBOUNCER_STACKS)
 def stack(request, postgres) -> Iterator[LiveServer]:
-    """One per backend for the whole run (a test that kills a worker starts another)."""
+    """One per backend (and way to the database) for the whole run (a test that kills a
+    worker starts another)."""
     backend, _, pooler = request.param.partition("-")
     env = {
         "GLOVE_TASKS_BACKEND": backend,
@@ -76,9 +69,7 @@ def stack(request, postgres) -> Iterator[LiveServer]:
         env["REDIS_URL"] = request.getfixturevalue("redis_server").url()
     server = LiveServer(database_url=postgres.url(), extra_env=env)
     if pooler:
-        bouncer = request.getfixturevalue("pgbouncer")
-        server.env["DATABASE_DIRECT_URL"] = server.database_url
-        server.env["DATABASE_URL"] = bouncer.url(server.database_url.rpartition("/")[2])
+        through_pgbouncer(server, request.getfixturevalue("pgbouncer"))
     with server:
         add_user(server.database_url, "ann", PASSWORD)
         server.start_worker()

@@ -1,9 +1,10 @@
 """While PostgreSQL is away, requests that need it answer 503 with Retry-After, never 500.
 
-A server on a PostgreSQL of the test's own (tests/servers.py); the database is stopped: an
-API call and a page that need it answer 503 (JSON on the API, text elsewhere) with
-Retry-After, and once the database is back the same requests answer as before, with no
-process restarted. A websocket opened meanwhile is closed with 4503 and `retry_after`.
+A server on a PostgreSQL of the test's own (tests/servers.py), through PgBouncer in
+transaction mode (the production topology: PgBouncer stays up and answers for the database
+stopped behind it). While the database is stopped, an API call and a page that need it
+answer 503 (JSON on the API, text elsewhere) with Retry-After, and once the database is
+back the same requests answer as before, with no process restarted. A websocket opened meanwhile is closed with 4503 and `retry_after`.
 """
 
 from __future__ import annotations
@@ -18,23 +19,26 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
+from tests.healing.conftest import add_user
 from tests.healing.stack import PASSWORD, Browser, until
-from tests.servers import PostgresServer, pg_bindir
+from tests.servers import PgBouncer, PostgresServer, pg_bindir, pgbouncer_binary, through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 
 
-def test_requests_answer_503_with_retry_after_while_the_database_is_away():
+def _needs_servers() -> None:
     if pg_bindir() is None:
         service_missing("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
-    with PostgresServer() as postgres:
-        with LiveServer(database_url=postgres.url(), extra_env={"REDIS_URL": ""}) as server:
-            server.manage(
-                "shell",
-                "-c",
-                "from django.contrib.auth import get_user_model; "
-                f"get_user_model().objects.create_user('ann', password='{PASSWORD}')",
-            )
+    if pgbouncer_binary() is None:
+        service_missing("pgbouncer is not installed (apt-get install pgbouncer)")
+
+
+def test_requests_answer_503_with_retry_after_while_the_database_is_away():
+    _needs_servers()
+    with PostgresServer() as postgres, PgBouncer(postgres) as bouncer:
+        server = LiveServer(database_url=postgres.url(), extra_env={"REDIS_URL": ""})
+        with through_pgbouncer(server, bouncer):
+            add_user(server.database_url, "ann", PASSWORD)
             token = server.token_for("ann")
             browser = Browser(server)
             assert browser.client.get("/").status_code == 200
@@ -91,18 +95,13 @@ async def _socket_outcome(server: LiveServer, cookie: str, path: str, then=None)
 def test_a_socket_opened_while_the_database_is_away_is_told_when_to_come_back(server_kind):
     """Not a failed handshake (a 500, which a browser retries blindly): the socket opens and
     closes with 4503 and `retry_after`, and once the database is back a socket works."""
-    if pg_bindir() is None:
-        service_missing("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
-    with PostgresServer() as postgres:
-        with LiveServer(
+    _needs_servers()
+    with PostgresServer() as postgres, PgBouncer(postgres) as bouncer:
+        server = LiveServer(
             database_url=postgres.url(), extra_env={"REDIS_URL": ""}, server=server_kind
-        ) as server:
-            server.manage(
-                "shell",
-                "-c",
-                "from django.contrib.auth import get_user_model; "
-                f"get_user_model().objects.create_user('ann', password='{PASSWORD}')",
-            )
+        )
+        with through_pgbouncer(server, bouncer):
+            add_user(server.database_url, "ann", PASSWORD)
             browser = Browser(server)
             session_id = browser.new_session()
             cookie = browser.client.cookies.get("sessionid")

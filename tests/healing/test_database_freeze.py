@@ -9,17 +9,23 @@ wait for an answer, the next ones wait for a new connection; each answers 503 wi
 Retry-After (JSON on the API, text on a page). Once the database thaws the same requests
 answer as before, with no process restarted. A client that waited longer than the bound
 plus a margin fails the test by its own timeout (it would have hung before).
+
+Through PgBouncer in transaction mode (the production topology) and directly: PgBouncer
+answers a new connection itself, so only the direct server shows the bounded handshake.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import httpx
 import pytest
 
 from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
+from tests.healing.conftest import add_user
 from tests.healing.stack import PASSWORD, Browser, until
-from tests.servers import PostgresServer, pg_bindir
+from tests.servers import PgBouncer, PostgresServer, pg_bindir, pgbouncer_binary, through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(240)]
 
@@ -31,22 +37,24 @@ BOUND = STATEMENT_SECONDS + 2
 CLIENT_TIMEOUT = BOUND + 20
 
 
-def test_a_frozen_database_answers_503_with_retry_after_instead_of_hanging():
+@pytest.mark.parametrize("way", ["direct", "pgbouncer"])
+def test_a_frozen_database_answers_503_with_retry_after_instead_of_hanging(way):
     if pg_bindir() is None:
         service_missing("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
-    with PostgresServer() as postgres:
+    if way == "pgbouncer" and pgbouncer_binary() is None:
+        service_missing("pgbouncer is not installed (apt-get install pgbouncer)")
+    with contextlib.ExitStack() as started:
+        postgres = started.enter_context(PostgresServer())
         env = {
             "REDIS_URL": "",
             "GLOVE_DB_STATEMENT_TIMEOUT_SECONDS": str(STATEMENT_SECONDS),
             "GLOVE_DB_CONNECT_TIMEOUT_SECONDS": str(CONNECT_SECONDS),
         }
-        with LiveServer(database_url=postgres.url(), extra_env=env) as server:
-            server.manage(
-                "shell",
-                "-c",
-                "from django.contrib.auth import get_user_model; "
-                f"get_user_model().objects.create_user('ann', password='{PASSWORD}')",
-            )
+        server = LiveServer(database_url=postgres.url(), extra_env=env)
+        if way == "pgbouncer":
+            through_pgbouncer(server, started.enter_context(PgBouncer(postgres)))
+        with server:
+            add_user(server.database_url, "ann", PASSWORD)
             token = server.token_for("ann")
             browser = Browser(server)
             browser.client.timeout = httpx.Timeout(CLIENT_TIMEOUT)

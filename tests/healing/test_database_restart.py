@@ -2,9 +2,11 @@
 processes, soon after the database is back.
 
 A server and two turn workers run on a PostgreSQL of the test's own (tests/servers.py),
-on the database queue and on RQ (with a Redis of the test's own). Messages are posted to
-several chats, the database is restarted (`pg_ctl restart -m fast`, which cuts every
-connection) while their turns run, and more are posted once it is back. Then: every turn
+through PgBouncer in transaction mode, on the database queue and on RQ (with a Redis of the
+test's own), and once connected directly on the database queue: then the restart cuts the
+processes' own connections, idle ones too, where behind PgBouncer it cuts PgBouncer's.
+Messages are posted to several chats, the database is restarted (`pg_ctl restart -m fast`,
+which cuts every connection to it) while their turns run, and more are posted once it is back. Then: every turn
 done, every acknowledged message stored once with one reply and one result per tool call,
 no process restarted, and the time to heal printed (bounded by a generous wait only; the
 promise, docs/reference/guarantees.md, is the turn lease plus 10 s).
@@ -18,7 +20,7 @@ import time
 import pytest
 
 from tests.api.liveserver import LiveServer
-from tests.healing.conftest import LEASE_SECONDS
+from tests.healing.conftest import LEASE_SECONDS, PGBOUNCER_STACKS
 from tests.healing.stack import (
     Browser,
     Load,
@@ -36,9 +38,12 @@ CHATS = 8
 HEAL_WAIT = LEASE_SECONDS + 10 + 60
 
 
+@pytest.mark.parametrize("stack", ["db", *PGBOUNCER_STACKS], indirect=True)
 def test_every_acknowledged_message_is_answered_once_after_a_database_restart(stack, postgres):
     server = stack
     backend = server.env["GLOVE_TASKS_BACKEND"]
+    if server.env.get("DATABASE_DIRECT_URL"):
+        backend += ", through PgBouncer"
     workers = [index for index, worker in enumerate(server.workers) if worker.poll() is None]
     processes = [server._process, *(server.workers[index] for index in workers)]
     pids = [process.pid for process in processes]

@@ -5,7 +5,8 @@ Agent b is kept on the mesh by `manage.py run_agent b` and its wake-up turns run
 `turn_worker` (tests/mesh/peer_agent.py: acknowledge, then reply to the sender). Agent a
 sends from a short-lived process. After one exchange the database is restarted; the next
 message must wake b again (its delivery reader and its wake-up queueing replace their broken
-connections), be answered once, and both long-running processes stay the same.
+connections), be answered once, and both long-running processes stay the same. Through
+PgBouncer in transaction mode, as production runs (tests/healing/conftest.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 
 from tests.api.liveserver import ROOT, LiveServer
 from tests.healing.stack import query
+from tests.servers import through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 
@@ -44,7 +46,7 @@ asyncio.run(main())
 
 
 @pytest.fixture
-def mesh(postgres) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
+def mesh(postgres, pgbouncer) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
     env = {
         "DJANGO_SETTINGS_MODULE": "tests.mesh.peer_settings",
         "MESH_TRANSPORT": "database",
@@ -53,7 +55,7 @@ def mesh(postgres) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
         "REDIS_URL": "",
     }
     # Its database and a worker; no HTTP server is needed here.
-    server = LiveServer(database_url=postgres.url(), extra_env=env)
+    server = through_pgbouncer(LiveServer(database_url=postgres.url(), extra_env=env), pgbouncer)
     server._create_migrated_database()
     try:
         server.start_worker()

@@ -3,12 +3,11 @@ message, and a person who just wrote reads the primary.
 
 A primary and a real streaming replica of it (`pg_basebackup -R`, tests/servers.py), the
 replica held behind by pausing its replay (a replica as far behind as the test needs, with
-no timing to race); the server runs with `DATABASE_REPLICA_URLS` naming it.
+no timing to race); the server runs with `DATABASE_REPLICA_URLS` naming it. Each server is
+reached through a PgBouncer of its own in transaction mode (the production topology).
 """
 
 from __future__ import annotations
-
-import re
 
 import httpx
 import pytest
@@ -17,9 +16,14 @@ from tests.api.liveserver import LiveServer
 from tests.conftest import service_missing
 from tests.healing.conftest import add_user
 from tests.healing.stack import PASSWORD, Browser, query, until
-from tests.servers import PostgresServer, ReplicaServer, pg_bindir
-
-pytestmark = [pytest.mark.faults, pytest.mark.timeout(240)]
+from tests.servers import (
+    PgBouncer,
+    PostgresServer,
+    ReplicaServer,
+    pg_bindir,
+    pgbouncer_binary,
+    through_pgbouncer,
+)
 
 PIN_COOKIE = "glove_primary_until"
 
@@ -41,13 +45,23 @@ def listed_in_admin(browser: Browser, session_id: str) -> bool:
     return f"/admin/conversations/session/{quote(session_id)}/" in page.text
 
 
+@pytest.mark.faults
+@pytest.mark.timeout(240)
 def test_lag_tolerant_reads_use_the_replica_and_a_chat_reads_its_own_writes():
     if pg_bindir() is None:
         service_missing("PostgreSQL's server binaries (initdb, pg_ctl, pg_basebackup)")
-    with PostgresServer() as primary, ReplicaServer(primary) as replica:
+    if pgbouncer_binary() is None:
+        service_missing("pgbouncer is not installed (apt-get install pgbouncer)")
+    with (
+        PostgresServer() as primary,
+        ReplicaServer(primary) as replica,
+        PgBouncer(primary) as primary_bouncer,
+        PgBouncer(replica) as replica_bouncer,
+    ):
         server = LiveServer(database_url=primary.url(), extra_env={"REDIS_URL": ""})
+        through_pgbouncer(server, primary_bouncer)
         name = server.database_url.rpartition("/")[2]
-        server.env["DATABASE_REPLICA_URLS"] = replica.url(name)
+        server.env["DATABASE_REPLICA_URLS"] = replica_bouncer.url(name)
         with server:
             add_user(server.database_url, "ann", PASSWORD)
             make_staff(server.database_url, "sam")
@@ -87,16 +101,15 @@ def test_lag_tolerant_reads_use_the_replica_and_a_chat_reads_its_own_writes():
             assert listed_in_admin(sam, session_id)  # the replica caught up
 
 
-def test_without_replicas_nothing_is_pinned():
-    """No replica configured: the router is off and no cookie is set on a write."""
-    with LiveServer() as server:
-        add_user_sqlite = (
-            "from django.contrib.auth import get_user_model; "
-            f"get_user_model().objects.create_user('ann', password='{PASSWORD}')"
-        )
-        server.manage("shell", "-c", add_user_sqlite)
-        ann = Browser(server)
-        session_id = ann.new_session()
-        assert ann.post(f"/sessions/{session_id}/messages", {"text": "hi"}).status_code == 303
-        assert PIN_COOKIE not in ann.client.cookies
-        assert re.search("hi", ann.client.get(f"/sessions/{session_id}/").text)
+@pytest.mark.django_db
+@pytest.mark.postgres
+def test_without_replicas_nothing_is_pinned(client, django_user_model):
+    """No replica configured: the router is off and no cookie is set on a write (in this
+    process: no server of its own to start, and both passes run it)."""
+    client.force_login(django_user_model.objects.create_user("ann"))
+    created = client.post("/sessions/new")
+    assert created.status_code == 303
+    chat = created["Location"]
+    assert client.post(f"{chat}messages", {"text": "hi there"}).status_code == 303
+    assert PIN_COOKIE not in client.cookies
+    assert "hi there" in client.get(chat).content.decode()

@@ -6,7 +6,8 @@ customer's client follows a checkout over Server-Sent Events; while the turn wai
 "Confirm your order" slot, every uvicorn worker is SIGKILLed (uvicorn respawns them). The
 slot is answered over REST once the server answers again, and the Python client, which
 resumes by itself from the last event id it saw, reads the rest: every stored event of the
-turn exactly once, in order, and the order placed once.
+turn exactly once, in order, and the order placed once. On PostgreSQL through PgBouncer in
+transaction mode (the relays LISTEN directly), as production runs.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import httpx
 import pytest
 
 from gloveapp.remote.agent_client import AgentApiError, AgentClient
-from tests.api.liveserver import PYTHON, ROOT
+from tests.api.liveserver import PYTHON, ROOT, LiveServer
 from tests.healing.serve_prod import ServeProd
+from tests.servers import through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(400)]
 
@@ -55,9 +57,16 @@ def answer_when_back(glove: AgentClient, session_id: str, slot_id: str) -> None:
         time.sleep(0.2)
 
 
-def test_a_stream_resumes_once_and_in_order_after_its_serving_process_is_killed():
+def test_a_stream_resumes_once_and_in_order_after_its_serving_process_is_killed(
+    postgres, pgbouncer
+):
+    database = LiveServer(database_url=postgres.url())  # its migrated database only
+    database._create_migrated_database()
     # Two of each: with one, granian and uvicorn serve from their master (nothing to kill).
-    stack = ServeProd(http_workers=2, ws_workers=2, turn_workers=1)
+    stack = ServeProd(
+        database_url=database.database_url, http_workers=2, ws_workers=2, turn_workers=1
+    )
+    through_pgbouncer(stack, pgbouncer)
     stack.start(timeout=300)  # a busy machine: the stack's first start is slow
     try:
         token = manage(stack, "create_api_token", "sse-customer", "--create-user").strip()
@@ -99,6 +108,7 @@ def test_a_stream_resumes_once_and_in_order_after_its_serving_process_is_killed(
             ).split()[-1]
     finally:
         stack.stop()
+        database.stop()
 
     stored = [event.id for event in everything if event.id is not None]
     assert [event.id for event in seen if event.id is not None] == stored

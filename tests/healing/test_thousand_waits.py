@@ -17,6 +17,7 @@ import pytest
 from tests.api.liveserver import PYTHON, ROOT, LiveServer
 from tests.healing.conftest import add_user
 from tests.healing.stack import PASSWORD, Browser, query
+from tests.servers import through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(600)]
 
@@ -25,26 +26,39 @@ CONCURRENCY = 8
 WAIT = 420.0
 
 # Run in the server's own environment: 1,000 chats with a bag in the cart, each asked to
-# check out, through the same services a page post uses (bulk where the services allow).
+# check out. The rows are those the services write for a page post (a chat, its cart line,
+# its queued turn), written in bulk: one by one through the services (four transactions a
+# chat) this setup was most of the test's time. Then each chat's task is enqueued, after
+# the commit, as a post enqueues its own.
 _SETUP = f"""
 from django.contrib.auth import get_user_model
-from gloveapp.conversations.services import session_create
+from django.db import transaction
+from gloveapp.conversations.models import Session
+from gloveapp.conversations.services import new_session_id
 from gloveapp.demo import shop
-from gloveapp.turns import services
+from gloveapp.demo.models import CartLine
+from gloveapp.turns.models import Turn
 from gloveapp.turns.queue.tasks import enqueue_session
 ann = get_user_model().objects.get(username="ann")
-for n in range({WAITING}):
-    session = session_create(owner=ann, agent_name="coffee", title=f"waits {{n}}")
-    shop.cart_add(session_id=session.pk, coffee_name="Colombia Huila")
-    services.turn_submit(
-        session_id=session.pk, text="checkout, pay at pickup", user_id=None, source="python"
+coffee = shop.coffee_find("Colombia Huila")
+ids = [new_session_id() for _ in range({WAITING})]
+with transaction.atomic():
+    Session.objects.bulk_create(
+        Session(id=id_, key=id_, owner=ann, agent_name="coffee", title=f"waits {{n}}")
+        for n, id_ in enumerate(ids)
     )
-    enqueue_session(session.pk)
+    CartLine.objects.bulk_create(CartLine(session_id=id_, coffee=coffee) for id_ in ids)
+    Turn.objects.bulk_create(
+        Turn(session_id=id_, text="checkout, pay at pickup", source="python") for id_ in ids
+    )
+with transaction.atomic():
+    for id_ in ids:
+        enqueue_session(id_)
 """
 
 
 @pytest.fixture
-def crowd(postgres) -> Iterator[LiveServer]:
+def crowd(postgres, pgbouncer) -> Iterator[LiveServer]:
     env = {
         "GLOVE_TASKS_BACKEND": "db",
         "REDIS_URL": "",
@@ -53,7 +67,8 @@ def crowd(postgres) -> Iterator[LiveServer]:
         "GLOVE_TURN_PARK_AFTER_SECONDS": "0",
         "GLOVE_TURNS_PER_USER_PER_MINUTE": "100000",
     }
-    with LiveServer(database_url=postgres.url(), extra_env=env) as server:
+    server = through_pgbouncer(LiveServer(database_url=postgres.url(), extra_env=env), pgbouncer)
+    with server:
         add_user(server.database_url, "ann", PASSWORD)
         server.start_worker()
         server.start_worker()

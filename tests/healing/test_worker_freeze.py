@@ -24,6 +24,7 @@ from tests.healing.stack import (
     query,
     wait_until_finished,
 )
+from tests.servers import through_pgbouncer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 
@@ -32,9 +33,9 @@ WAIT = 60.0
 
 
 @pytest.fixture
-def slow_stack(postgres) -> Iterator[LiveServer]:
+def slow_stack(postgres, pgbouncer) -> Iterator[LiveServer]:
     """A server and two workers whose model takes longer than the lease (database queue:
-    the fault is the worker's, whichever queue brought the turn)."""
+    the fault is the worker's, whichever queue brought the turn), through PgBouncer."""
     env = {
         "DJANGO_SETTINGS_MODULE": "tests.healing.slow_model",
         "GLOVE_TASKS_BACKEND": "db",
@@ -42,7 +43,8 @@ def slow_stack(postgres) -> Iterator[LiveServer]:
         "GLOVE_TURN_DB_THREADS": "2",
         "REDIS_URL": "",
     }
-    with LiveServer(database_url=postgres.url(), extra_env=env) as server:
+    server = through_pgbouncer(LiveServer(database_url=postgres.url(), extra_env=env), pgbouncer)
+    with server:
         add_user(server.database_url, "ann", PASSWORD)
         server.start_worker()
         server.start_worker()

@@ -1,7 +1,8 @@
 """SIGKILL of a turn worker under load: its turns are taken back when their lease runs out
 and finished by the other worker, each exactly once (nothing stored twice, one reply per
-message), on the database queue and on RQ. tests/turns/test_processes.py kills a worker
-that waits on a prompt; here it dies wherever it is, in the middle of many turns."""
+message), on the database queue and on RQ, through PgBouncer in transaction mode.
+tests/turns/test_processes.py kills a worker that waits on a prompt; here it dies wherever
+it is, in the middle of many turns."""
 
 from __future__ import annotations
 

@@ -5,8 +5,6 @@ Events must commit to be relayed, so these tests use transactional databases.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
-
 import pytest
 import redis
 from channels.db import database_sync_to_async
@@ -24,17 +22,19 @@ from gloveapp.settings import channel_layers_for
 
 # Frames arrive within milliseconds; this only bounds how long a broken test hangs.
 FRAME_TIMEOUT = 10
-# This helper's own Redis database, so other test runs on the machine are untouched.
-LIVE_REDIS_DB = 5
 
 
 @pytest.fixture(params=["memory", "redis"])
 async def layer(request, settings):
-    """Run the test on the in-memory channel layer and on Redis (channels_redis)."""
+    """Run the test on the in-memory channel layer and on Redis (channels_redis).
+
+    On the run's own Redis database (TEST_REDIS_URL: each of `make test`'s passes has its
+    own), never a fixed one: the SQLite and PostgreSQL passes run these tests at the same
+    time with the same stream names, and a shared database gave one pass's socket the
+    other's frames (a transient `text_delta` reaching `test_resume`'s up-to-date socket)
+    and emptied its groups with the other's `flushdb`."""
     if request.param == "redis":
-        url = urlunsplit(
-            urlsplit(request.getfixturevalue("redis_url"))._replace(path=f"/{LIVE_REDIS_DB}")
-        )
+        url = request.getfixturevalue("redis_url")
         redis.Redis.from_url(url).flushdb()
     else:
         url = ""
