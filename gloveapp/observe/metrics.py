@@ -69,18 +69,33 @@ def metric(name: str) -> Any:
     return _metrics()[name]
 
 
+# Each metric's children by label values, looked up once: the client library's `labels()`
+# turns every value into a string and takes a lock on every call. The label values are few
+# (agents, models, tools, outcomes), as the metrics' own series are.
+_children: dict[tuple[str, ...], Any] = {}
+
+
+def child(name: str, *labels: str) -> Any:
+    """The series of metric `name` with these label values."""
+    key = (name, *labels)
+    found = _children.get(key)
+    if found is None:
+        found = _children[key] = metric(name).labels(*labels)
+    return found
+
+
 # -- recording ------------------------------------------------------------------------------
 def turn_started(*, agent: str, retried: bool, queue_wait: float | None) -> None:
-    metric("glove_turns_started").labels(agent).inc()
+    child("glove_turns_started", agent).inc()
     if retried:
-        metric("glove_turns_retried").labels(agent).inc()
+        child("glove_turns_retried", agent).inc()
     elif queue_wait is not None:
-        metric("glove_turn_queue_wait_seconds").labels(agent).observe(max(queue_wait, 0.0))
+        child("glove_turn_queue_wait_seconds", agent).observe(max(queue_wait, 0.0))
 
 
 def turn_finished(*, agent: str, status: str, duration: float) -> None:
-    metric("glove_turns_finished").labels(agent, status).inc()
-    metric("glove_turn_duration_seconds").labels(agent, status).observe(duration)
+    child("glove_turns_finished", agent, status).inc()
+    child("glove_turn_duration_seconds", agent, status).observe(duration)
 
 
 def model_call(
@@ -95,36 +110,34 @@ def model_call(
 ) -> None:
     """One model call; `tokens` by type (input, output, cache_read, cache_write); `cost_usd`
     None when the model has no price."""
-    metric("gen_ai_client_operation_duration_seconds").labels(
-        "chat", provider, model, agent, error_type
+    child(
+        "gen_ai_client_operation_duration_seconds", "chat", provider, model, agent, error_type
     ).observe(duration)
     if error_type:
         return
     tokens = tokens or {}
-    usage = metric("gen_ai_client_token_usage")
-    total = metric("glove_model_tokens")
     for kind, count in tokens.items():
         if kind in ("input", "output"):
-            usage.labels("chat", provider, model, agent, kind).observe(count)
+            child("gen_ai_client_token_usage", "chat", provider, model, agent, kind).observe(count)
         if count:
-            total.labels(agent, model, kind).inc(count)
+            child("glove_model_tokens", agent, model, kind).inc(count)
     if cost_usd is None:
-        metric("glove_model_calls_unpriced").labels(agent, model).inc()
+        child("glove_model_calls_unpriced", agent, model).inc()
     elif cost_usd:
-        metric("glove_model_cost_usd").labels(agent, model).inc(cost_usd)
+        child("glove_model_cost_usd", agent, model).inc(cost_usd)
 
 
 def tool_call(*, agent: str, tool: str, outcome: str, duration: float) -> None:
-    metric("glove_tool_calls").labels(agent, tool, outcome).inc()
-    metric("glove_tool_call_duration_seconds").labels(agent, tool).observe(duration)
+    child("glove_tool_calls", agent, tool, outcome).inc()
+    child("glove_tool_call_duration_seconds", agent, tool).observe(duration)
 
 
 def websocket_opened(stream: str) -> None:
-    metric("glove_websockets_open").labels(stream).inc()
+    child("glove_websockets_open", stream).inc()
 
 
 def websocket_closed(stream: str) -> None:
-    metric("glove_websockets_open").labels(stream).dec()
+    child("glove_websockets_open", stream).dec()
 
 
 def database_reconnected() -> None:
@@ -132,7 +145,7 @@ def database_reconnected() -> None:
 
 
 def redis_reconnected(component: str) -> None:
-    metric("glove_redis_reconnects").labels(component).inc()
+    child("glove_redis_reconnects", component).inc()
 
 
 # -- exposition -----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 A `TurnObserver` wraps the turn's model adapter (each call timed, its tokens counted, an error
 typed), listens to the turn's `tool_use_result` events and is told of the prompts that wait on
 a person; it feeds the Prometheus metrics (`gloveapp.observe.metrics`), stores each step of
-the turn's timeline as it ends (`services.step_record`, inside the turn's fence: a worker
+the turn's timeline as it ends (`services.steps_record`, inside the turn's fence: a worker
 that lost the turn writes none) and keeps the turn's usage, which the worker stores on the
 turn when it finishes it (cost is that usage priced by GLOVE_MODEL_PRICES).
 """
@@ -133,13 +133,13 @@ class TurnObserver:
         steps, self.pending = self.pending, []
         return steps
 
-    async def attempt_started(self) -> None:
-        """The attempt's timeline step; a retry names the worker of the attempt before it
-        (and is a `glove.retry` span)."""
-        detail = None
+    def attempt_started(self) -> None:
+        """The attempt's timeline step is stored with the claim (`services.turn_claim_next`):
+        counted here; a retry is a `glove.retry` span naming the worker of the attempt
+        before it."""
+        if self.steps_left > 0:
+            self.steps_left -= 1
         if self.turn.retried:
-            previous = await sync_to_async(services.previous_attempt_worker)(self.turn)
-            detail = {"previous_worker": previous}
             now = time.time_ns()
             tracing.span_between(
                 "glove.retry",
@@ -147,16 +147,9 @@ class TurnObserver:
                 end_ns=now,
                 attributes={
                     "glove.turn.attempt": self.turn.attempts,
-                    "glove.retry.previous_worker": previous,
+                    "glove.retry.previous_worker": getattr(self.turn, "previous_worker", ""),
                 },
             )
-        await self.step(
-            TurnStep.Kind.ATTEMPT,
-            f"attempt {self.turn.attempts}",
-            started_at=timezone.now(),
-            detail=detail,
-            now=True,  # a worker that dies mid-turn still leaves who ran the attempt
-        )
 
     async def wait_opened(self, slot_id: str) -> None:
         self._waits.setdefault(slot_id, (timezone.now(), time.time_ns()))

@@ -259,12 +259,20 @@ def turn_claim_next(*, session_id: str, worker_id: str) -> Turn | None:
         restarting=bool(restarting),
     )
     turn._state.adding = False
+    # The worker of the attempt before a retry (its timeline step says; "" when none).
+    turn.previous_worker = previous_attempt_worker(turn) if turn.retried else ""
     with transaction.atomic():
         _event(
             turn,
             "turn.restarted" if turn.retried else "turn.started",
             {"turn": turn.pk, "text": turn.text, "attempt": turn.attempts, "resumes": resumes},
         )
+        if settings.GLOVE_TIMELINE_MAX_STEPS > 0:
+            # The attempt's timeline step, with the claim: a worker that dies mid-turn still
+            # leaves who ran the attempt (its duration stays empty), at no cost of its own.
+            detail = {"previous_worker": turn.previous_worker} if turn.retried else None
+            step = StepData(TurnStep.Kind.ATTEMPT, f"attempt {attempts}", now, detail=detail)
+            _insert_steps(turn.pk, attempts, worker_id, [step])
     return turn
 
 
@@ -389,14 +397,15 @@ def turn_finish(
     usage: Usage | None = None,
     steps: list[StepData] | None = None,
     attempt: int = 1,
+    started_at: Any = None,
 ) -> bool:
     """End a running turn; False when this worker no longer holds it (taken back).
 
     `prompted=False` (the turn pushed no prompt) skips looking for prompts to expire.
     `model` and `usage`: the model the attempt talked to and the tokens it used (its cost),
     added to those of the attempts before it that parked (`turn_park`);
-    `steps`: its timeline steps not stored yet (of attempt `attempt`), stored with the end
-    (the same fence)."""
+    `steps`: its timeline steps not stored yet (of attempt `attempt`, claimed at
+    `started_at`), stored with the end (the same fence)."""
     usage = usage or Usage()
     with transaction.atomic():
         with prepared_cursor() as cursor:
@@ -420,10 +429,9 @@ def turn_finish(
             return False
         turn = Turn(id=turn_id, session_id=row[0])
         _add_session_usage(row[0], model, usage)
-        _close_attempt_step(turn_id, worker_id=worker_id, outcome=status)
+        _close_attempt_step(turn_id, attempt, worker_id, started_at=started_at, outcome=status)
         if steps:
-            ran = Turn(id=turn_id, worker_id=worker_id, attempts=attempt)
-            TurnStep.objects.bulk_create(_step_rows(ran, steps))
+            _insert_steps(turn_id, attempt, worker_id, steps)
         if prompted:
             _expire_slots(turn)
         if status in (Turn.Status.CANCELLED, Turn.Status.FAILED):
@@ -946,23 +954,41 @@ class StepData:
     detail: dict[str, Any] | None = None
 
 
-def _step_rows(turn: Turn, steps: list[StepData]) -> list[TurnStep]:
-    name_length = TurnStep._meta.get_field("name").max_length
-    outcome_length = TurnStep._meta.get_field("outcome").max_length
-    return [
-        TurnStep(
-            turn_id=turn.pk,
-            attempt=turn.attempts,
-            worker_id=turn.worker_id,
-            kind=step.kind,
-            name=step.name[:name_length],
-            started_at=step.started_at,
-            duration_ms=step.duration_ms,
-            outcome=step.outcome[:outcome_length],
-            detail=step.detail,
-        )
-        for step in steps
-    ]
+_STEP_TABLE = TurnStep._meta.db_table
+_STEP_FIELDS = {field.name: field for field in TurnStep._meta.concrete_fields}
+_STEP_BATCH = 200  # rows per INSERT (9 parameters each: within every backend's limit)
+_STEP_INSERT = (
+    f'INSERT INTO "{_STEP_TABLE}" ("turn_id", "attempt", "worker_id", "kind", "name", '
+    '"started_at", "duration_ms", "outcome", "detail") VALUES '
+)
+
+
+def _insert_steps(turn_id: int, attempt: int, worker_id: str, steps: list[StepData]) -> None:
+    """The rows `TurnStep.objects.bulk_create` would write (of the turn's `attempt`, run by
+    `worker_id`), by a plain INSERT: every turn stores its timeline, and compiling the ORM's
+    insert cost more than running it (bench/observe_overhead.py)."""
+    connection = transaction.get_connection()
+    name_length = _STEP_FIELDS["name"].max_length
+    outcome_length = _STEP_FIELDS["outcome"].max_length
+    started_at, detail = _STEP_FIELDS["started_at"], _STEP_FIELDS["detail"]
+    with connection.cursor() as cursor:
+        for start in range(0, len(steps), _STEP_BATCH):
+            batch = steps[start : start + _STEP_BATCH]
+            params: list[Any] = []
+            for step in batch:
+                params += [
+                    turn_id,
+                    attempt,
+                    worker_id,
+                    step.kind,
+                    step.name[:name_length],
+                    started_at.get_db_prep_save(step.started_at, connection),
+                    step.duration_ms,
+                    step.outcome[:outcome_length],
+                    detail.get_db_prep_save(step.detail, connection),
+                ]
+            sql = _STEP_INSERT + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(batch))
+            cursor.execute(sql, params)
 
 
 def steps_record(*, turn: Turn, steps: list[StepData]) -> bool:
@@ -973,7 +999,7 @@ def steps_record(*, turn: Turn, steps: list[StepData]) -> bool:
     with transaction.atomic():
         if not fence_holds(turn_fence(turn)):
             return False
-        TurnStep.objects.bulk_create(_step_rows(turn, steps))
+        _insert_steps(turn.pk, turn.attempts, turn.worker_id, steps)
     return True
 
 
@@ -1005,22 +1031,38 @@ def previous_attempt_worker(turn: Turn) -> str:
     )
 
 
-def _close_attempt_step(turn_id: int, *, worker_id: str, outcome: str) -> None:
-    step = (
-        TurnStep.objects.filter(
-            turn_id=turn_id,
-            kind=TurnStep.Kind.ATTEMPT,
-            worker_id=worker_id,
-            duration_ms__isnull=True,
+_CLOSE_ATTEMPT_SQL = f"""
+    UPDATE "{_STEP_TABLE}" SET "duration_ms" = %s, "outcome" = %s
+     WHERE "turn_id" = %s AND "attempt" = %s AND "kind" = 'attempt' AND "worker_id" = %s
+       AND "duration_ms" IS NULL
+"""
+
+
+def _close_attempt_step(
+    turn_id: int, attempt: int, worker_id: str, *, started_at: Any, outcome: str
+) -> None:
+    """The attempt's step (stored with the claim) gets its duration and outcome: one
+    statement when the attempt's start is known, else the step is read first."""
+    now = timezone.now()
+    if started_at is None:
+        step = (
+            TurnStep.objects.filter(
+                turn_id=turn_id,
+                kind=TurnStep.Kind.ATTEMPT,
+                worker_id=worker_id,
+                duration_ms__isnull=True,
+            )
+            .order_by("-attempt")
+            .values_list("attempt", "started_at")
+            .first()
         )
-        .order_by("-attempt")
-        .first()
-    )
-    if step is not None:
-        elapsed = (timezone.now() - step.started_at).total_seconds()
-        step.duration_ms = max(int(elapsed * 1000), 0)
-        step.outcome = outcome
-        step.save(update_fields=["duration_ms", "outcome"])
+        if step is None:
+            return
+        attempt, started_at = step
+    elapsed = max(int((now - started_at).total_seconds() * 1000), 0)
+    outcome = outcome[: _STEP_FIELDS["outcome"].max_length]
+    with prepared_cursor() as cursor:
+        cursor.execute(_CLOSE_ATTEMPT_SQL, [elapsed, outcome, turn_id, attempt, worker_id])
 
 
 def turn_steps_prune(*, older_than: timedelta) -> int:

@@ -255,7 +255,7 @@ class TurnEngine:
             observe_turn.turn_started(turn, agent=spec.name)
             # Current from here: the task below copies the context, so its spans are children.
             observer.begin_span(self.worker_id)
-            await observer.attempt_started()
+            observer.attempt_started()
             announcer = state.announcer = _Announcer(
                 turn,
                 tools,
@@ -339,6 +339,7 @@ class TurnEngine:
             usage=observer.usage if observer is not None else None,
             steps=observer.take_pending() if observer is not None else None,
             attempt=turn.attempts,
+            started_at=turn.started_at,
         )
         if finished and observer is not None:
             observer.finished(status)

@@ -67,14 +67,12 @@ async def test_a_retried_turn_shows_each_attempt_with_the_worker_before_it(setti
     settings.GLOVE_TURN_LEASE_SECONDS = 0.5
     dora = await sync_to_async(get_user_model().objects.create_user)("dora")
     session = await sync_to_async(session_create)(owner=dora, agent_name="coffee")
-    # A worker claimed the turn, stored its attempt, then died: its lease runs out.
+    # A worker claimed the turn, then died: its lease runs out.
     await sync_to_async(services.turn_submit)(
         session_id=session.pk, text="show me the menu", user_id=dora.pk
     )
+    # Its claim stored the attempt's step.
     dead = await sync_to_async(services.turn_claim_next)(session_id=session.pk, worker_id="dead")
-    await sync_to_async(services.step_record)(
-        turn=dead, kind="attempt", name="attempt 1", started_at=timezone.now()
-    )
 
     await turns.wait_until_idle(session.pk)
 
@@ -100,7 +98,14 @@ def test_a_worker_that_lost_its_turn_stores_no_step():
 
     assert not services.step_record(turn=mine, kind="model", name="demo", started_at=timezone.now())
     assert services.step_record(turn=theirs, kind="model", name="demo", started_at=timezone.now())
-    assert list(TurnStep.objects.values_list("worker_id", flat=True)) == ["worker-b"]
+    assert list(TurnStep.objects.filter(kind="model").values_list("worker_id", flat=True)) == [
+        "worker-b"
+    ]
+    # Each claim stored its attempt's step (what a worker that dies mid-turn leaves).
+    assert list(TurnStep.objects.filter(kind="attempt").values_list("attempt", "worker_id")) == [
+        (1, "worker-a"),
+        (2, "worker-b"),
+    ]
 
 
 def test_steps_older_than_the_retention_are_pruned_by_the_workers_retention(settings):
@@ -114,7 +119,7 @@ def test_steps_older_than_the_retention_are_pruned_by_the_workers_retention(sett
     services.step_record(turn=turn, kind="model", name="new", started_at=timezone.now())
 
     assert retention_apply()["turn timeline steps"] == 1
-    assert list(TurnStep.objects.values_list("name", flat=True)) == ["new"]
+    assert list(TurnStep.objects.values_list("name", flat=True)) == ["attempt 1", "new"]
 
 
 @pytest.mark.usefixtures("close_worker_connections")
