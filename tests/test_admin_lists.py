@@ -466,3 +466,21 @@ def test_on_postgresql_a_page_is_an_index_scan_not_a_sort_of_the_table(staff, ur
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Seq Scan" not in plan, plan
     assert not re.search(r"^\s*(->\s*)?Sort  \(", plan, re.M), plan
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_on_postgresql_an_approvals_search_by_session_or_tool_reads_indexes(staff):
+    # The search is exact on the id, the tool name or the session id: with no index on the
+    # tool name the OR could only be a read of the table (`approvals/0007`).
+    with CaptureQueriesContext(connection) as captured:
+        page = staff.get("/admin/approvals/approvalrequest/?q=s_000042")
+    assert page.status_code == 200
+    assert "s_000042" in page.content.decode()
+    reads = [q["sql"] for q in captured if '"approvals_approvalrequest"."tool_name" =' in q["sql"]]
+    assert reads, [q["sql"] for q in captured]
+    with connection.cursor() as cursor:
+        for sql in reads:
+            cursor.execute("EXPLAIN " + sql)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "Seq Scan on approvals_approvalrequest" not in plan, plan

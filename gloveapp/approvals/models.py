@@ -98,6 +98,12 @@ class ApprovalRequest(models.Model):
                 name="approval_group_queue_idx",
             ),
             models.Index(fields=["session", "status"]),
+            # The admin's search and filter by exact tool name, newest first: with the index
+            # on the session, a search for a tool name or a session id is two index ranges,
+            # not a read of the table (`approvals/0007`).
+            models.Index(
+                fields=["tool_name", "created_at", "id"], name="approval_tool_created_idx"
+            ),
             # What staff changed in a session's calls, for the chat page's cards
             # (`selectors.session_edits`): a long chat's decided requests are many, its edits
             # few, and only these are read.
