@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from asgiref.sync import SyncToAsync
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import connections
 
 from gloveapp.conversations.models import Session
@@ -91,3 +93,25 @@ def close_async_orm_connection() -> Iterator[None]:
     (Autouse where a conftest imports it.)"""
     yield
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+
+
+async def serve_worker_until(done: Callable[[], bool], *, worker_id: str, looks: int) -> None:
+    """Run a turn worker in this event loop (its scheduler: retention, partitions) until
+    `done()` (a sync check, run in a thread) is true or it was looked at `looks` times,
+    0.05 s apart; then stop it and close the connections its thread kept."""
+    from gloveapp.turns.queue.tasks import enqueue_session
+    from gloveapp.turns.worker import TurnEngine
+
+    engine = TurnEngine(requeue=enqueue_session, worker_id=worker_id)
+    serving = asyncio.ensure_future(engine.serve())
+    try:
+        for _ in range(looks):
+            if await sync_to_async(done)():
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await engine.stop(grace=1)
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        await sync_to_async(connections.close_all)()

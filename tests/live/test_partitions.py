@@ -4,18 +4,17 @@ an event in a dropped day is told to reload (`resync`)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 
 from gloveapp import partitions
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
+from tests.helpers import serve_worker_until
 from tests.live.conftest import frames, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -68,9 +67,6 @@ def on_postgres(requires_postgres, close_worker_connections):
 async def test_the_worker_drops_expired_days_the_log_shrinks_and_an_old_cursor_resyncs(
     on_postgres, layer, settings, chat, owner_cookie
 ):
-    from gloveapp.turns.queue.tasks import enqueue_session
-    from gloveapp.turns.worker import TurnEngine
-
     oldest = await sync_to_async(fill_past_days)(session_stream(chat.id))
     before = await sync_to_async(log_size)()
     days_before = await sync_to_async(day_partitions)()
@@ -78,20 +74,11 @@ async def test_the_worker_drops_expired_days_the_log_shrinks_and_an_old_cursor_r
     settings.GLOVE_RETAIN_LIVE_EVENTS_DAYS = 3
     cut = timezone.now() - timedelta(days=3)
 
-    engine = TurnEngine(requeue=enqueue_session, worker_id="partitions-test")
-    serving = asyncio.ensure_future(engine.serve())
-    try:
-        for _ in range(400):
-            remaining = await sync_to_async(day_partitions)()
-            if all(p.upper is None or p.upper > cut for p in remaining):
-                break
-            await asyncio.sleep(0.05)
-    finally:
-        await engine.stop(grace=1)
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
-        await sync_to_async(connections.close_all)()
+    await serve_worker_until(
+        lambda: all(p.upper is None or p.upper > cut for p in day_partitions()),
+        worker_id="partitions-test",
+        looks=400,
+    )
 
     remaining = await sync_to_async(day_partitions)()
     dropped = {p.name for p in days_before} - {p.name for p in remaining}

@@ -6,14 +6,12 @@ once. A day still holding a queued task is kept, its finished rows deleted in ba
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
@@ -22,6 +20,7 @@ from gloveapp.conversations.models import IdempotentRequest
 from gloveapp.turns.checks import COLUMNS, task_results_schema_errors
 from gloveapp.turns.retention import task_results_prune
 from mesh.models import MeshDelivery, MeshSentMessage
+from tests.helpers import serve_worker_until
 
 DAYS = 9
 ROWS = 6_000
@@ -106,9 +105,6 @@ def on_postgres(requires_postgres, close_worker_connections):
 async def test_the_worker_drops_every_logs_expired_days_and_each_table_shrinks(
     on_postgres, settings
 ):
-    from gloveapp.turns.queue.tasks import enqueue_session
-    from gloveapp.turns.worker import TurnEngine
-
     user = await get_user_model().objects.acreate(username="keys")
     before = {}
     for table in LOGS:
@@ -129,19 +125,7 @@ async def test_the_worker_drops_every_logs_expired_days_and_each_table_shrinks(
             if p.upper is not None and p.upper <= cut
         ]
 
-    engine = TurnEngine(requeue=enqueue_session, worker_id="log-partitions-test")
-    serving = asyncio.ensure_future(engine.serve())
-    try:
-        for _ in range(600):
-            if not await sync_to_async(expired_left)():
-                break
-            await asyncio.sleep(0.05)
-    finally:
-        await engine.stop(grace=1)
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
-        await sync_to_async(connections.close_all)()
+    await serve_worker_until(lambda: not expired_left(), worker_id="log-partitions-test", looks=600)
 
     assert await sync_to_async(expired_left)() == []
     for table, (size, days) in before.items():

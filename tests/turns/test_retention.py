@@ -22,6 +22,7 @@ from gloveapp.turns.models import Turn, TurnSlot
 from gloveapp.turns.retention import retention_apply
 from inbox.models import InboxItem
 from mesh.models import MeshDelivery, MeshSentMessage
+from tests.helpers import serve_worker_until
 
 pytestmark = [pytest.mark.postgres]
 
@@ -176,27 +177,12 @@ def test_it_deletes_in_bounded_batches_never_one_huge_delete(settings):
 
 @pytest.mark.django_db(transaction=True)
 async def test_the_turn_worker_applies_retention_by_itself_with_no_cron_line():
-    from django.db import connections
-
-    from gloveapp.turns.queue.tasks import enqueue_session
-    from gloveapp.turns.worker import TurnEngine
-
     session = await sync_to_async(make_session)()
     old = await sync_to_async(turn)(session, status=Turn.Status.DONE, age=OLD)
     kept = await sync_to_async(turn)(session, status=Turn.Status.DONE, age=NEW)
-    engine = TurnEngine(requeue=enqueue_session, worker_id="retention-test")
-    serving = asyncio.ensure_future(engine.serve())
-    try:
-        for _ in range(200):
-            if not await Turn.objects.filter(pk=old.pk).aexists():
-                break
-            await asyncio.sleep(0.05)
-    finally:
-        await engine.stop(grace=1)
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
-        await sync_to_async(connections.close_all)()
+    await serve_worker_until(
+        lambda: not Turn.objects.filter(pk=old.pk).exists(), worker_id="retention-test", looks=200
+    )
 
     assert [pk async for pk in Turn.objects.values_list("pk", flat=True)] == [kept.pk]
 
