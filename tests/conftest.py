@@ -209,6 +209,7 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if call.excinfo is None:
         return
+    _add_live_server_logs(report)
     exc: BaseException | None = call.excinfo.value
     while exc is not None:
         explained = explain_refusal(exc)
@@ -216,6 +217,19 @@ def pytest_runtest_makereport(item, call):
             report.sections.append(("PostgreSQL connections", explained))
             return
         exc = exc.__cause__ or exc.__context__
+
+
+def _add_live_server_logs(report) -> None:
+    """A test that fails while servers of its own run (tests/api/liveserver.py) shows the
+    end of their logs and their workers': a turn that never ends is explained there."""
+    import sys
+
+    liveserver = sys.modules.get("tests.api.liveserver")
+    if liveserver is None:
+        return
+    for server in list(liveserver.LiveServer.running):
+        told = f"server log:\n{server.log_tail()}\n{server.worker_logs()}"
+        report.sections.append((f"live server {server.url}", told))
 
 
 @pytest.fixture

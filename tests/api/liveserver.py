@@ -37,6 +37,10 @@ def free_port() -> int:
 class LiveServer:
     """`with LiveServer() as server: server.url, server.token_for("ann")`."""
 
+    # The servers up now: a failing test's report carries the end of their logs
+    # (tests/conftest.py), since what went wrong is often only in a server's or worker's log.
+    running: set[LiveServer] = set()
+
     def __init__(
         self,
         *,
@@ -97,6 +101,7 @@ class LiveServer:
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
+        LiveServer.running.add(self)
         self._wait_until_up()
         return self
 
@@ -148,6 +153,7 @@ class LiveServer:
         return [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "gloveapp.asgi:application"]
 
     def stop(self) -> None:
+        LiveServer.running.discard(self)
         for worker in self.workers:
             if worker.poll() is None:
                 worker.terminate()

@@ -16,8 +16,9 @@ import pytest
 from gloveapp.remote.agent_client import AgentApiError, AgentClient, AsyncAgentClient, StreamEvent
 from tests.api.liveserver import LiveServer
 
-# A server, a worker and setup_demo of its own: slow on a busy machine.
-pytestmark = [pytest.mark.apart, pytest.mark.timeout(600)]
+# A server, a worker and setup_demo of its own: slow on a busy machine (each test takes
+# 5-40 s here; a turn that never ends fails with the server's and worker's logs).
+pytestmark = [pytest.mark.apart, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")

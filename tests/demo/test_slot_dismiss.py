@@ -4,6 +4,8 @@ dismissed permission prompt is a "no" for that call only."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
@@ -44,6 +46,15 @@ async def start_checkout(customer, session_id: str, text: str) -> tuple[Customer
     return who, await next_slot(session_id)
 
 
+async def parked_turn(session_id: str) -> None:
+    """Until the turn waits parked: an answer that comes before the park goes on where the
+    turn runs (`Park.ANSWERED`), which the parked case must not count on."""
+    while True:
+        if await Turn.objects.filter(session_id=session_id, status="waiting").aexists():
+            return
+        await asyncio.sleep(0.005)
+
+
 async def fresh_slot(session_id: str, after: str) -> turns.SlotView:
     """The prompt the turn shows once `after` is gone (the re-run tool's new one)."""
     while True:
@@ -58,19 +69,27 @@ async def test_a_dismissed_slot_asks_again_the_same_from_the_page_and_over_rest(
 ):
     if parked:  # the turn waits with no worker: the dismissal resumes it on the next attempt
         settings.GLOVE_TURN_PARK_AFTER_SECONDS = 0
+
+    async def when_due() -> None:
+        if parked:
+            await parked_turn(session_id)
+
     who, first = await start_checkout(customer, session_id, "checkout, pay at pickup")
     assert first.renderer == "checkout"
+    await when_due()
     assert await who.post(first.id, {"dismiss": True}) == 200
     # The tool failed on it and was run again: it asks again, in a slot of its own.
     second = await fresh_slot(session_id, after=first.id)
     assert second.renderer == "checkout"
     assert await who.post(first.id, {"dismiss": True}) == 409
     # The page's Dismiss button takes the same path.
+    await when_due()
     closed = await sync_to_async(who.page.post)(
         f"/sessions/{who.key}/slots/{second.id}", {"dismiss": "true"}
     )
     assert closed.status_code == 303
     third = await fresh_slot(session_id, after=second.id)
+    await when_due()
     assert await who.post(third.id, {"value": {"confirmed": True}}) == 200
     await turns.wait_until_idle(session_id)
 

@@ -35,12 +35,19 @@ def pg_admin():
 
 
 def test_it_counts_the_connections_the_server_has_left(pg_admin):
-    before = free_connections(pg_admin)
-    extra = psycopg.connect(_admin_url(), connect_timeout=3)
-    try:
-        assert free_connections(pg_admin) == before - 1
-    finally:
-        extra.close()
+    # The server is shared with the suite's other passes, which open and close connections
+    # meanwhile: one opening of ours must be seen as exactly one fewer at least once.
+    seen = []
+    for _ in range(20):
+        before = free_connections(pg_admin)
+        extra = psycopg.connect(_admin_url(), connect_timeout=3)
+        try:
+            seen.append(before - free_connections(pg_admin))
+        finally:
+            extra.close()
+        if seen[-1] == 1:
+            break
+    assert 1 in seen, seen
 
 
 def test_it_caps_a_concurrency_test_to_what_is_left_with_room_to_spare():
