@@ -1085,6 +1085,19 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         read_by="`gloveapp/observe/tracing.py` and the OpenTelemetry SDK",
     ),
     EnvVar(
+        "GLOVE_TRACED_REQUESTS_PER_SECOND",
+        "float",
+        10.0,
+        "With tracing on: the most HTTP requests a second each server process starts a trace "
+        "for (a token bucket). A few requests a second are all traced; under load the share "
+        "traced falls so that tracing's cost stays that of this many traces a second. A "
+        "request whose `traceparent` header is sampled is always traced, one that says not "
+        "sampled never is; turns are always traced. `inf` traces every request (about a "
+        "quarter more CPU per REST request: `bench/observe_overhead.py`), `0` none of their "
+        "own.",
+        OBSERVE,
+    ),
+    EnvVar(
         "OTEL_TRACES_EXPORTER",
         "str",
         "otlp",

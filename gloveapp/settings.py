@@ -433,6 +433,9 @@ GLOVE_WEBHOOK_SECRET = env("GLOVE_WEBHOOK_SECRET")
 # Metrics and cost (docs/howto/observe.md): `/metrics` answers only with this bearer token;
 # the price table turns stored token usage into cost (a model without a price: unknown).
 GLOVE_METRICS_TOKEN = env("GLOVE_METRICS_TOKEN")
+GLOVE_TRACED_REQUESTS_PER_SECOND = env("GLOVE_TRACED_REQUESTS_PER_SECOND")
+if not GLOVE_TRACED_REQUESTS_PER_SECOND >= 0:  # NaN too
+    raise ImproperlyConfigured("GLOVE_TRACED_REQUESTS_PER_SECOND must be 0 or more, or inf.")
 GLOVE_MODEL_PRICES = env("GLOVE_MODEL_PRICES")
 # A turn's timeline (its steps, stored as it runs): bounded per attempt (kept for
 # GLOVE_RETAIN_TURN_STEPS_DAYS, with the other retentions).

@@ -1,20 +1,90 @@
 """Switch tracing on in this process when the `OTEL_*` environment asks for it: the SDK's
-exporter (`gloveapp.observe.tracing`) and the instrumentation packages for Django (every
-request a span; WSGI and ASGI), psycopg (every PostgreSQL statement a span; SQLite is not
-traced), Redis and httpx (the model providers' SDKs use httpx).
+exporter (`gloveapp.observe.tracing`) and the instrumentation packages for Django (a request a
+span; WSGI and ASGI), psycopg (every PostgreSQL statement a span; SQLite is not traced), Redis
+and httpx (the model providers' SDKs use httpx).
 
 Called from the turns app's `ready()`, before any server builds its middleware, so every
 process (granian's and uvicorn's workers, the turn workers, commands) is set up alike.
+
+Which requests are traced is `TraceGate`'s choice, made before the Django instrumentation's
+middleware does any work: that middleware gathers a request's attributes and starts its span
+before any sampler is asked, which cost a quarter of a REST request's CPU whether the trace was
+kept or not.
 """
 
 from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+
 from gloveapp.observe import tracing
 
 logger = logging.getLogger(__name__)
 _instrumented = False
+# Paths never traced: probes and scrapes would spend the budget and tell nothing.
+UNTRACED_PATHS = ("/healthz", "/metrics", "/static/")
+DJANGO_MIDDLEWARE = (
+    "opentelemetry.instrumentation.django.middleware.otel_middleware._DjangoMiddleware"
+)
+
+
+class TraceGate:
+    """Decides which requests the Django instrumentation traces (it wraps its middleware, in
+    its place at the top of MIDDLEWARE):
+
+    - a request whose `traceparent` header says sampled: traced, in the caller's trace;
+    - one whose `traceparent` says not sampled: not traced, nor anything under it;
+    - `/healthz`, `/metrics`, static files: never;
+    - any other: traced while the process's budget allows
+      (GLOVE_TRACED_REQUESTS_PER_SECOND, `tracing.RequestBudget`); past it, the request runs
+      in `tracing.untraced_context()` and costs next to nothing. A turn it posts is still
+      traced, as a trace of its own (`tracing.current_traceparent`)."""
+
+    sync_capable, async_capable = True, False  # as the middleware it wraps
+
+    def __init__(self, get_response) -> None:
+        from opentelemetry.instrumentation.django.middleware.otel_middleware import (
+            _DjangoMiddleware,
+        )
+
+        self.get_response = get_response
+        self.traced = _DjangoMiddleware(get_response)
+        self.budget = tracing.RequestBudget(settings.GLOVE_TRACED_REQUESTS_PER_SECOND)
+
+    def __call__(self, request):
+        untraced = self.untraced_context(request)
+        if untraced is None:
+            return self.traced(request)
+        token = otel_context.attach(untraced)
+        try:
+            return self.get_response(request)
+        finally:
+            otel_context.detach(token)
+
+    def untraced_context(self, request) -> otel_context.Context | None:
+        """None: trace it; else the context to run it in, untraced."""
+        if request.path.startswith(UNTRACED_PATHS):
+            return tracing.untraced_context()
+        header = request.META.get("HTTP_TRACEPARENT")
+        if header:
+            carrier = {"traceparent": header}
+            if state := request.META.get("HTTP_TRACESTATE"):
+                carrier["tracestate"] = state
+            caller = propagate.extract(carrier)
+            span_context = trace.get_current_span(caller).get_span_context()
+            if span_context.is_valid:
+                return None if span_context.trace_flags.sampled else caller
+        return None if self.budget.take() else tracing.untraced_context()
+
+
+def put_the_gate_in_front(middleware: list[str]) -> list[str]:
+    """MIDDLEWARE with the instrumentation's middleware replaced by `TraceGate` (which runs
+    it for the requests it traces)."""
+    gate = f"{__name__}.{TraceGate.__qualname__}"
+    return [gate if entry == DJANGO_MIDDLEWARE else entry for entry in middleware]
 
 
 def setup_tracing() -> bool:
@@ -42,4 +112,5 @@ def setup_tracing() -> bool:
             instrumentor.instrument()
         except Exception:
             logger.exception("could not switch on %s", type(instrumentor).__name__)
+    settings.MIDDLEWARE = put_the_gate_in_front(list(settings.MIDDLEWARE))
     return True

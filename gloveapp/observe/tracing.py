@@ -11,8 +11,11 @@ Django-free: the Django, Redis and httpx instrumentation is switched on by `glov
 
 from __future__ import annotations
 
+import math
 import os
+import random
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -70,10 +73,11 @@ def tracer() -> trace.Tracer:
 
 
 def current_traceparent() -> str:
-    """The W3C `traceparent` of the current span ("" when none is recording): stored with
-    a turn, so the worker's spans join the trace of the request that posted it."""
-    span = trace.get_current_span()
-    if not span.get_span_context().is_valid:
+    """The W3C `traceparent` of the current span ("" when none is sampled): stored with a
+    turn, so the worker's spans join the trace of the request that posted it. A turn posted
+    by a request that was not traced starts a trace of its own."""
+    span_context = trace.get_current_span().get_span_context()
+    if not span_context.is_valid or not span_context.trace_flags.sampled:
         return ""
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
@@ -84,6 +88,54 @@ def context_from(traceparent: str) -> otel_context.Context | None:
     if not traceparent:
         return None
     return propagate.extract({"traceparent": traceparent})
+
+
+def root_or_under(traceparent: str) -> otel_context.Context:
+    """The context a span starts in: under a stored `traceparent`, else at the root of a
+    trace of its own (never under whatever the current context holds)."""
+    return context_from(traceparent) or otel_context.Context()
+
+
+def untraced_context() -> otel_context.Context:
+    """A context whose span is valid but not sampled: what runs in it (a request left out
+    by the `RequestBudget`) starts no trace, and the instrumentation's
+    spans under it (statements, Redis calls) are dropped at once by the parent-based
+    sampler instead of each becoming a trace of its own."""
+    span_context = trace.SpanContext(
+        trace_id=random.getrandbits(128) or 1,
+        span_id=random.getrandbits(64) or 1,
+        is_remote=False,
+        trace_flags=trace.TraceFlags(trace.TraceFlags.DEFAULT),
+    )
+    return trace.set_span_in_context(trace.NonRecordingSpan(span_context))
+
+
+class RequestBudget:
+    """At most `per_second` new traces a second (a token bucket holding one second's worth,
+    at least one): what keeps tracing's cost bounded when requests come fast. With a few
+    requests a second every one is traced; under load, the share traced falls so that the
+    work of tracing stays at `per_second` traces a second. `math.inf`: every one; 0: none."""
+
+    def __init__(self, per_second: float) -> None:
+        self.per_second = per_second
+        self.capacity = max(1.0, per_second) if math.isfinite(per_second) else math.inf
+        self._tokens = self.capacity
+        self._stamp = time.monotonic()
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        if self.per_second <= 0:
+            return False
+        if not math.isfinite(self.per_second):
+            return True
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.capacity, self._tokens + (now - self._stamp) * self.per_second)
+            self._stamp = now
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return True
+            return False
 
 
 def link_to(traceparent: str) -> trace.Link | None:

@@ -62,7 +62,7 @@ class TurnObserver:
             return
         self._span = tracing.start(
             f"invoke_agent {self.agent}",
-            parent=tracing.context_from(self.turn.trace_parent),
+            parent=tracing.root_or_under(self.turn.trace_parent),
             attributes={
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": self.agent,

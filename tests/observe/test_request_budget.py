@@ -1,0 +1,131 @@
+"""Which requests are traced (`gloveapp.telemetry.TraceGate`): every one while requests come
+slowly, at most GLOVE_TRACED_REQUESTS_PER_SECOND a second when they come fast, always those a
+caller's sampled `traceparent` asks for, never those it says to leave out, nor probes."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from opentelemetry import context as otel_context
+from rest_framework.authtoken.models import Token
+
+from gloveapp.observe import tracing
+from tests.observe.otlp_receiver import Receiver
+
+ROOT = Path(__file__).resolve().parents[2]
+CALLER_TRACE, CALLER_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+LEFT_OUT_TRACE = "5bf92f3577b34da6a3ce929d0e0e4737"
+REQUESTS = """
+import json, time
+from django.test import Client
+client, auth = Client(), {{"HTTP_AUTHORIZATION": "Token {token}"}}
+started = time.monotonic()
+for _ in range(40):
+    assert client.get("/api/sessions", **auth).status_code == 200
+took = time.monotonic() - started
+for _ in range(3):
+    client.get("/api/sessions", HTTP_TRACEPARENT="00-{caller}-{span}-01", **auth)
+client.get("/api/sessions", HTTP_TRACEPARENT="00-{left_out}-{span}-00", **auth)
+client.get("/healthz")
+print(json.dumps({{"took": took}}))
+"""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_budget_keeps_a_seconds_worth_and_refills_at_its_rate(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(tracing.time, "monotonic", clock)
+    budget = tracing.RequestBudget(2)
+    assert [budget.take() for _ in range(3)] == [True, True, False]
+    clock.now += 0.5  # one more a half second later
+    assert [budget.take(), budget.take()] == [True, False]
+    clock.now += 60  # an idle minute keeps no more than a second's worth
+    assert [budget.take() for _ in range(3)] == [True, True, False]
+
+
+def test_a_budget_below_one_a_second_still_lets_one_through_now_and_then(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(tracing.time, "monotonic", clock)
+    budget = tracing.RequestBudget(0.5)
+    assert [budget.take(), budget.take()] == [True, False]
+    clock.now += 2
+    assert budget.take()
+
+
+def test_zero_traces_none_and_inf_every_one():
+    assert not any(tracing.RequestBudget(0).take() for _ in range(5))
+    assert all(tracing.RequestBudget(math.inf).take() for _ in range(5))
+
+
+def test_what_runs_untraced_passes_no_trace_on(spans):
+    token = otel_context.attach(tracing.untraced_context())
+    try:
+        assert tracing.current_traceparent() == ""  # a turn posted here starts its own
+        with tracing.tracer().start_as_current_span("under it") as span:
+            assert not span.is_recording()
+    finally:
+        otel_context.detach(token)
+    assert spans.get_finished_spans() == ()
+
+
+def sqlite_url() -> str:
+    return f"sqlite:///{connection.settings_dict['NAME']}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_traces_within_its_budget_and_as_callers_ask():
+    if connection.vendor != "sqlite":
+        pytest.skip("a server process on this test's SQLite file")
+    ann = get_user_model().objects.create_user("ann")
+    token = Token.objects.create(user=ann).key
+    with Receiver() as receiver:
+        env = {
+            **os.environ,
+            "DATABASE_URL": sqlite_url(),
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
+            "GLOVE_TRACED_REQUESTS_PER_SECOND": "2",
+        }
+        script = REQUESTS.format(
+            token=token, caller=CALLER_TRACE, span=CALLER_SPAN, left_out=LEFT_OUT_TRACE
+        )
+        run = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", script],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stderr
+        took = json.loads(run.stdout.strip().splitlines()[-1])["took"]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(receiver.named("GET ")) < 4:
+            time.sleep(0.1)
+        time.sleep(0.5)  # the rest of the export, if any
+
+    requests = receiver.named("GET ")
+    own = [span for span in requests if span["trace"] != CALLER_TRACE]
+    # Two at once (a second's worth), then two a second while the forty ran.
+    assert 1 <= len(own) <= 2 + math.ceil(2 * took) + 1, (len(own), took)
+    assert len(own) < 40
+    callers = [span for span in requests if span["trace"] == CALLER_TRACE]
+    assert len(callers) == 3
+    assert {span["parent"] for span in callers} == {CALLER_SPAN}
+    assert not [span for span in receiver.spans if span["trace"] == LEFT_OUT_TRACE]
+    assert not [span for span in requests if "healthz" in span["name"]]
