@@ -1087,14 +1087,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
     EnvVar(
         "GLOVE_TRACED_REQUESTS_PER_SECOND",
         "float",
-        10.0,
-        "With tracing on: the most HTTP requests a second each server process starts a trace "
-        "for (a token bucket). A few requests a second are all traced; under load the share "
-        "traced falls so that tracing's cost stays that of this many traces a second. A "
-        "request whose `traceparent` header is sampled is always traced, one that says not "
-        "sampled never is; turns are always traced. `inf` traces every request (about a "
-        "quarter more CPU per REST request: `bench/observe_overhead.py`), `0` none of their "
-        "own.",
+        1.0,
+        "With tracing on: how many HTTP requests a second each server process starts a trace "
+        "for (a token bucket; AWS X-Ray's default keeps the first request of each second "
+        "too). Requests that come slowly are all traced; under load tracing costs that of "
+        "this many traces a second, whatever the rate. Turns are always traced (a turn posted "
+        "by a request left out is a trace of its own), and so is a request whose `traceparent` "
+        "header is sampled; one whose header says not sampled never is. `inf` traces every "
+        "request (a quarter to a half more CPU per REST request: `bench/observe_overhead.py`), "
+        "`0` none but those a caller's header asks for.",
         OBSERVE,
     ),
     EnvVar(

@@ -14,9 +14,12 @@ kept or not.
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 
 from django.conf import settings
+from django.urls import reverse
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 
@@ -26,6 +29,9 @@ logger = logging.getLogger(__name__)
 _instrumented = False
 # Paths never traced: probes and scrapes would spend the budget and tell nothing.
 UNTRACED_PATHS = ("/healthz", "/metrics", "/static/")
+# Requests that post a turn (URL names): always traced, so the turn's trace starts at the
+# request that posted it. Tracing one costs about a fortieth of the turn it starts.
+TURN_POSTING_URLS = ("message-create", "api-session-agent-turns")
 DJANGO_MIDDLEWARE = (
     "opentelemetry.instrumentation.django.middleware.otel_middleware._DjangoMiddleware"
 )
@@ -38,6 +44,7 @@ class TraceGate:
     - a request whose `traceparent` header says sampled: traced, in the caller's trace;
     - one whose `traceparent` says not sampled: not traced, nor anything under it;
     - `/healthz`, `/metrics`, static files: never;
+    - a POST that starts a turn (the chat page's message, the agent API's turn): traced;
     - any other: traced while the process's budget allows
       (GLOVE_TRACED_REQUESTS_PER_SECOND, `tracing.RequestBudget`); past it, the request runs
       in `tracing.untraced_context()` and costs next to nothing. A turn it posts is still
@@ -77,7 +84,23 @@ class TraceGate:
             span_context = trace.get_current_span(caller).get_span_context()
             if span_context.is_valid:
                 return None if span_context.trace_flags.sampled else caller
+        if request.method == "POST" and posts_a_turn(request.path):
+            return None
         return None if self.budget.take() else tracing.untraced_context()
+
+
+@functools.cache
+def _turn_posting_paths() -> re.Pattern[str]:
+    marker = "glove0marker0"
+    paths = [
+        re.escape(reverse(name, args=[marker])).replace(marker, "[^/]+")
+        for name in TURN_POSTING_URLS
+    ]
+    return re.compile("|".join(paths))
+
+
+def posts_a_turn(path: str) -> bool:
+    return _turn_posting_paths().fullmatch(path) is not None
 
 
 def put_the_gate_in_front(middleware: list[str]) -> list[str]:

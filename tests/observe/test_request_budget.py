@@ -19,6 +19,7 @@ from opentelemetry import context as otel_context
 from rest_framework.authtoken.models import Token
 
 from gloveapp.observe import tracing
+from gloveapp.turns.models import Turn
 from tests.observe.otlp_receiver import Receiver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +38,21 @@ for _ in range(3):
 client.get("/api/sessions", HTTP_TRACEPARENT="00-{left_out}-{span}-00", **auth)
 client.get("/healthz")
 print(json.dumps({{"took": took}}))
+"""
+
+
+TURNS = """
+import json
+from django.test import Client
+client, auth = Client(), {{"HTTP_AUTHORIZATION": "Token {token}"}}
+made = client.post("/api/sessions", {{"agentName": "coffee"}}, "application/json", **auth)
+session = made.json()["sessionId"]
+for text in ("hello", "menu", "thanks"):
+    started = client.post(
+        f"/api/sessions/{{session}}/agent/turns", {{"text": text}}, "application/json", **auth
+    )
+    assert started.status_code == 202, started.content
+    assert client.get(f"/api/sessions/{{session}}", **auth).status_code == 200
 """
 
 
@@ -88,6 +104,36 @@ def sqlite_url() -> str:
     return f"sqlite:///{connection.settings_dict['NAME']}"
 
 
+def serve(receiver: Receiver, script: str, per_second: str) -> str:
+    """`script` in a process set up as a server is, its spans sent to `receiver`."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": sqlite_url(),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
+        "GLOVE_TRACED_REQUESTS_PER_SECOND": per_second,
+    }
+    run = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def received(receiver: Receiver, prefix: str, at_least: int) -> list[dict]:
+    """The spans named `prefix...` once `at_least` came (the SDK exports at exit), and a
+    moment more for any others."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and len(receiver.named(prefix)) < at_least:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    return receiver.named(prefix)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_server_traces_within_its_budget_and_as_callers_ask():
     if connection.vendor != "sqlite":
@@ -95,29 +141,11 @@ def test_a_server_traces_within_its_budget_and_as_callers_ask():
     ann = get_user_model().objects.create_user("ann")
     token = Token.objects.create(user=ann).key
     with Receiver() as receiver:
-        env = {
-            **os.environ,
-            "DATABASE_URL": sqlite_url(),
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
-            "GLOVE_TRACED_REQUESTS_PER_SECOND": "2",
-        }
         script = REQUESTS.format(
             token=token, caller=CALLER_TRACE, span=CALLER_SPAN, left_out=LEFT_OUT_TRACE
         )
-        run = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", script],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert run.returncode == 0, run.stderr
-        took = json.loads(run.stdout.strip().splitlines()[-1])["took"]
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and len(receiver.named("GET ")) < 4:
-            time.sleep(0.1)
-        time.sleep(0.5)  # the rest of the export, if any
+        took = json.loads(serve(receiver, script, "2").strip().splitlines()[-1])["took"]
+        received(receiver, "GET ", 4)
 
     requests = receiver.named("GET ")
     own = [span for span in requests if span["trace"] != CALLER_TRACE]
@@ -129,3 +157,24 @@ def test_a_server_traces_within_its_budget_and_as_callers_ask():
     assert {span["parent"] for span in callers} == {CALLER_SPAN}
     assert not [span for span in receiver.spans if span["trace"] == LEFT_OUT_TRACE]
     assert not [span for span in requests if "healthz" in span["name"]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_that_posts_a_turn_is_traced_whatever_the_budget():
+    if connection.vendor != "sqlite":
+        pytest.skip("a server process on this test's SQLite file")
+    ann = get_user_model().objects.create_user("ann")
+    token = Token.objects.create(user=ann).key
+    with Receiver() as receiver:
+        serve(receiver, TURNS.format(token=token), "0")
+        posted = received(receiver, "POST ", 3)
+
+    assert (
+        sorted(span["name"] for span in posted)
+        == ["POST api/sessions/<str:session_id>/agent/turns"] * 3
+    )
+    assert not receiver.named("GET ")  # the budget is 0: the reads are not traced
+    # Each turn keeps its request's trace, for the worker's spans to join.
+    parents = list(Turn.objects.order_by("pk").values_list("trace_parent", flat=True))
+    assert {parent.split("-")[1] for parent in parents} == {span["trace"] for span in posted}
+    assert len(parents) == 3
