@@ -61,11 +61,31 @@ def configure(service_name: str = "glove-django") -> bool:
 
         # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read by Resource.create.
         resource = Resource.create({"service.name": service_name}).merge(Resource.create())
-        provider = TracerProvider(resource=resource)
+        # OTEL_TRACES_SAMPLER, when set, is the SDK's to read; else `default_sampler()`.
+        sampler = None if os.environ.get("OTEL_TRACES_SAMPLER") else default_sampler()
+        provider = TracerProvider(resource=resource, sampler=sampler)
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         trace.set_tracer_provider(provider)
         _configured = True
     return True
+
+
+def default_sampler() -> Any:
+    """Parent-based (a span follows the trace it is in), and at the root everything but a
+    client call with nothing above it: a turn worker's polling statements, a Redis command
+    outside any request or turn, each a trace of its own (an idle worker sent eight a
+    second), would bury the traces that mean something."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased, Sampler
+
+    class NoLoneClientCalls(Sampler):
+        def should_sample(self, parent_context, trace_id, name, kind=None, *args, **kwargs):
+            decide = ALWAYS_OFF if kind == trace.SpanKind.CLIENT else ALWAYS_ON
+            return decide.should_sample(parent_context, trace_id, name, kind, *args, **kwargs)
+
+        def get_description(self) -> str:
+            return "NoLoneClientCalls"
+
+    return ParentBased(root=NoLoneClientCalls())
 
 
 def tracer() -> trace.Tracer:

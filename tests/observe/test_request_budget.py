@@ -16,6 +16,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 from rest_framework.authtoken.models import Token
 
 from gloveapp.observe import tracing
@@ -178,3 +179,27 @@ def test_a_request_that_posts_a_turn_is_traced_whatever_the_budget():
     parents = list(Turn.objects.order_by("pk").values_list("trace_parent", flat=True))
     assert {parent.split("-")[1] for parent in parents} == {span["trace"] for span in posted}
     assert len(parents) == 3
+
+
+def test_a_client_call_with_nothing_above_it_starts_no_trace():
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=tracing.default_sampler())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    client = trace.SpanKind.CLIENT
+    with tracer.start_as_current_span("SELECT", kind=client):  # a worker's poll
+        pass
+    with tracer.start_as_current_span("invoke_agent coffee"):
+        with tracer.start_as_current_span("SELECT", kind=client):  # the turn's statement
+            pass
+    with tracer.start_as_current_span("GET api/sessions", kind=trace.SpanKind.SERVER):
+        pass
+
+    names = [span.name for span in exporter.get_finished_spans()]
+    assert names == ["SELECT", "invoke_agent coffee", "GET api/sessions"]
+    [statement] = [span for span in exporter.get_finished_spans() if span.name == "SELECT"]
+    assert statement.parent is not None
