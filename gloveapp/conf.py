@@ -1099,6 +1099,17 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         OBSERVE,
     ),
     EnvVar(
+        "OTEL_TRACES_SAMPLER",
+        "str",
+        "",
+        "The SDK's sampler (`parentbased_traceidratio` with `OTEL_TRACES_SAMPLER_ARG`, ...), "
+        "applied to turns and to the requests `GLOVE_TRACED_REQUESTS_PER_SECOND` lets "
+        "through. Unset: parent-based, and a root span kept unless it is a client call with "
+        "nothing above it (a worker's polling statement).",
+        OBSERVE,
+        read_by="`gloveapp/observe/tracing.py` and the OpenTelemetry SDK",
+    ),
+    EnvVar(
         "OTEL_TRACES_EXPORTER",
         "str",
         "otlp",
