@@ -27,8 +27,9 @@ from gloveapp.observe import tracing
 
 logger = logging.getLogger(__name__)
 _instrumented = False
-# Paths never traced: probes and scrapes would spend the budget and tell nothing.
-UNTRACED_PATHS = ("/healthz", "/metrics", "/static/")
+# Paths never traced (and STATIC_URL's): probes and scrapes would spend the budget and tell
+# nothing.
+UNTRACED_PATHS = ("/healthz", "/metrics")
 # Requests that post a turn (URL names): always traced, so the turn's trace starts at the
 # request that posted it. Tracing one costs about a fortieth of the turn it starts.
 TURN_POSTING_URLS = ("message-create", "api-session-agent-turns")
@@ -60,6 +61,8 @@ class TraceGate:
         self.get_response = get_response
         self.traced = _DjangoMiddleware(get_response)
         self.budget = tracing.RequestBudget(settings.GLOVE_TRACED_REQUESTS_PER_SECOND)
+        static = str(settings.STATIC_URL or "")
+        self.untraced_paths = UNTRACED_PATHS + ((static,) if static.startswith("/") else ())
 
     def __call__(self, request):
         untraced = self.untraced_context(request)
@@ -73,7 +76,7 @@ class TraceGate:
 
     def untraced_context(self, request) -> otel_context.Context | None:
         """None: trace it; else the context to run it in, untraced."""
-        if request.path.startswith(UNTRACED_PATHS):
+        if request.path.startswith(self.untraced_paths):
             return tracing.untraced_context()
         header = request.META.get("HTTP_TRACEPARENT")
         if header:
