@@ -38,6 +38,7 @@ The goal (issue 32): `off` and `on` each within 5 % of `today` (`floor` 1.05). P
 from __future__ import annotations
 
 import argparse
+import contextvars
 import gc
 import json
 import os
@@ -98,12 +99,16 @@ class Child:
 
         # Which tree this way runs (the baseline's or this one): said on stderr.
         print(f"gloveapp from {gloveapp.__file__}", file=sys.stderr, flush=True)
-        call_command("migrate", verbosity=0)
-        # The URL resolver's reverse index, as every server has it after its first page
-        # (`{% url %}`, redirects) and `on`'s request tracing builds by itself: without it in
-        # every way, a turn in `on` ran 15 % more instructions than in the others (for no
-        # reason found in its Python: the resolver's index is some 10,000 objects more).
-        reverse("healthz")
+        # Set-up in a context of its own: migrating (and building the URL resolver's reverse
+        # index) sets some thirty asgiref `Local` context variables, which a server or worker
+        # process never carries into its turns (a turn worker's context holds five). In a
+        # context of more than 16 variables every `ContextVar.set` clones a 32-slot node, and
+        # asgiref walks every variable after each `sync_to_async` call: the turns ran up to
+        # 15 % more instructions, the most in `on`, which sets the OpenTelemetry context.
+        contextvars.copy_context().run(call_command, "migrate", verbosity=0)
+        # The resolver's reverse index built, as a server has it after its first page (and
+        # `on`'s gate builds it): in every way alike.
+        contextvars.copy_context().run(reverse, "healthz")
         self.user = get_user_model().objects.create_user("bench")
         token = Token.objects.create(user=self.user).key
         self.client = Client(HTTP_AUTHORIZATION=f"Token {token}")

@@ -14,6 +14,7 @@ kept or not.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import re
@@ -95,11 +96,16 @@ class TraceGate:
 @functools.cache
 def _turn_posting_paths() -> re.Pattern[str]:
     marker = "glove0marker0"
-    paths = [
-        re.escape(reverse(name, args=[marker])).replace(marker, "[^/]+")
-        for name in TURN_POSTING_URLS
-    ]
-    return re.compile("|".join(paths))
+
+    def paths() -> list[str]:
+        return [
+            re.escape(reverse(name, args=[marker])).replace(marker, "[^/]+")
+            for name in TURN_POSTING_URLS
+        ]
+
+    # In a context of its own: building the resolver's index sets an asgiref `Local` (a
+    # context variable) per resolver, which the request's thread would carry from then on.
+    return re.compile("|".join(contextvars.copy_context().run(paths)))
 
 
 def posts_a_turn(path: str) -> bool:
