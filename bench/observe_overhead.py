@@ -197,8 +197,7 @@ class Child:
         # Each block starts from the same garbage collector state: what is alive (in `on`,
         # every span queued since the start, which no server keeps: its exporter sends them
         # every few seconds) is frozen out of later collections, so that a full collection
-        # landing in one way's block and not another's (on a few allocations' difference)
-        # is not read as that way's cost. It moved `on`'s turn between x1.04 and x1.19.
+        # landing in one way's block and not another's is not read as that way's cost.
         gc.collect()
         gc.freeze()
         self._measure_start()
