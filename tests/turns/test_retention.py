@@ -3,8 +3,6 @@ scheduler, in bounded batches; recent and unfinished rows stay."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from datetime import timedelta
 
 import pytest
@@ -189,11 +187,6 @@ async def test_the_turn_worker_applies_retention_by_itself_with_no_cron_line():
 
 @pytest.mark.django_db(transaction=True)
 async def test_the_turn_worker_expires_inbox_items_past_their_deadline_with_no_cron_line():
-    from django.db import connections
-
-    from gloveapp.turns.queue.tasks import enqueue_session
-    from gloveapp.turns.worker import TurnEngine
-
     session = await sync_to_async(make_session)()
     await InboxItem.objects.acreate(
         id="due",
@@ -204,20 +197,12 @@ async def test_the_turn_worker_expires_inbox_items_past_their_deadline_with_no_c
         created_at=ago(OLD),
         expires_at=ago(NEW),
     )
-    engine = TurnEngine(requeue=enqueue_session, worker_id="expiry-test")
-    serving = asyncio.ensure_future(engine.serve())
-    try:
-        for _ in range(200):
-            item = await InboxItem.objects.aget(pk="due")
-            if item.status != InboxItem.Status.PENDING:
-                break
-            await asyncio.sleep(0.05)
-    finally:
-        await engine.stop(grace=1)
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
-        await sync_to_async(connections.close_all)()
+    await serve_worker_until(
+        lambda: InboxItem.objects.get(pk="due").status != InboxItem.Status.PENDING,
+        worker_id="expiry-test",
+        looks=200,
+    )
+    item = await InboxItem.objects.aget(pk="due")
 
     assert (item.status, item.resolved_by) == ("resolved", "expiry")
     assert item.response.startswith("Expired:")
