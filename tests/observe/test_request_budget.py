@@ -135,12 +135,16 @@ def received(receiver: Receiver, prefix: str, at_least: int) -> list[dict]:
     return receiver.named(prefix)
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_server_traces_within_its_budget_and_as_callers_ask():
+@pytest.fixture
+def token(transactional_db) -> str:
+    """An API token of a user of this test's SQLite file, which the server process opens."""
     if connection.vendor != "sqlite":
         pytest.skip("a server process on this test's SQLite file")
     ann = get_user_model().objects.create_user("ann")
-    token = Token.objects.create(user=ann).key
+    return Token.objects.create(user=ann).key
+
+
+def test_a_server_traces_within_its_budget_and_as_callers_ask(token):
     with Receiver() as receiver:
         script = REQUESTS.format(
             token=token, caller=CALLER_TRACE, span=CALLER_SPAN, left_out=LEFT_OUT_TRACE
@@ -160,12 +164,7 @@ def test_a_server_traces_within_its_budget_and_as_callers_ask():
     assert not [span for span in requests if "healthz" in span["name"]]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_request_that_posts_a_turn_is_traced_whatever_the_budget():
-    if connection.vendor != "sqlite":
-        pytest.skip("a server process on this test's SQLite file")
-    ann = get_user_model().objects.create_user("ann")
-    token = Token.objects.create(user=ann).key
+def test_a_request_that_posts_a_turn_is_traced_whatever_the_budget(token):
     with Receiver() as receiver:
         serve(receiver, TURNS.format(token=token), "0")
         posted = received(receiver, "POST ", 3)
