@@ -18,7 +18,7 @@ TURN_WORKERS ?= 1
 PROXY_PORT ?=
 DOCS_PORT ?= 8002
 
-.PHONY: run serve-prod test install install-run lint format bench chaos clean docs docs-serve
+.PHONY: run serve-prod test test-fast install install-run lint format bench chaos clean docs docs-serve
 
 $(PY):
 	@interp=$$(sh .ci/find-python) || exit 1; \
@@ -81,6 +81,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache --no-logo
+	$(VENV)/bin/mypy
 
 format: install
 	$(VENV)/bin/ruff check --fix .
@@ -88,11 +89,18 @@ format: install
 
 # The whole suite on SQLite, the browser tests in a process of their own (Playwright's
 # sync API keeps an event loop that async tests must not share), and beside them the
-# database-backed tests again on PostgreSQL (.ci/test-passes). Each run takes a PostgreSQL
-# database and a Redis server of its own unless PG_TEST_URL / TEST_REDIS_URL name them.
+# database-backed tests again on PostgreSQL (.ci/test-passes; TEST_WORKERS and FAULT_WORKERS
+# spread the passes over pytest-xdist workers). Each run takes a PostgreSQL database and a
+# Redis server of its own unless PG_TEST_URL / TEST_REDIS_URL name them.
 test: lint
 	@bash .ci/ensure-services
 	bash .ci/test-passes
+
+# The daily loop: the tests that start no process (no server, worker or command), on SQLite,
+# with the local Redis (TEST_REDIS_URL, default db 15). `make test` stays the gate.
+test-fast: install
+	@bash .ci/ensure-services
+	$(VENV)/bin/pytest -m "not process and not postgres" -q -p no:cacheprovider
 
 # The documentation site (mkdocs.yml, docs/): built offline into site/, every warning an error
 # and every internal link and anchor checked; the reference's generated parts come from the

@@ -145,6 +145,18 @@ http {{
             proxy_set_header Host $http_host;
             proxy_buffering off;
         }}
+        # The A2A server (its streams are SSE) and the default agent's card: ASGI only.
+        location /a2a/ {{
+            proxy_pass http://127.0.0.1:{ws_port};
+            proxy_http_version 1.1;
+            proxy_set_header Host $http_host;
+            proxy_buffering off;
+            proxy_read_timeout 1h;
+        }}
+        location = /.well-known/agent-card.json {{
+            proxy_pass http://127.0.0.1:{ws_port};
+            proxy_set_header Host $http_host;
+        }}
         location / {{
             proxy_pass http://127.0.0.1:{http_port};
             proxy_set_header Host $http_host;

@@ -79,8 +79,8 @@ def time_decisions(server: LiveServer, token: str) -> list[float]:
 
     from gloveapp.approvals.models import ApprovalRequest
     from gloveapp.conversations.services import session_create
+    from gloveapp.turns import lifecycle
     from gloveapp.turns import public as turns
-    from gloveapp.turns import services
     from gloveapp.turns.models import TurnSlot
 
     customer = get_user_model().objects.get(username="demo")
@@ -113,7 +113,7 @@ def time_decisions(server: LiveServer, token: str) -> list[float]:
                 "the checkout tool",
             )
             samples.append(max(0.0, slot.timestamp() - started))
-            services.turn_cancel(session_id=session.pk)  # the confirmation is not the point
+            lifecycle.turn_cancel(session_id=session.pk)  # the confirmation is not the point
             until(lambda s=session: not turns.is_busy(s.pk), "the cancelled turn")
     return samples
 
@@ -127,7 +127,7 @@ def load_open_requests(count: int) -> None:
 
     from gloveapp.approvals.models import ApprovalRequest
     from gloveapp.conversations.services import session_create
-    from gloveapp.core.approvals import fingerprint
+    from gloveapp.core.approvals.decisions import fingerprint
 
     customer = get_user_model().objects.get(username="demo")
     barista = get_user_model().objects.get(username="barista")

@@ -148,9 +148,9 @@ class Child:
     def _turns(self, count: int) -> None:
         import asyncio
 
-        from gloveapp.turns import services
+        from gloveapp.turns import submit
+        from gloveapp.turns.engine import TurnEngine
         from gloveapp.turns.queue.tasks import enqueue_session
-        from gloveapp.turns.worker import TurnEngine
 
         session = self.turn_session
 
@@ -158,7 +158,7 @@ class Child:
             engine = TurnEngine(requeue=enqueue_session, worker_id="bench")
             for index in range(count):
                 await asyncio.to_thread(
-                    services.turn_submit,
+                    submit.turn_submit,
                     session_id=session.pk,
                     text=f"show me the menu ({index})",
                     user_id=self.user.pk,

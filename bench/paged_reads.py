@@ -216,7 +216,8 @@ def main() -> None:
     deep = None
     paths = page_heavy.get("/").content.decode()
     if "cursor=" in paths:  # this tree pages the list: a page 10,000 chats deep
-        from gloveapp.paging import Cursor
+        from gloveapp.lib.paging import Cursor
+        from gloveapp.pages.views import CHATS_LISTED
 
         row = (
             users.get(username="heavy")
@@ -224,7 +225,7 @@ def main() -> None:
             .order_by("-created_at", "-key")
             .values_list("created_at", "key")[ARGS.chats // 2]
         )
-        deep = Cursor(at=row[0], tie=row[1]).encode()
+        deep = Cursor(at=row[0], tie=row[1]).encode(CHATS_LISTED)
     n = ARGS.requests
     slow = max(1, min(n, 3))  # the old code's whole-history paths: a few runs only
     long_page = f"/sessions/{LONG}/"

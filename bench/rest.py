@@ -29,7 +29,13 @@ hits each about equally. Prints JSON: every measure, then the
 ratios (GET / static floor, POST / pgbench floor). Ratios within one run are the figures to
 trust on a shared machine; absolute numbers move with the load on it.
 
+With `--before PATH` (a checkout of the code before a change, e.g. a `git worktree` of
+main), each candidate also runs from PATH as `<server>@before`, right after the same
+candidate from this tree in every round, and the ratios add each measure's p50 and server
+CPU per request over the same measure before: a change's cost, side by side in one run.
+
     .venv/bin/python bench/rest.py [--duration 5] [--servers prod,gunicorn,uvicorn,daphne]
+        [--before ../main]
 """
 
 from __future__ import annotations
@@ -225,9 +231,11 @@ class Bench:
             ]
 
     # -- servers ----------------------------------------------------------------------------
-    def start(self, name: str) -> tuple[subprocess.Popen, str]:
+    def start(self, name: str, tree: Path = ROOT) -> tuple[subprocess.Popen, str]:
         port = free_port()
         env = dict(self.env)
+        if tree != ROOT:  # that checkout's code, whatever the virtualenv installed
+            env["PYTHONPATH"] = str(tree)
         if name == "prod":
             command = ["make", "-s", "serve-prod", f"PORT={port}", f"WS_PORT={free_port()}"]
         elif name == "gunicorn":
@@ -266,7 +274,7 @@ class Bench:
             raise SystemExit(f"unknown server {name!r}; known: {', '.join(SERVERS)}")
         process = subprocess.Popen(
             command,
-            cwd=ROOT,
+            cwd=tree,
             env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -409,6 +417,11 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=5, help="seconds per measure")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="each figure: the median round")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a checkout of the code before a change: each candidate also runs from it",
+    )
     args = parser.parse_args()
     if not args.database_url.startswith(("postgres://", "postgresql://")):
         raise SystemExit("bench/rest.py measures PostgreSQL: give a postgres:// --database-url")
@@ -424,13 +437,23 @@ def main() -> int:
         samples.setdefault((name, server), []).append(figures)
         print(json.dumps({"measure": name, "server": server, **figures}), file=sys.stderr)
 
-    servers = [name.strip() for name in args.servers.split(",") if name.strip()]
+    names = [name.strip() for name in args.servers.split(",") if name.strip()]
+    # (label, server, tree): with --before, each server from this tree, then from that one.
+    candidates = [(name, name, ROOT) for name in names]
+    if args.before:
+        before_tree = args.before.resolve()
+        candidates = [
+            candidate
+            for name in names
+            for candidate in ((name, name, ROOT), (f"{name}@before", name, before_tree))
+        ]
+    servers = [label for label, _, _ in candidates]
     seeded = False
     # Rounds of every server in turn, the database floor between them: a slow spell on this
     # shared machine hits every measure about equally, and each figure is the median round.
     for _ in range(args.rounds):
-        for index, name in enumerate(servers):
-            process, url = bench.start(name)
+        for index, (name, server_name, tree) in enumerate(candidates):
+            process, url = bench.start(server_name, tree)
             try:
                 if not seeded:
                     bench.seed(url)
@@ -493,6 +516,19 @@ def main() -> int:
                 by["POST messages (one session)"]["requests_per_s"] / db_floor, 3
             ),
         }
+    for name in servers:
+        if f"{name}@before" not in servers:
+            continue
+        now = {m["measure"]: m for m in measures if m["server"] == name}
+        then = {m["measure"]: m for m in measures if m["server"] == f"{name}@before"}
+        ratios[name]["over_before"] = {
+            measure: {
+                key: round(now[measure][key] / then[measure][key], 3)
+                for key in ("p50_ms", "server_cpu_us_per_request")
+                if now[measure].get(key) and then[measure].get(key)
+            }
+            for measure in now
+        }
     if before:
         ratios["pgbench_floor_over_before"] = round(db_floor / before, 2)
     grouped_floor = next(
@@ -522,7 +558,10 @@ def main() -> int:
                     "get_history_messages": HISTORY,
                     "load_generator": "wrk -t2 (same machine)",
                     "redis": bool(args.redis_url),
-                    "servers": {name: SERVERS[name] for name in servers},
+                    "servers": {
+                        label: SERVERS[server] + ("" if tree == ROOT else f" (code: {tree})")
+                        for label, server, tree in candidates
+                    },
                 },
                 "measures": measures,
                 "ratios": ratios,

@@ -22,12 +22,16 @@ it (it builds millions of rows): run it on its own.
 
     .venv/bin/python bench/scale.py [--quick] [--requests 10] [--workers 2]
         [--database-url postgres://postgres@127.0.0.1:5432/glove_scale] [--keep] [--reuse]
-        [--only admin]
+        [--only admin] [--sizes large=0.1,small=0.01]
 
 `--keep` leaves both databases (and what the build printed, in bench/out/); `--reuse`
 measures them again without building (after a code change that needs no migration),
 `--only` measures the paths whose name contains the text, or one of the comma-separated
 texts (and the floor).
+
+Every value of every admin filter is measured too (read from the admin of the small database:
+`admin_filter_paths`), and the usage page at each range it offers. `--sizes` sets the scale
+factors (1.0 is the large shape: `large=0.1,small=0.01` is 1M messages against 100k).
 
 To add a path: one `Path(...)` line in PATHS (a URL template over the FACTS the build
 prints, and who asks: anon, customer (the heavy user's login), token (theirs), staff).
@@ -69,6 +73,7 @@ SHAPE = {
     "mesh_deliveries": 1_000_000,
     "live_events": 5_000_000,
     "idempotency_keys": 2_000_000,
+    "task_results": 1_000_000,
 }
 SIZES = {"large": 1.0, "small": 0.01}
 QUICK_SIZES = {"large": 0.005, "small": 0.0005}
@@ -93,10 +98,10 @@ PATHS = [
     Path("chat list /", "/", "customer"),
     Path("chat page, a long chat", "/sessions/{long}/", "customer"),
     Path("chat page, a normal chat", "/sessions/{normal}/", "customer"),
-    Path("chat list /, a page half-way down", "/?cursor={sessions_cursor}", "customer"),
+    Path("chat list /, a page half-way down", "/?cursor={chats_cursor}", "customer"),
     Path(
         "chat list /, a page half-way down (htmx)",
-        "/?cursor={sessions_cursor}",
+        "/?cursor={chats_cursor}",
         "customer",
         htmx="request",
     ),
@@ -208,7 +213,76 @@ PATHS = [
     Path("admin decisions, searched", "/admin/approvals/approvaldecision/?q=staff", "staff"),
     Path("admin users", "/admin/auth/user/", "staff"),
     Path("admin users, searched", "/admin/auth/user/?q=heavy1", "staff"),
+    Path("admin mesh traffic, one recipient", "/admin/mesh/meshtraffic/?q=inbox_10", "staff"),
+    Path("admin task results", "/admin/django_tasks_database/dbtaskresult/", "staff"),
+    Path(
+        "admin task results, facets asked for",
+        "/admin/django_tasks_database/dbtaskresult/?_facets=1",
+        "staff",
+    ),
+    Path(
+        "admin task results, a deep page",
+        "/admin/django_tasks_database/dbtaskresult/?p=5000",
+        "staff",
+        ok=("200", "302"),
+    ),
+    Path("admin API tokens", "/admin/authtoken/tokenproxy/", "staff"),
+    Path("admin API tokens, searched", "/admin/authtoken/tokenproxy/?q={heavy}", "staff"),
+    Path("admin API token page", "/admin/authtoken/tokenproxy/{heavy_id}/change/", "staff"),
+    Path("admin live event page", "/admin/live/liveevent/{event_key}/change/", "staff"),
+    # The usage page, every range it offers (`turns.admin.usage_page`'s day_choices).
+    *(
+        Path(f"admin usage, {days} days", f"/admin/usage/?days={days}", "staff")
+        for days in (7, 14, 30, 90)
+    ),
 ]
+
+
+def admin_filter_paths() -> list[tuple[str, str]]:
+    """Every value of every filter of every changelist (a typed value for the exact-value
+    ones, from the build's facts), read from the admin as staff see it: a child process,
+    Django set up on a built database."""
+    import django
+
+    django.setup()
+    from django.contrib import admin
+    from django.contrib.auth import get_user_model
+    from django.test import RequestFactory
+
+    staff = get_user_model().objects.get(username="staff")
+    typed = {
+        "session": "{long}",
+        "session__id__exact": "{long}",
+        "type": "message.appended",
+        "sender": "roastery",
+        "recipient": "shop",
+        "tool_name": "checkout",
+        "queue_name": "mesh",
+        "workspace__id__exact": "w1",
+        "budget_key": "user:1",
+        "turn_id": "{turn}",
+    }
+    found = []
+    for model, model_admin in sorted(admin.site._registry.items(), key=lambda i: i[0]._meta.label):
+        url = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
+        request = RequestFactory().get(url)
+        request.user = staff
+        try:
+            changelist = model_admin.get_changelist_instance(request)
+        except Exception:
+            continue
+        for spec in changelist.filter_specs:
+            parameter = getattr(spec, "parameter_name", None)
+            if spec.template.endswith("exact_value_filter.html"):
+                found.append(
+                    (f"{url}?{parameter}=…", f"{url}?{parameter}={typed.get(parameter, 'x')}")
+                )
+                continue
+            for choice in spec.choices(changelist):
+                query = choice.get("query_string", "")
+                if query and query != "?" and not choice.get("selected"):
+                    found.append((f"{url}{query}", f"{url}{query}"))
+    return found
 
 
 def log(text: str) -> None:
@@ -241,6 +315,13 @@ def build(factor: float) -> dict[str, Any]:
 
     started = time.monotonic()
     counts = fill(connection, {name: max(1, int(value * factor)) for name, value in SHAPE.items()})
+    # The usage page's 90 days, summed as a worker's scheduler does (timed: its bound is a
+    # day's steps, in the background).
+    from gloveapp.turns.usage_rollup import MAX_DAYS, usage_rollup
+
+    summing = time.monotonic()
+    usage_rollup(days=MAX_DAYS)
+    counts["usage_rollup_90_days_seconds"] = round(time.monotonic() - summing, 1)
     User = get_user_model()
     heavy = User.objects.get(username="heavy1")
     heavy.set_password(secrets.token_hex(8))
@@ -263,32 +344,46 @@ def build(factor: float) -> dict[str, Any]:
 def deep_cursors(heavy: Any) -> dict[str, Any]:
     """Where the paged lists' pages half-way down start (the cursors they hand out), and the
     long chat's newest turn: a page deep in a list must cost what its first page costs."""
+    from gloveapp.api.store.inbox import CONSUMED_LISTED
+    from gloveapp.api.store.sessions import SESSIONS_LISTED
+    from gloveapp.api.webhooks.approvals import APPROVALS_LISTED
     from gloveapp.approvals.models import ApprovalRequest
     from gloveapp.conversations.models import Session
-    from gloveapp.paging import Cursor
+    from gloveapp.lib.paging import Cursor
+    from gloveapp.live.admin import event_key
+    from gloveapp.live.models import LiveEvent
+    from gloveapp.pages.views import CHATS_LISTED
     from gloveapp.turns.models import Turn
     from inbox.models import InboxItem
 
-    def half_way(rows: Any, tie: str) -> str:
+    def half_way(rows: Any, tie: str, listed: str) -> str:
         middle = rows.count() // 2
         row = rows[middle]
-        return Cursor(at=row.created_at, tie=str(getattr(row, tie))).encode()
+        return Cursor(at=row.created_at, tie=str(getattr(row, tie))).encode(listed)
 
     sessions = Session.objects.filter(owner=heavy, parent__isnull=True)
     return {
-        "sessions_cursor": half_way(sessions.order_by("-created_at", "-key"), "key"),
+        "sessions_cursor": half_way(
+            sessions.order_by("-created_at", "-key"), "key", SESSIONS_LISTED
+        ),
+        "chats_cursor": half_way(sessions.order_by("-created_at", "-key"), "key", CHATS_LISTED),
         "decided_cursor": half_way(
-            ApprovalRequest.objects.filter(status="decided").order_by("created_at", "id"), "id"
+            ApprovalRequest.objects.filter(status="decided").order_by("created_at", "id"),
+            "id",
+            APPROVALS_LISTED,
         ),
         "consumed_cursor": half_way(
             InboxItem.objects.filter(session_id="s1", status="consumed").order_by(
                 "-created_at", "-key"
             ),
             "key",
+            CONSUMED_LISTED,
         ),
         "turn": Turn.objects.filter(session_id="s1")
         .order_by("-id")
         .values_list("id", flat=True)[0],
+        "heavy_id": heavy.pk,
+        "event_key": event_key(LiveEvent.objects.order_by("-id")[0]),
     }
 
 
@@ -589,6 +684,12 @@ def main() -> int:
     )
     parser.add_argument("--build", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--logins", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--admin-filters", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--sizes",
+        default="",
+        help="scale factors instead of the defaults, e.g. large=0.1,small=0.01 (1M / 100k)",
+    )
     args = parser.parse_args()
     if args.build is not None:
         print(json.dumps(build(args.build)))
@@ -596,8 +697,13 @@ def main() -> int:
     if args.logins:
         print(json.dumps(logins()))
         return 0
+    if args.admin_filters:
+        print(json.dumps(admin_filter_paths()))
+        return 0
 
     sizes = QUICK_SIZES if args.quick else SIZES
+    if args.sizes:
+        sizes = {k: float(v) for k, v in (part.split("=") for part in args.sizes.split(","))}
     requests = args.requests or (3 if args.quick else 10)
     databases = Databases(args.database_url, sizes)
     began = time.monotonic()
@@ -634,9 +740,21 @@ def main() -> int:
                 processes.append(process)
                 servers[size] = url
             wanted = [text for text in args.only.split(",") if text] or [""]
+            done = subprocess.run(
+                [sys.executable, __file__, "--admin-filters"],
+                cwd=ROOT,
+                env={**databases.env, "DATABASE_URL": databases.url("small")},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            filters = [
+                Path(f"admin filter {name}", url, "staff")
+                for name, url in json.loads(done.stdout.strip().splitlines()[-1])
+            ]
             paths = [
                 p
-                for p in PATHS
+                for p in PATHS + filters
                 if any(text in p.name for text in wanted) or p.name.startswith("floor")
             ]
             rows = measure(servers, facts, requests, args.path_seconds, paths)

@@ -53,7 +53,7 @@ def snapshot(cursor: Any) -> dict[str, Any]:
     cursor.execute("SELECT pg_stat_clear_snapshot()")
     cursor.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")
     wal = int(cursor.fetchone()[0])
-    # A day partition's counts are its log's (gloveapp/partitions.py): summed by parent.
+    # A day partition's counts are its log's (gloveapp/lib/db/partitions.py): summed by parent.
     cursor.execute(
         "SELECT COALESCE(p.relname, s.relname), SUM(n_tup_ins)::bigint, "
         "SUM(n_tup_upd)::bigint, SUM(n_tup_hot_upd)::bigint, SUM(n_tup_del)::bigint "
@@ -109,12 +109,12 @@ async def measure(turns: int) -> dict[str, Any]:
     from django.db import connections
 
     from gloveapp.conversations.services import session_create
-    from gloveapp.turns import services
+    from gloveapp.turns import claim, leases, submit
+    from gloveapp.turns.engine import TurnEngine
     from gloveapp.turns.models import Turn
     from gloveapp.turns.public import submit_message
     from gloveapp.turns.queue.fetch import fetcher_for_backend
     from gloveapp.turns.queue.tasks import enqueue_session
-    from gloveapp.turns.worker import TurnEngine
 
     user = await sync_to_async(get_user_model().objects.create_user)("bench")
     sessions = [
@@ -168,12 +168,12 @@ async def measure(turns: int) -> dict[str, Any]:
     # Heartbeats: SESSIONS running turns, renewed HEARTBEAT_ROUNDS times.
     def claim_running() -> list[int]:
         for index, session_id in enumerate(sessions):
-            services.turn_submit(
+            submit.turn_submit(
                 session_id=session_id, text=f"hb{index}", user_id=user.pk, source="page"
             )
         ids = []
         for session_id in sessions:
-            turn = services.turn_claim_next(session_id=session_id, worker_id="bench-hb")
+            turn = claim.turn_claim_next(session_id=session_id, worker_id="bench-hb")
             ids.append(turn.pk)
         return ids
 
@@ -184,7 +184,7 @@ async def measure(turns: int) -> dict[str, Any]:
 
     def beat() -> None:
         for _ in range(HEARTBEAT_ROUNDS):
-            services.turns_heartbeat(turn_ids=ids, worker_id="bench-hb")
+            leases.turns_heartbeat(turn_ids=ids, worker_id="bench-hb")
 
     await sync_to_async(beat)()
     await close_everything()

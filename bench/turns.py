@@ -121,9 +121,8 @@ async def run(backend: str, messages: int, worker_count: int) -> dict:
     from django.contrib.auth import get_user_model
 
     from gloveapp.conversations.services import session_create
-    from gloveapp.turns.models import Turn
+    from gloveapp.turns.models import LIVE_STATUSES, Turn
     from gloveapp.turns.public import submit_message
-    from gloveapp.turns.services import LIVE_STATUSES
 
     user = await sync_to_async(get_user_model().objects.create_user)(f"bench-{time.time()}")
 

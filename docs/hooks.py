@@ -8,6 +8,7 @@ rendered (so the strict build checks its links and anchors like any other text):
     <!-- generated: openapi -->    the REST routes, from drf-spectacular's OpenAPI schema
     <!-- generated: metrics -->    the Prometheus metrics, from gloveapp/observe/catalogue.py
     <!-- generated: spans -->      the trace spans and their attributes, from the same file
+    <!-- generated: contracts -->  the import-linter contracts, from pyproject.toml
 
 Links are written as they resolve in the repository, so they work on GitHub too: a page
 links CHANGELOG.md as `../../CHANGELOG.md` and a screenshot where the browser test writes
@@ -223,7 +224,41 @@ def spans_reference() -> str:
     return spans_reference_markdown()
 
 
+def _modules(names: list[str]) -> str:
+    return "; ".join(
+        " \\| ".join(f"`{part.strip()}`" for part in name.split("|")) for name in names
+    )
+
+
+def contracts_reference() -> str:
+    """The layering contracts as `pyproject.toml` states them, so the page cannot drift."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    rows = ["| contract | kind | what it says |", "| --- | --- | --- |"]
+    for contract in config["contracts"]:
+        kind = contract["type"]
+        if kind == "layers":
+            inside = contract.get("containers")
+            where = f"inside {_modules(inside)}, " if inside else ""
+            says = f"{where}top to bottom: {_modules(contract['layers'])}"
+        elif kind == "forbidden":
+            says = (
+                f"{_modules(contract['source_modules'])} import none of "
+                f"{_modules(contract['forbidden_modules'])}"
+            )
+        elif kind == "acyclic_siblings":
+            says = f"no circle of modules inside any package of {_modules(contract['ancestors'])}"
+        else:
+            says = contract["name"]
+        rows.append(
+            f"| `{contract['id']}` | {kind.replace('_', ' ')} | {contract['name']}: {says} |"
+        )
+    return "\n".join(rows)
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
+    "contracts": contracts_reference,
     "settings": settings_reference,
     "metrics": metrics_reference,
     "spans": spans_reference,

@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels, MCP through the SDK."""
+"""ASGI entry point: HTTP through Django, websockets through Channels, MCP and A2A through
+their SDKs."""
 
 from __future__ import annotations
 
@@ -49,8 +50,9 @@ if leaky := leaky_connection_settings():
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from gloveapp.api.session_events import events_asgi_app, events_path_session  # noqa: E402
-from gloveapp.api.workspace_mcp import mcp_endpoint  # noqa: E402
+from gloveapp.api.a2a.server import a2a_endpoint, a2a_path  # noqa: E402
+from gloveapp.api.agents.events import events_asgi_app, events_path_session  # noqa: E402
+from gloveapp.api.mcp.server import mcp_endpoint  # noqa: E402
 from gloveapp.live.auth import LoginMiddlewareStack  # noqa: E402
 from gloveapp.routing import RefusingURLRouter, websocket_urlpatterns  # noqa: E402
 
@@ -58,9 +60,12 @@ from gloveapp.routing import RefusingURLRouter, websocket_urlpatterns  # noqa: E
 async def http_app(scope, receive, send):
     """`/mcp/<workspace_id>` goes to the workspace MCP server, a session's event stream
     (`/api/sessions/<id>/events`, SSE) to its ASGI app (no Django request, so no thread
-    parked per open stream); everything else to Django."""
+    parked per open stream); the A2A endpoints (`/a2a/<agent>/…` and the well-known card) to
+    the A2A server; everything else to Django."""
     if scope["path"].startswith("/mcp/"):
         await mcp_endpoint(scope, receive, send)
+    elif a2a_path(scope["path"]):
+        await a2a_endpoint(scope, receive, send)
     elif scope["path"].endswith("/events") and events_path_session(scope["path"]):
         await events_asgi_app(scope, receive, send)
     else:

@@ -52,6 +52,16 @@ def check_webhook_secrets_apart(app_configs, **kwargs):
                 id="glove.E020",
             )
         )
+    turn_signing = settings.GLOVE_TURN_WEBHOOK_SECRET
+    if accepted and turn_signing and accepted == turn_signing:
+        errors.append(
+            Error(
+                "GLOVE_TURN_WEBHOOK_SECRET (signs the turns' completion webhooks) equals "
+                "GLOVE_WEBHOOK_SECRET (accepts signed requests).",
+                hint="Give the completion webhooks a secret of their own.",
+                id="glove.E022",
+            )
+        )
     if settings.GLOVE_APPROVAL_WEBHOOKS and not signing:
         errors.append(
             Warning(

@@ -76,6 +76,8 @@ WORKSPACE = "The workspace inbox"
 RETENTION = "Retention"
 LOGINS = "Logins and the demo"
 OBSERVE = "Metrics, cost and the turn timeline"
+BUDGETS = "Budgets (spending limits)"
+VERSIONS = "Agent versions and replay"
 
 # In the order the reference shows them, group by group.
 DECLARATIONS: tuple[EnvVar, ...] = (
@@ -101,6 +103,15 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "list",
         ["127.0.0.1", "localhost", "testserver"],
         "Host names the server answers, comma-separated.",
+        GENERAL,
+    ),
+    EnvVar(
+        "GLOVE_PASSWORD_HASHERS",
+        "list",
+        [],
+        "Password hashers (dotted paths, comma-separated), the first one for new passwords. "
+        "Empty: Django's own list. The test suite sets the MD5 hasher for itself and the "
+        "servers it starts, as Django's docs advise for tests; never set it in production.",
         GENERAL,
     ),
     EnvVar(
@@ -469,8 +480,10 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_TURNS_PER_USER_PER_MINUTE",
         "int",
         30,
-        "Turns one user may start per minute (chat pages, `runner.submit_message`, mesh "
-        "wake-ups of an owned peer); 429 beyond.",
+        "Turns one user may start per calendar minute (chat pages, the REST start, "
+        "`runner.submit_message`, mesh wake-ups of an owned peer); 429 beyond. It is the "
+        "budget `turns-per-minute` (counted exactly under concurrency, docs/howto/budgets.md); "
+        "`0` removes it.",
         TURNS,
     ),
     EnvVar(
@@ -494,10 +507,12 @@ DECLARATIONS: tuple[EnvVar, ...] = (
     EnvVar(
         "GLOVE_HISTORY_UNPAGED_MAX",
         "int",
-        10000,
-        "The most messages `GET /api/sessions/<id>/messages` returns without paging (Glove's "
-        "store GET); a longer history answers 400 `history_too_long`, naming `limit` with "
-        "`before` / `after` (keyset pages) and `since_compaction` as the ways to read it.",
+        None,
+        "A cap, if the operator wants one, on the messages `GET /api/sessions/<id>/messages` "
+        "returns without paging (Glove's store GET); unset or 0: none, the whole history is "
+        "served, a long one streamed in bounded memory, as Glove's clients read it. Past the "
+        "cap it answers 400 `history_too_long`, naming `limit` with `before` / `after` (keyset "
+        "pages) and `since_compaction` as the ways to read it.",
         INBOX,
     ),
     EnvVar(
@@ -553,6 +568,32 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         TURNS,
     ),
     EnvVar(
+        "GLOVE_TURN_WEBHOOK_SECRET",
+        "str",
+        "",
+        "The HMAC-SHA256 key that signs a turn's completion webhook (`webhook` on a turn's "
+        "start); empty: none is sent (each waits, and is sent once the key is set). Must "
+        "differ from `GLOVE_WEBHOOK_SECRET` (what the server accepts).",
+        TURNS,
+        secret=True,
+    ),
+    EnvVar(
+        "GLOVE_TURN_WEBHOOK_MAX_ATTEMPTS",
+        "int",
+        10,
+        "A turn's completion webhook is tried this many times (backoff from 5 s, doubling, "
+        "at most 10 min apart) before it is given up (`failed`).",
+        TURNS,
+    ),
+    EnvVar(
+        "GLOVE_TURN_WAIT_MAX_SECONDS",
+        "float",
+        60.0,
+        "The longest `POST …/agent/turns?wait=<s>` and a blocking A2A `SendMessage` hold a "
+        "request open for the turn to end (or to ask someone); a longer wait is a 400.",
+        TURNS,
+    ),
+    EnvVar(
         "GLOVE_TURN_PARK_AFTER_SECONDS",
         "float",
         5.0,
@@ -565,7 +606,8 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_TURN_MAX_ATTEMPTS",
         "int",
         3,
-        "The most times one turn is started in all (restarts after a worker died included).",
+        "The most times one turn is started in all (restarts after a worker died included; "
+        "a take-back of a turn waiting on a person when its worker died is not counted).",
         TURNS,
     ),
     EnvVar(
@@ -619,6 +661,17 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         15.0,
         "An open Server-Sent Events stream (`/api/sessions/<id>/events`) with nothing to send "
         "gets a comment line this often, so proxies keep it open.",
+        LIVE,
+    ),
+    EnvVar(
+        "GLOVE_MAX_OPEN_STREAMS_PER_USER",
+        "int",
+        20,
+        "The most event streams (SSE `/api/sessions/<id>/events`, the pages' websockets) one "
+        "user holds open; past it an SSE request is a 429 with `Retry-After` and a websocket "
+        "is closed with 4429 (`retry_after=<seconds>`). Counted across the processes in Redis "
+        "when REDIS_URL is set (a killed process's streams stop counting within a minute), "
+        "else per process, as while Redis is away. 0: no cap.",
         LIVE,
     ),
     EnvVar(
@@ -889,10 +942,11 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "GLOVE_RETENTION_SECONDS",
         "float",
         300.0,
-        "How often the turn worker's scheduler applies the retention below (no cron line): "
-        "on PostgreSQL it first creates the partitions the logs will need and drops the "
-        "expired ones, then deletes old rows in bounded batches. `0` turns it off (the "
-        "`prune_*` commands still work by hand).",
+        "How often the turn worker's scheduler sums the usage page's recent days "
+        "(`usage_rollup`) and applies the retention below (no cron line): on PostgreSQL it "
+        "first creates the partitions the logs will need and drops the expired ones, then "
+        "deletes old rows in bounded batches, stopping between two when the worker stops. "
+        "`0` turns it off (`usage_rollup` and the `prune_*` commands still work by hand).",
         RETENTION,
     ),
     EnvVar(
@@ -1093,9 +1147,21 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "too). Requests that come slowly are all traced; under load tracing costs that of "
         "this many traces a second, whatever the rate. Turns are always traced (a turn posted "
         "by a request left out is a trace of its own), and so is a request whose `traceparent` "
-        "header is sampled; one whose header says not sampled never is. `inf` traces every "
+        "header is sampled, from a trusted caller (`GLOVE_TRACE_TRUSTED_PROXIES`); one whose "
+        "header says not sampled never is. `inf` traces every "
         "request (a quarter to a half more CPU per REST request: `bench/observe_overhead.py`), "
         "`0` none but those a caller's header asks for.",
+        OBSERVE,
+    ),
+    EnvVar(
+        "GLOVE_TRACE_TRUSTED_PROXIES",
+        "list",
+        [],
+        "With tracing on: the addresses or networks (`10.0.0.5`, `10.1.0.0/16`, "
+        "comma-separated) of the proxies and services whose `traceparent` header is obeyed "
+        "for any request they forward. A request with a valid API token is trusted too; "
+        "anyone else's `traceparent` is ignored: the request is traced or not as the "
+        "per-second budget says, in a trace of its own.",
         OBSERVE,
     ),
     EnvVar(
@@ -1124,6 +1190,64 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         "`true` turns tracing off even with an endpoint set.",
         OBSERVE,
         read_by="`gloveapp/observe/tracing.py` and the OpenTelemetry SDK",
+    ),
+    # -- Budgets
+    EnvVar(
+        "GLOVE_BUDGETS",
+        "json",
+        [],
+        "Budgets declared in the settings (beside those staff declare in the admin): a JSON "
+        'list of `{"id": "daily-per-user", "scope": "user", "window": "day", "cap_usd": '
+        '"1.00", "action": "refuse"}`. `scope`: `user`, `group`, `agent`, `session` or '
+        "`everyone` (with `target`: one username, group, agent or session id; without: each "
+        "one apart); `window`: `minute`, `turn`, `day` or `month` (UTC); caps: `cap_usd` "
+        "(US dollars, as `GLOVE_MODEL_PRICES`), `cap_tokens`, `cap_turns`; `action` at the "
+        "cap: `warn`, `require_person` or `refuse`. See docs/howto/budgets.md.",
+        BUDGETS,
+    ),
+    EnvVar(
+        "GLOVE_BUDGET_MAX_OUTPUT_TOKENS",
+        "int",
+        4096,
+        "The output tokens a model call is reserved for when its adapter declares no "
+        "`max_tokens` of its own: a call's worst case is its input (estimated) at the input "
+        "price plus this many tokens at the output price.",
+        BUDGETS,
+    ),
+    EnvVar(
+        "GLOVE_BUDGET_HEAL_AFTER_SECONDS",
+        "float",
+        300.0,
+        "A reservation still open this long after it was made, of a turn that no longer "
+        "runs, is settled at its maximum by the worker's scheduler (a take-back settles those "
+        "of a dead worker's turn at once; this is the safety net).",
+        BUDGETS,
+    ),
+    EnvVar(
+        "GLOVE_RETAIN_BUDGET_LEDGER_DAYS",
+        "float",
+        90.0,
+        "Days a settled or released budget reservation (the ledger) is kept, and a budget "
+        "window's counter after its window ended. Open reservations are never deleted. `0` "
+        "keeps them forever.",
+        RETENTION,
+    ),
+    EnvVar(
+        "GLOVE_REPLAY_STALLED_SECONDS",
+        "float",
+        120.0,
+        "A replay run that made no progress for this long lost its worker (or never had "
+        "one): the turn worker's scheduler hands it to a worker again. A batch redone by two "
+        "workers at once still stores each conversation's result once.",
+        VERSIONS,
+    ),
+    EnvVar(
+        "GLOVE_APPROVAL_SELF_APPROVAL",
+        "bool",
+        False,
+        "Whether the person who asked for an approval (publishing an agent version) may "
+        "decide it themselves. Off: someone else must (four eyes); on: for a team of one.",
+        APPROVALS,
     ),
     EnvVar(
         "PROMETHEUS_MULTIPROC_DIR",

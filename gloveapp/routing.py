@@ -3,7 +3,7 @@
 `RefusingURLRouter` is Channels' `URLRouter` for the outermost routes, except that a path no
 route matches (or a scope with no usable path) is refused at the handshake, as a 403 from
 any server, instead of raising `ValueError("No route found ...")`, which Daphne and uvicorn
-answered with a 500 and a traceback, to anyone (issue 22).
+answered with a 500 and a traceback, to anyone.
 """
 
 from __future__ import annotations

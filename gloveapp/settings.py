@@ -8,6 +8,7 @@ is declared once, with its type, default and meaning, in gloveapp/conf.py and re
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import warnings
 from pathlib import Path
@@ -67,6 +68,8 @@ INSTALLED_APPS = [
     "mesh",
     "gloveapp.agents",
     "gloveapp.approvals",
+    "gloveapp.budgets",
+    "gloveapp.versions",
     "gloveapp.demo",
     "gloveapp.api",
     "gloveapp.turns",
@@ -75,22 +78,26 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: an error page that fails to build (DEBUG's included) still ends the request
+    # with a bare 500, so its pooled connection goes back (gloveapp/lib/http/last_resort.py).
+    "gloveapp.lib.http.last_resort.LastResortMiddleware",
+    # First: every answer counted and timed by route template (gloveapp/lib/http/red.py).
+    "gloveapp.lib.http.red.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    # Content-Security-Policy on every response (SECURE_CSP below); Django's, each policy
-    # rendered once (gloveapp/middleware.py).
-    "gloveapp.middleware.ContentSecurityPolicyMiddleware",
+    # Content-Security-Policy on every response (SECURE_CSP below).
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     # Serves STATIC_ROOT (collectstatic) with DEBUG off, straight from the ASGI app
-    # (WhiteNoise's, able to run async: gloveapp/middleware.py).
-    "gloveapp.middleware.WhiteNoiseMiddleware",
+    # (WhiteNoise's, able to run async: gloveapp/lib/http/middleware.py).
+    "gloveapp.lib.http.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Lets admin lists and views marked @reads_may_lag read a replica (none configured: a
-    # no-op), and keeps a person who just wrote on the primary (gloveapp/replicas.py).
-    "gloveapp.replicas.LagTolerantReads",
-    # Django's, its storage built when a message is read or added (gloveapp/middleware.py).
-    "gloveapp.middleware.MessageMiddleware",
+    # no-op), and keeps a person who just wrote on the primary (gloveapp/lib/db/replicas.py).
+    "gloveapp.lib.db.replicas.LagTolerantReads",
+    # Django's, its storage built when a message is read or added (gloveapp/lib/http/middleware.py).
+    "gloveapp.lib.http.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it answers a locked-out login attempt.
@@ -98,6 +105,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "gloveapp.urls"
+# DEBUG's technical 500 page and the error e-mails, always encodable (a lone surrogate in an
+# error's text is written as an escape instead of breaking the page).
+DEFAULT_EXCEPTION_REPORTER = "gloveapp.lib.http.last_resort.EncodableExceptionReporter"
 ASGI_APPLICATION = "gloveapp.asgi.application"
 WSGI_APPLICATION = "gloveapp.wsgi.application"  # gunicorn, `make serve-prod`
 
@@ -149,7 +159,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # statement runs at most GLOVE_DB_STATEMENT_TIMEOUT_SECONDS (the server cancels it; on in the
 # HTTP servers, set by their entry points), a connection is waited for at most
 # GLOVE_DB_CONNECT_TIMEOUT_SECONDS, and an answer at most GLOVE_DB_WAIT_SECONDS, past which
-# the connection is cut (gloveapp/db.py, a frozen server cancels nothing). Each is a 503 with
+# the connection is cut (gloveapp/lib/db/timeouts.py, a frozen server cancels nothing). Each is a 503 with
 # Retry-After for a request.
 GLOVE_DB_STATEMENT_TIMEOUT_SECONDS = env("GLOVE_DB_STATEMENT_TIMEOUT_SECONDS", default=0.0)
 GLOVE_DB_CONNECT_TIMEOUT_SECONDS = env("GLOVE_DB_CONNECT_TIMEOUT_SECONDS")
@@ -174,7 +184,7 @@ if (
     and DB_POOL_SIZE > 0
     and not DATABASES["default"].get("CONN_MAX_AGE")
 ):
-    from gloveapp.db import pool_check
+    from gloveapp.lib.db.outages import pool_check
 
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
@@ -204,10 +214,10 @@ if DATABASE_DIRECT_URL and DATABASES["default"]["ENGINE"] == "django.db.backends
     # where no such cursor exists (Django's advice for transaction pooling).
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 # PostgreSQL: the hot statements (appends, history reads) are prepared once per connection
-# instead of planned on every run (gloveapp/db.py). Off behind a transaction-pooling
+# instead of planned on every run (gloveapp/lib/db/prepared.py). Off behind a transaction-pooling
 # PgBouncer older than 1.21, which cannot keep prepared statements.
 GLOVE_PREPARED_STATEMENTS = env("GLOVE_PREPARED_STATEMENTS", default=not DATABASE_DIRECT_URL)
-# Streaming replicas: reads that tolerate lag go there (gloveapp/replicas.py), with the
+# Streaming replicas: reads that tolerate lag go there (gloveapp/lib/db/replicas.py), with the
 # primary's connection settings; migrations and writes never.
 for number, url in enumerate(env("DATABASE_REPLICA_URLS"), start=1):
     DATABASES[f"replica{number}"] = {
@@ -218,7 +228,7 @@ for number, url in enumerate(env("DATABASE_REPLICA_URLS"), start=1):
         ),
         "TEST": {"MIRROR": "default"},
     }
-DATABASE_ROUTERS = ["gloveapp.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []
+DATABASE_ROUTERS = ["gloveapp.lib.db.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []
 GLOVE_REPLICA_PIN_SECONDS = env("GLOVE_REPLICA_PIN_SECONDS")
 # PostgreSQL: an append outside a transaction lets go of its session's lock when its rows
 # are written, not when they reach the disk, and answers once they have
@@ -301,6 +311,10 @@ MESH = mesh_for(
     env("MESH_SIGNING_KEYS"),
     env("MESH_MAX_AGE_SECONDS"),
 )
+# External A2A agents as mesh peers, kept on the mesh by `manage.py run_a2a_peers`: mesh id
+# -> {"card_url": ..., "token_env": "<variable holding its bearer token>", ...}
+# (docs/reference/mesh.md#external-a2a-agents).
+MESH_A2A_PEERS: dict = {}
 # Chat agents join the mesh for their turns (as `chat-<session id>`, their inbox being the
 # chat): they can ask peers such as the demo's roastery. Needs MESH_TRANSPORT=database (the
 # replies must reach the chat while no turn runs). `make run` turns both on.
@@ -314,6 +328,7 @@ GLOVE_LIVE_GAP_SECONDS = env("GLOVE_LIVE_GAP_SECONDS")
 GLOVE_LIVE_REPLAY_LIMIT = env("GLOVE_LIVE_REPLAY_LIMIT")
 # An idle Server-Sent Events stream gets a heartbeat comment this often.
 GLOVE_SSE_HEARTBEAT_SECONDS = env("GLOVE_SSE_HEARTBEAT_SECONDS")
+GLOVE_MAX_OPEN_STREAMS_PER_USER = env("GLOVE_MAX_OPEN_STREAMS_PER_USER")
 
 # django-axes counts failed logins (the site's and the admin's, both go through
 # authenticate()): after AXES_FAILURE_LIMIT failures for one username from one address, that
@@ -333,6 +348,10 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = env(
     "AXES_IP_HEADERS",
     default=["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if GLOVE_BEHIND_PROXY else ["REMOTE_ADDR"],
 )
+
+# Django's own list unless set: the test suite hashes with MD5, as Django's docs advise.
+if env("GLOVE_PASSWORD_HASHERS"):
+    PASSWORD_HASHERS = env("GLOVE_PASSWORD_HASHERS")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -376,21 +395,21 @@ GLOVE_CHAT_RATE = env("GLOVE_CHAT_RATE", default=f"{GLOVE_TURNS_PER_USER_PER_MIN
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "gloveapp.api.token_auth.CachedTokenAuthentication",
-        "gloveapp.api.auth.SameOriginJsonSessionAuthentication",
+        "gloveapp.api.common.token_auth.CachedTokenAuthentication",
+        "gloveapp.api.common.auth.SameOriginJsonSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
-        "gloveapp.api.parsers.SafeJSONParser",
+        "gloveapp.api.common.parsers.SafeJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     # Each /api/chat call is a paid model call: limit how often one user may make them.
     "DEFAULT_THROTTLE_RATES": {"chat": GLOVE_CHAT_RATE},
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "gloveapp.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "gloveapp.api.common.errors.exception_handler",
 }
-# How long a process trusts a token it has checked (gloveapp/api/token_auth.py); 0: never.
+# How long a process trusts a token it has checked (gloveapp/api/common/token_auth.py); 0: never.
 GLOVE_TOKEN_CACHE_SECONDS = env("GLOVE_TOKEN_CACHE_SECONDS")
 SPECTACULAR_SETTINGS = {
     "TITLE": "glove-django API",
@@ -406,11 +425,11 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "gloveapp.core.types.TASK_STATUSES",
         "InboxStatusEnum": "gloveapp.core.types.INBOX_STATUSES",
-        "ApprovalDecisionEnum": "gloveapp.core.approvals.DECISIONS",
-        "InboxDecisionEnum": "gloveapp.core.approvals.INBOX_DECISIONS",
+        "ApprovalDecisionEnum": "gloveapp.core.approvals.decisions.DECISIONS",
+        "InboxDecisionEnum": "gloveapp.core.approvals.inbox.INBOX_DECISIONS",
         "PermissionStatusEnum": "gloveapp.core.types.PERMISSION_STATUSES",
-        "PermissionDecisionEnum": "gloveapp.core.approvals.PERMISSION_DECISIONS",
-        "PermissionAnswerEnum": "gloveapp.turns.services.PERMISSION_ANSWER_WORDS",
+        "PermissionDecisionEnum": "gloveapp.core.approvals.permissions.PERMISSION_DECISIONS",
+        "PermissionAnswerEnum": "gloveapp.turns.permissions.PERMISSION_ANSWER_WORDS",
     },
 }
 
@@ -434,9 +453,27 @@ GLOVE_WEBHOOK_SECRET = env("GLOVE_WEBHOOK_SECRET")
 # the price table turns stored token usage into cost (a model without a price: unknown).
 GLOVE_METRICS_TOKEN = env("GLOVE_METRICS_TOKEN")
 GLOVE_TRACED_REQUESTS_PER_SECOND = env("GLOVE_TRACED_REQUESTS_PER_SECOND")
+# Whose `traceparent` is obeyed besides a caller with a valid API token (gloveapp/lib/telemetry.py).
+GLOVE_TRACE_TRUSTED_PROXIES = env("GLOVE_TRACE_TRUSTED_PROXIES")
+for _proxy in GLOVE_TRACE_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"GLOVE_TRACE_TRUSTED_PROXIES: {_proxy!r} is not an address or a network."
+        ) from None
 if not GLOVE_TRACED_REQUESTS_PER_SECOND >= 0:  # NaN too
     raise ImproperlyConfigured("GLOVE_TRACED_REQUESTS_PER_SECOND must be 0 or more, or inf.")
 GLOVE_MODEL_PRICES = env("GLOVE_MODEL_PRICES")
+# Budgets (docs/howto/budgets.md): defaults declared here, beside the admin's; a model call's
+# worst case when its adapter names no max_tokens; the safety net for open reservations.
+GLOVE_BUDGETS = env("GLOVE_BUDGETS")
+GLOVE_BUDGET_MAX_OUTPUT_TOKENS = env("GLOVE_BUDGET_MAX_OUTPUT_TOKENS")
+GLOVE_BUDGET_HEAL_AFTER_SECONDS = env("GLOVE_BUDGET_HEAL_AFTER_SECONDS")
+# Agent versions and replay (docs/howto/versions.md): when a replay run's worker is taken for
+# dead; whether who asked to publish may approve it too.
+GLOVE_REPLAY_STALLED_SECONDS = env("GLOVE_REPLAY_STALLED_SECONDS")
+GLOVE_APPROVAL_SELF_APPROVAL = env("GLOVE_APPROVAL_SELF_APPROVAL")
 # A turn's timeline (its steps, stored as it runs): bounded per attempt (kept for
 # GLOVE_RETAIN_TURN_STEPS_DAYS, with the other retentions).
 GLOVE_TIMELINE_MAX_STEPS = env("GLOVE_TIMELINE_MAX_STEPS")
@@ -535,6 +572,11 @@ GLOVE_TURN_DB_THREADS = env("GLOVE_TURN_DB_THREADS")
 # and another worker restarts the turn, at most GLOVE_TURN_MAX_ATTEMPTS times in all.
 GLOVE_TURN_LEASE_SECONDS = env("GLOVE_TURN_LEASE_SECONDS")
 GLOVE_TURN_MAX_ATTEMPTS = env("GLOVE_TURN_MAX_ATTEMPTS")
+# A turn's completion webhook: the key that signs it, and how many times it is tried.
+GLOVE_TURN_WEBHOOK_SECRET = env("GLOVE_TURN_WEBHOOK_SECRET")
+GLOVE_TURN_WEBHOOK_MAX_ATTEMPTS = env("GLOVE_TURN_WEBHOOK_MAX_ATTEMPTS")
+# The longest a start with `?wait=` (and a blocking A2A SendMessage) holds its request.
+GLOVE_TURN_WAIT_MAX_SECONDS = env("GLOVE_TURN_WAIT_MAX_SECONDS")
 # A turn waiting on a person this long is parked in the database (no worker slot, no
 # lease); the answer continues it on any worker. 0 parks at once.
 GLOVE_TURN_PARK_AFTER_SECONDS = env("GLOVE_TURN_PARK_AFTER_SECONDS")
@@ -556,6 +598,7 @@ GLOVE_RETAIN_INBOX_CONSUMED_DAYS = env("GLOVE_RETAIN_INBOX_CONSUMED_DAYS")
 GLOVE_RETAIN_APPROVALS_DAYS = env("GLOVE_RETAIN_APPROVALS_DAYS")
 GLOVE_RETAIN_TURNS_DAYS = env("GLOVE_RETAIN_TURNS_DAYS")
 GLOVE_RETAIN_TURN_STEPS_DAYS = env("GLOVE_RETAIN_TURN_STEPS_DAYS")
+GLOVE_RETAIN_BUDGET_LEDGER_DAYS = env("GLOVE_RETAIN_BUDGET_LEDGER_DAYS")
 # Live pushes from a turn (text deltas, tool use) give up after this long: a frozen Redis
 # slows the live push only; the stored events reach pages through the event log.
 GLOVE_LIVE_SEND_TIMEOUT_SECONDS = env("GLOVE_LIVE_SEND_TIMEOUT_SECONDS")
@@ -592,8 +635,8 @@ GLOVE_WORKSPACE_RENDER_SECONDS = env("GLOVE_WORKSPACE_RENDER_SECONDS")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    # A refused request is one line, a database outage one line (gloveapp/logs.py).
-    "filters": {"refusals": {"()": "gloveapp.logs.RefusalFilter"}},
+    # A refused request is one line, a database outage one line (gloveapp/lib/logs.py).
+    "filters": {"refusals": {"()": "gloveapp.lib.logs.RefusalFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals"]}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL")},
 }

@@ -11,14 +11,14 @@ from django.views.decorators.csp import csp_override
 from django.views.generic import RedirectView, TemplateView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from gloveapp.api.metrics import metrics_view
+from gloveapp.api.common.metrics import metrics_view
 from gloveapp.demo.login import LoginView
-from gloveapp.health import healthz
+from gloveapp.lib.http.health import healthz
 from gloveapp.turns.admin import usage_page
 
 
 def _moved_admin(new_app: str):
-    """The admin pages of models that moved app (issue 9) answer at their old address too.
+    """The admin pages of models that moved to another app answer at their old address too.
 
     The admin derives its URLs from the app label: the shop's models went from `agents` to
     `demo`, the event log from `conversations` to `live`. A 308 keeps the method and body,
@@ -33,8 +33,8 @@ def _moved_admin(new_app: str):
     return view
 
 
-handler400 = "gloveapp.api.errors.bad_request"
-handler500 = "gloveapp.api.errors.server_error"
+handler400 = "gloveapp.api.common.errors.bad_request"
+handler500 = "gloveapp.api.common.errors.server_error"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -29,10 +29,10 @@ http_process_defaults()
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
-from gloveapp.unread_body import drain_unread_bodies  # noqa: E402
+from gloveapp.lib.http.unread_body import drain_unread_bodies  # noqa: E402
 
 # A refused request's unread body must not cost the client its next request on the same
-# keep-alive connection (gloveapp/unread_body.py).
+# keep-alive connection (gloveapp/lib/http/unread_body.py).
 application = drain_unread_bodies(get_wsgi_application())
 
 from gloveapp.checks import leaky_connection_settings  # noqa: E402

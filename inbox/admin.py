@@ -21,11 +21,11 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from gloveapp.admin_lists import ExactValueFilter, ScaleAdmin
 from gloveapp.conversations.admin import cut_with_title
 from gloveapp.core import input_rules
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
-from inbox.models import ADMIN_ORDER, InboxItem
+from gloveapp.lib.admin import ExactValueFilter, ScaleAdmin
+from inbox.models import ADMIN_ORDER, MESH_KINDS, MESH_TAG, InboxItem
 from inbox.services import inbox_item_resolve
 
 Status = InboxItem.Status
@@ -101,10 +101,11 @@ class KindFilter(admin.SimpleListFilter):
     title = "kind"
     parameter_name = "kind"
     KINDS: dict[str, tuple[str, Q]] = {
-        "plain": ("plain", ~Q(tag__startswith="mesh:")),
-        "mesh_direct": ("mesh direct", Q(tag__startswith="mesh:from:")),
-        "mesh_broadcast": ("mesh broadcast", Q(tag__startswith="mesh:broadcast:")),
-        "waiting": ("mesh waiting", Q(tag__startswith="mesh:waiting:")),
+        # Each a partial index of its own (inbox.models.MESH_KINDS).
+        "plain": ("plain", ~Q(tag__startswith=MESH_TAG)),
+        "mesh_direct": ("mesh direct", Q(tag__startswith=MESH_KINDS["mesh_direct"])),
+        "mesh_broadcast": ("mesh broadcast", Q(tag__startswith=MESH_KINDS["mesh_broadcast"])),
+        "waiting": ("mesh waiting", Q(tag__startswith=MESH_KINDS["waiting"])),
         "expired": ("expired", Q(resolved_by=InboxItem.ResolvedBy.EXPIRY)),
     }
 

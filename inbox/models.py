@@ -15,6 +15,27 @@ PENDING_FIRST = models.Case(
     output_field=models.IntegerField(),
 )
 ADMIN_ORDER = (PENDING_FIRST.asc(), models.F("created_at").desc(), models.F("id").desc())
+# What a tag says an item is (mesh §9.4): the admin's kinds, and the mesh's traffic.
+MESH_TAG = "mesh:"
+MESH_KINDS = {
+    "mesh_direct": "mesh:from:",
+    "mesh_broadcast": "mesh:broadcast:",
+    "waiting": "mesh:waiting:",
+}
+
+
+def admin_order_index(name: str, *leading: str, condition: models.Q | None = None) -> models.Index:
+    """An index in the admin's order (ADMIN_ORDER) after `leading` columns an equality
+    filter fixes, or over the rows of `condition` only: a filtered page (a rare value's
+    most of all) is one range of it, never a walk of every item."""
+    return models.Index(
+        *(models.F(column) for column in leading),
+        PENDING_FIRST,
+        models.F("created_at").desc(),
+        models.F("id").desc(),
+        name=name,
+        condition=condition,
+    )
 
 
 class InboxItem(models.Model):
@@ -63,7 +84,7 @@ class InboxItem(models.Model):
         related_name="resolved_inbox_items",
     )
     expires_at = models.DateTimeField(null=True, blank=True)
-    # What a person may answer with (gloveapp.core.approvals.INBOX_DECISIONS); null is a text
+    # What a person may answer with (gloveapp.core.approvals.inbox.INBOX_DECISIONS); null is a text
     # response only (Glove's). `decision` is the one taken (null: expired, or written by the
     # session's side); `response` is what the agent reads either way.
     decisions = models.JSONField(null=True, blank=True)
@@ -93,6 +114,23 @@ class InboxItem(models.Model):
                 condition=models.Q(status="pending"),
                 name="inbox_pending_expiry_idx",
             ),
+            # The admin's filters, each value a range in the admin's order: by status, by
+            # who resolved it, the blocking ones, the mesh's traffic (a few in a million
+            # items) and each of its kinds; by day, a range of `created_at`.
+            admin_order_index("inbox_admin_status_idx", "status"),
+            admin_order_index("inbox_admin_resolved_by_idx", "resolved_by"),
+            admin_order_index("inbox_admin_blocking_idx", condition=models.Q(blocking=True)),
+            admin_order_index("inbox_admin_mesh_idx", condition=models.Q(tag__startswith=MESH_TAG)),
+            admin_order_index(
+                "inbox_admin_mesh_tag_idx", "tag", condition=models.Q(tag__startswith=MESH_TAG)
+            ),
+            *(
+                admin_order_index(
+                    f"inbox_admin_{kind}_idx", condition=models.Q(tag__startswith=prefix)
+                )
+                for kind, prefix in MESH_KINDS.items()
+            ),
+            models.Index(fields=["created_at", "id"], name="inbox_created_idx"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["session", "key"], name="inbox_unique_session_key"),

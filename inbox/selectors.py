@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gloveapp import keyset
 from gloveapp.core.types import InboxItem as CoreInboxItem
-from gloveapp.paging import Cursor
+from gloveapp.lib import keyset
+from gloveapp.lib.paging import Cursor
 from inbox.models import InboxItem
 from inbox.serialization import inbox_item_to_core
 
@@ -19,7 +19,7 @@ def read_inbox_items(session_id: str, status: str | None = None) -> list[CoreInb
     `CONSUMED_UNPAGED` consumed ones; or those of one `status` (consumed: the newest
     `CONSUMED_UNPAGED`). One statement (the agent loop reads it every turn), each part one
     range of `inbox_session_status_idx`: as an OR of the two, PostgreSQL read every item of
-    the session (10,000 in bench/scale.py's long chat, 53 ms)."""
+    the session (the figures: docs/explanation/scale.md)."""
     table = InboxItem._meta.db_table
     consumed = InboxItem.Status.CONSUMED
     newest_consumed = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gloveapp.conversations.serialization import iso_or_none
-from gloveapp.core.approvals import inbox_decisions
+from gloveapp.core.approvals.inbox import inbox_decisions
 from gloveapp.core.input_rules import MAX_ID, MAX_TAG, check_text, check_timestamp
 from gloveapp.core.types import INBOX_STATUSES, iso_format
 from gloveapp.core.types import InboxItem as CoreInboxItem

@@ -19,9 +19,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from gloveapp.conversations.locks import session_lock
 from gloveapp.conversations.services import check_session_id, lock_session, messages_append
 from gloveapp.core import input_rules
-from gloveapp.core.approvals import inbox_allowed, inbox_decision_response
+from gloveapp.core.approvals.inbox import inbox_allowed, inbox_decision_response
 from gloveapp.core.store import (
     DuplicateInboxItem,
     InboxItemNotFound,
@@ -31,7 +32,7 @@ from gloveapp.core.store import (
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import iso_format
-from gloveapp.db import delete_in_batches
+from gloveapp.lib.db.batches import delete_in_batches
 from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import session_stream
 from gloveapp.observe import tracing
@@ -430,6 +431,8 @@ def inbox_items_inject_resolved(
     if not _has_resolved(session_id):
         return None
     with transaction.atomic():
+        # The session's row before its stream's lock (the items' events), as every append.
+        session_lock(session_id)
         taken = _take_resolved(session_id)
         if not taken:
             return None

@@ -7,7 +7,11 @@ timestamp is more than GLOVE_WEBHOOK_MAX_SKEW_SECONDS away from now are refused,
 captured request cannot be replayed later; inside that window each signature is accepted
 once (`UsedWebhookSignature`): the same signed request sent again is refused, whatever
 it asks. A sender signs every request anew (a retry too: a fresh timestamp is a fresh
-signature).
+signature). A timestamp may be ahead of the server's clock by FUTURE_MARGIN_SECONDS at most
+(clocks a little apart), never by the whole window: the used-signature record, kept twice
+the window from its use, then always outlives the signature's validity. A signed body whose
+JSON repeats a key is refused: which of the two a parser keeps is its own choice, and the
+signer may have meant the other (a decision for one `requestId` read as for another).
 
 This secret is what we ACCEPT. What we send (approval notifications to chat tools) is signed
 with GLOVE_APPROVAL_WEBHOOK_SECRET, and a system check refuses the same secret for both,
@@ -16,9 +20,7 @@ so a receiver of our notifications can never forge a request we accept.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import re
+import json
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -28,12 +30,13 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from gloveapp.lib import webhook_signing
 from inbox.models import UsedWebhookSignature
 
-TIMESTAMP_HEADER = "X-Glove-Timestamp"
-SIGNATURE_HEADER = "X-Glove-Signature"
-SIGNATURE_PREFIX = "sha256="
-UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
+TIMESTAMP_HEADER = webhook_signing.TIMESTAMP_HEADER
+SIGNATURE_HEADER = webhook_signing.SIGNATURE_HEADER
+sign = webhook_signing.sign  # the one signature (gloveapp.lib.webhook_signing)
+FUTURE_MARGIN_SECONDS = webhook_signing.FUTURE_MARGIN_SECONDS
 
 
 class WebhookCaller:
@@ -48,30 +51,18 @@ class WebhookCaller:
         return "signed webhook"
 
 
-def sign(secret: str, timestamp: str, body: bytes) -> str:
-    """The `X-Glove-Signature` header value for `body` sent at `timestamp`."""
-    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
-    return SIGNATURE_PREFIX + digest.hexdigest()
-
-
 def verify(*, secret: str, timestamp: str, signature: str, body: bytes, now: float) -> None:
     """Raise AuthenticationFailed unless the signature and timestamp are acceptable."""
-    # ASCII digits only, and few of them: str.isdigit() accepts "²", and int() of thousands
-    # of digits raises instead of refusing.
-    if not UNIX_SECONDS.fullmatch(timestamp):
-        raise exceptions.AuthenticationFailed(f"{TIMESTAMP_HEADER} must be a Unix time in seconds.")
-    skew = settings.GLOVE_WEBHOOK_MAX_SKEW_SECONDS
-    if abs(now - int(timestamp)) > skew:
-        raise exceptions.AuthenticationFailed(
-            f"{TIMESTAMP_HEADER} is more than {skew} seconds away from the server's clock; "
-            "the request is refused as a possible replay."
-        )
-    # Constant-time comparison: timing must not reveal how much of a guess was right. On
-    # bytes: compare_digest refuses a str with non-ASCII characters (a header may hold any
-    # byte) with a TypeError instead of answering "no match".
-    offered = signature.strip().encode("utf-8", "surrogateescape")
-    if not hmac.compare_digest(sign(secret, timestamp, body).encode(), offered):
-        raise exceptions.AuthenticationFailed(f"{SIGNATURE_HEADER} does not match the body.")
+    problem = webhook_signing.signature_problem(
+        secret=secret,
+        timestamp=timestamp,
+        signature=signature,
+        body=body,
+        now=now,
+        max_skew=settings.GLOVE_WEBHOOK_MAX_SKEW_SECONDS,
+    )
+    if problem:
+        raise exceptions.AuthenticationFailed(problem)
 
 
 REPLAYED = (
@@ -85,7 +76,7 @@ def accept_once(signature: str, *, now: float) -> None:
 
     The primary key is the arbiter: of two requests carrying one signature at the same
     moment (two servers), exactly one insert succeeds."""
-    digest = hashlib.sha256(signature.strip().encode("utf-8", "surrogateescape")).hexdigest()
+    digest = webhook_signing.signature_digest(signature)
     try:
         with transaction.atomic():
             UsedWebhookSignature.objects.create(
@@ -102,6 +93,26 @@ def used_signatures_prune(*, now: datetime | None = None) -> int:
     horizon = now - timedelta(seconds=2 * settings.GLOVE_WEBHOOK_MAX_SKEW_SECONDS)
     deleted, _ = UsedWebhookSignature.objects.filter(used_at__lt=horizon).delete()
     return deleted
+
+
+def refuse_repeated_keys(body: bytes) -> None:
+    """A 400 naming the first key a signed JSON body repeats (at any depth). A body that is
+    no JSON is left to the route's parser to refuse."""
+
+    def pairs(items: list[tuple[str, object]]) -> dict:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                raise exceptions.ValidationError(
+                    {key: ["This key appears more than once in the signed body."]}
+                )
+            seen.add(key)
+        return dict(items)
+
+    try:
+        json.loads(body, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return
 
 
 class WebhookSignatureAuthentication(BaseAuthentication):
@@ -124,6 +135,7 @@ class WebhookSignatureAuthentication(BaseAuthentication):
             body=request._request.body,  # the raw bytes, before any parsing
             now=now,
         )
+        refuse_repeated_keys(request._request.body)
         accept_once(signature, now=now)
         return (WebhookCaller(), "webhook")
 

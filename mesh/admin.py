@@ -12,8 +12,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.html import format_html
 
-from gloveapp.admin_lists import ExactValueFilter, ScaleAdmin, usable
-from inbox.models import ADMIN_ORDER
+from gloveapp.lib.admin import ExactValueFilter, ScaleAdmin, usable
+from inbox.models import ADMIN_ORDER, MESH_TAG
 from mesh.models import MeshAgent, MeshDelivery, MeshRefusal, MeshTraffic
 
 SENDER_PREFIXES = ("mesh:from:", "mesh:broadcast:from:")
@@ -131,7 +131,7 @@ class MeshTrafficAdmin(MeshRecordAdmin):
         )
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(tag__startswith="mesh:")
+        return super().get_queryset(request).filter(tag__startswith=MESH_TAG)
 
     def get_ordering(self, request):
         # The inbox's order and its index (inbox.models.ADMIN_ORDER).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.core.checks import Error, register
+from django.core.checks import Error, Warning, register
 
 from mesh.layers import DEFAULT_ALIAS, InvalidMeshConfig, build_transport, mesh_config
 
@@ -26,3 +26,12 @@ def check_mesh_setting(app_configs, **kwargs):
         except InvalidMeshConfig as error:
             errors.append(Error(str(error), hint="See docs/reference/mesh.md.", id="mesh.E002"))
     return errors
+
+
+@register()
+def check_a2a_peers_setting(app_configs, **kwargs):
+    from mesh.a2a_peers import missing_tokens, setting_problems
+
+    hint = "See docs/reference/mesh.md#external-a2a-agents."
+    errors = [Error(problem, hint=hint, id="mesh.E003") for problem in setting_problems()]
+    return errors + [Warning(problem, hint=hint, id="mesh.W001") for problem in missing_tokens()]

@@ -75,7 +75,12 @@ class MeshDelivery(models.Model):
                 fields=["message_id", "recipient"], name="mesh_delivery_once_per_recipient"
             )
         ]
-        indexes = [models.Index(fields=["recipient", "id"], name="mesh_delivery_cursor_idx")]
+        indexes = [
+            models.Index(fields=["recipient", "id"], name="mesh_delivery_cursor_idx"),
+            # The admin's filters by sender and by kind, newest first, whatever the value.
+            models.Index(fields=["sender", "id"], name="mesh_delivery_sender_idx"),
+            models.Index(fields=["kind", "id"], name="mesh_delivery_kind_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.message_id} {self.sender} -> {self.recipient}"

@@ -20,12 +20,12 @@ from django.utils import timezone
 from gloveapp.conversations.models import Session
 from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from gloveapp.core.types import InboxItem as CoreInboxItem
-from gloveapp.db import delete_in_batches
+from gloveapp.lib.db.batches import delete_in_batches
+from gloveapp.lib.db.partitions import is_partitioned, lock_keys, partitions_prune
+from gloveapp.lib.wake import MESH as WAKE_MESH
+from gloveapp.lib.wake import wake_after_commit
 from gloveapp.live.eventlog import record_event, record_events
 from gloveapp.live.streams import mesh_stream
-from gloveapp.partitions import is_partitioned, lock_keys, partitions_prune
-from gloveapp.wake import MESH as WAKE_MESH
-from gloveapp.wake import wake_after_commit
 from inbox.models import InboxItem
 from inbox.services import inbox_item_add, inbox_item_resolve, inbox_items_deliver
 from mesh import refusals
@@ -87,7 +87,7 @@ def mesh_prune(*, older_than: timedelta) -> dict[str, int]:
 
 
 def _prune_log(model: Any, column: str, cut: Any) -> int:
-    """On PostgreSQL whole days are dropped (`gloveapp.partitions`); elsewhere rows go in
+    """On PostgreSQL whole days are dropped (`gloveapp.lib.db.partitions`); elsewhere rows go in
     bounded batches."""
     table = model._meta.db_table
     if is_partitioned(table):
@@ -146,6 +146,9 @@ def mesh_agent_get(agent_id: str, *, viewer: str | None = None) -> AgentIdentity
 # arrives, so a message from another user's chat would be a prompt injection across users.
 # Every entry point of the database transport (list, get, send, broadcast, ack) asks
 # `mesh_reachable`; what it leaves out is answered as if it did not exist, so ids don't leak.
+# An external A2A agent on the mesh (`mesh.a2a`) is a server agent, but one that sends what
+# it is told outside, with the server's credentials: chats reach it only if its
+# configuration says so (`MESH_A2A_PEERS` "chats"), which its registration carries.
 
 
 def _chat_owners(agent_ids: Iterable[str]) -> dict[str, str]:
@@ -167,12 +170,21 @@ def _chat_owners(agent_ids: Iterable[str]) -> dict[str, str]:
     }
 
 
+def _closed_to_chats(agent_ids: Iterable[str]) -> set[str]:
+    """The external A2A agents among `agent_ids` that chats may not reach."""
+    return set(
+        MeshAgent.objects.filter(
+            agent_id__in=set(agent_ids), metadata__a2a__chats=False
+        ).values_list("agent_id", flat=True)
+    )
+
+
 def mesh_reachable(*, sender: str, candidates: Iterable[str], broadcast: bool = False) -> set[str]:
     """The `candidates` that `sender` may see and message (the access rules come on top).
 
-    Agents that are not chats: everyone. A chat: the chats of the same owner; and, for a
-    server agent (not a chat), only a chat that wrote to it before (its replies and acks),
-    never by broadcast."""
+    Agents that are not chats: everyone (for a chat, but an A2A agent closed to chats). A
+    chat: the chats of the same owner; and, for a server agent (not a chat), only a chat that
+    wrote to it before (its replies and acks), never by broadcast."""
     candidates = set(candidates)
     chats = _chat_owners(candidates | {sender})
     own = chats.get(sender)
@@ -181,6 +193,8 @@ def mesh_reachable(*, sender: str, candidates: Iterable[str], broadcast: bool = 
         for agent_id in candidates
         if agent_id not in chats or (own is not None and chats[agent_id] == own)
     }
+    if own is not None and reachable:
+        reachable -= _closed_to_chats(reachable)
     if own is None and not broadcast:
         asked = [agent_id for agent_id in candidates if agent_id not in reachable]
         if asked:
@@ -279,7 +293,7 @@ def _claim_many(
         )
         claimed = {(message_id, recipient): pk for message_id, recipient, pk in cursor.fetchall()}
     if claimed:
-        # SQLite: the recipients polling on this machine look now (gloveapp.wake).
+        # SQLite: the recipients polling on this machine look now (gloveapp.lib.wake).
         wake_after_commit(WAKE_MESH)
     return claimed
 

@@ -7,13 +7,45 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import pytest
 from django.db import connection
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def xdist_worker() -> tuple[int, int]:
+    """(this process's index, how many there are) under pytest-xdist (`-n`), else (0, 1)."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not name.startswith("gw"):
+        return 0, 1
+    return int(name[2:]), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+
+def redis_url_of_worker(url: str, index: int) -> str:
+    """The Redis database `index` above `url`'s: each xdist worker flushes one of its own."""
+    if index == 0:
+        return url
+    where = urlsplit(url)
+    base = int(where.path.strip("/") or 0)
+    return where._replace(path=f"/{base + index}").geturl()
+
+
+# TEST_REDIS_URL's database for a run in one process; under `-n N` worker k takes the k-th
+# database above it (`.ci/test-passes` starts a redis-server with enough databases). Unset:
+# the local Redis's last databases (15 alone, 12 to 15 for four workers).
+REDIS_URL = redis_url_of_worker(
+    os.environ.get("TEST_REDIS_URL", f"redis://127.0.0.1:6379/{16 - xdist_worker()[1]}"),
+    xdist_worker()[0],
+)
+
+
+# One password hasher for the whole suite, in this process and the servers it starts (they
+# inherit the environment): PBKDF2 costs ~0.3 s per login and per user created.
+os.environ.setdefault("GLOVE_PASSWORD_HASHERS", "django.contrib.auth.hashers.MD5PasswordHasher")
 
 
 def pytest_configure(config) -> None:
@@ -23,6 +55,115 @@ def pytest_configure(config) -> None:
     # no table to empty); the servers that tests start use the shared cache production uses
     # (Redis or the database's `glove_cache`: tests/serving/test_shared_throttles.py).
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    # Django's settings were read before this module (pytest-django sets Django up first).
+    settings.PASSWORD_HASHERS = os.environ["GLOVE_PASSWORD_HASHERS"].split(",")
+    _flush_postgresql_with_delete()
+
+
+def _flush_postgresql_with_delete() -> None:
+    """A transactional test ends with Django emptying every table (its `flush`). On
+    PostgreSQL that is one TRUNCATE of about 90 tables and their partitions, which makes new
+    files for each: about a second on a quiet machine, 3 to 5 on a busy one, after each of
+    the hundreds of transactional tests. DELETE of the few rows a test leaves takes a tenth
+    of that; the foreign keys (all deferrable) are checked at the flush's commit, so the
+    order does not matter. A flush that resets sequences or cascades keeps TRUNCATE."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences or allow_cascade or not tables:
+            return truncate(
+                self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
+            )
+        deletes = [f"DELETE FROM {self.quote_name(table)};" for table in tables]
+        return ["SET CONSTRAINTS ALL DEFERRED;", *deletes]
+
+    DatabaseOperations.sql_flush = sql_flush
+
+
+# -- the process tier ---------------------------------------------------------------------
+# A test that starts a server, a worker or a command is marked `process` (`faults`, `apart`
+# and `browser` imply it), so `make test-fast` can leave those out. An unmarked test that
+# starts one fails, so the fast tier stays fast by construction.
+PROCESS_MARKERS = ("process", "faults", "apart", "browser")
+
+
+# Fixtures that start a server, a worker or a command: a test that uses one (directly or
+# through another fixture) is marked `process` at collection.
+PROCESS_FIXTURES = frozenset(
+    {
+        "build",
+        "cluster",
+        "compiled",
+        "crowd",
+        "granian",
+        "lazy_server",
+        "live",
+        "live_server_process",
+        "mesh",
+        "node",
+        "other_origin",
+        "own_redis",
+        "pgbouncer",
+        "postgres",
+        "production_server",
+        "redis_server",
+        "remote_store_factory",
+        "served",
+        "server",
+        "shared_stack",
+        "shop",
+        "slow_stack",
+        "stack",
+        "story",
+    }
+)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        uses = PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if (uses or _starts_processes(item)) and not item.get_closest_marker("process"):
+            item.add_marker(pytest.mark.process)
+
+
+def _starts_processes(item) -> bool:
+    return any(item.get_closest_marker(name) for name in PROCESS_MARKERS)
+
+
+@contextmanager
+def _no_processes_unless_marked(item) -> Iterator[None]:
+    if _starts_processes(item):
+        yield
+        return
+    import subprocess
+
+    started = subprocess.Popen._execute_child
+
+    def refuse(self, args, *rest, **kwargs):
+        raise RuntimeError(
+            f"{item.nodeid} starts a process ({args!r:.120}): mark it `process` "
+            "(pytest.mark.process) so that `make test-fast` leaves it out"
+        )
+
+    subprocess.Popen._execute_child = refuse
+    try:
+        yield
+    finally:
+        subprocess.Popen._execute_child = started
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    with _no_processes_unless_marked(item):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    with _no_processes_unless_marked(item):
+        yield
 
 
 def service_missing(reason: str) -> None:
@@ -153,10 +294,10 @@ async def remote_stores():
 @pytest.fixture(autouse=True)
 def _fresh_throttles():
     """DRF's throttles count in the cache; each test starts with none used (and no token
-    remembered by gloveapp.api.token_auth from another test's users)."""
+    remembered by gloveapp.api.common.token_auth from another test's users)."""
     from django.core.cache import cache
 
-    from gloveapp.api.token_auth import forget_all_tokens
+    from gloveapp.api.common.token_auth import forget_all_tokens
 
     cache.clear()
     forget_all_tokens()
@@ -182,9 +323,9 @@ async def turn_worker(transactional_db):
     from asgiref.sync import sync_to_async
     from django.db import connections
 
+    from gloveapp.turns.engine import TurnEngine
     from gloveapp.turns.queue.fetch import fetcher_for_backend
     from gloveapp.turns.queue.tasks import enqueue_session
-    from gloveapp.turns.worker import TurnEngine
 
     engine = TurnEngine(requeue=enqueue_session, worker_id="test-worker")
     serving = asyncio.ensure_future(engine.serve(fetch=fetcher_for_backend()))

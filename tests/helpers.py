@@ -99,8 +99,8 @@ async def serve_worker_until(done: Callable[[], bool], *, worker_id: str, looks:
     """Run a turn worker in this event loop (its scheduler: retention, partitions) until
     `done()` (a sync check, run in a thread) is true or it was looked at `looks` times,
     0.05 s apart; then stop it and close the connections its thread kept."""
+    from gloveapp.turns.engine import TurnEngine
     from gloveapp.turns.queue.tasks import enqueue_session
-    from gloveapp.turns.worker import TurnEngine
 
     engine = TurnEngine(requeue=enqueue_session, worker_id=worker_id)
     serving = asyncio.ensure_future(engine.serve())

@@ -7,6 +7,7 @@ margin for the others, and a refusal is reported with its cause and the way out.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -32,8 +33,11 @@ def free_connections(conn: Any) -> int:
     return int(row[0])
 
 
-def concurrency_for(wanted: int, *, free: int, spare: int = SPARE_CONNECTIONS) -> int:
-    """At most `wanted` threads, each with a connection, within `free` minus `spare`."""
+def concurrency_for(
+    wanted: int, *, free: int, spare: int = SPARE_CONNECTIONS, processes: int = 1
+) -> int:
+    """At most `wanted` threads, each with a connection, within `free` minus `spare`, shared
+    out among `processes` test processes that may ask at the same moment (pytest-xdist)."""
     allowed = free - spare
     if allowed < 2:
         pytest.fail(
@@ -41,7 +45,7 @@ def concurrency_for(wanted: int, *, free: int, spare: int = SPARE_CONNECTIONS) -
             f"test needs at least {spare + 2}. Run fewer suites at once or raise "
             "max_connections."
         )
-    return min(wanted, allowed)
+    return min(wanted, max(2, allowed // processes))
 
 
 def django_concurrency_for(wanted: int) -> int:
@@ -50,8 +54,9 @@ def django_concurrency_for(wanted: int) -> int:
 
     if connection.vendor != "postgresql":
         return wanted
+    processes = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     with connection.cursor() as cursor:
-        return concurrency_for(wanted, free=free_connections(cursor))
+        return concurrency_for(wanted, free=free_connections(cursor), processes=processes)
 
 
 def explain_refusal(exc: BaseException) -> str | None:

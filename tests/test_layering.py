@@ -43,6 +43,7 @@ def add_import(tree: Path, module: str, line: str) -> None:
     path.write_text(path.read_text() + f"\n{line}\n")
 
 
+@pytest.mark.process
 def test_it_keeps_every_contract_on_the_real_tree(tree):
     result = lint_imports(tree)
 
@@ -50,6 +51,7 @@ def test_it_keeps_every_contract_on_the_real_tree(tree):
     assert "0 broken" in result.stdout
 
 
+@pytest.mark.process
 def test_it_fails_when_the_runtime_imports_django(tree):
     add_import(tree, "gloveapp/core/types.py", "import django.db  # noqa")
 
@@ -60,8 +62,9 @@ def test_it_fails_when_the_runtime_imports_django(tree):
     assert "BROKEN" in result.stdout
 
 
+@pytest.mark.process
 def test_it_fails_when_the_inbox_imports_an_edge(tree):
-    add_import(tree, "inbox/services.py", "import gloveapp.api.access  # noqa")
+    add_import(tree, "inbox/services.py", "import gloveapp.api.common.access  # noqa")
 
     result = lint_imports(tree)
 
@@ -70,6 +73,7 @@ def test_it_fails_when_the_inbox_imports_an_edge(tree):
     assert "BROKEN" in result.stdout
 
 
+@pytest.mark.process
 def test_it_fails_on_a_new_cycle_between_apps(tree):
     # conversations sits below inbox: importing it back would be a cycle.
     add_import(tree, "gloveapp/conversations/services.py", "import inbox.models  # noqa")
@@ -80,8 +84,9 @@ def test_it_fails_on_a_new_cycle_between_apps(tree):
     assert "Layers" in result.stdout
 
 
+@pytest.mark.process
 def test_it_fails_when_an_edge_imports_another_edge(tree):
-    add_import(tree, "gloveapp/pages/views.py", "import gloveapp.api.access  # noqa")
+    add_import(tree, "gloveapp/pages/views.py", "import gloveapp.api.common.access  # noqa")
 
     result = lint_imports(tree)
 
@@ -89,11 +94,12 @@ def test_it_fails_when_an_edge_imports_another_edge(tree):
     assert "gloveapp.pages is not allowed to import gloveapp.api" in result.stdout
 
 
+@pytest.mark.process
 def test_it_fails_when_the_worker_imports_the_queue_inside_a_function(tree):
     # The circle the turns once had, held by an import inside a function.
     add_import(
         tree,
-        "gloveapp/turns/worker.py",
+        "gloveapp/turns/engine.py",
         "def _requeue():\n    from gloveapp.turns.queue.tasks import enqueue_session  # noqa",
     )
 
@@ -101,9 +107,10 @@ def test_it_fails_when_the_worker_imports_the_queue_inside_a_function(tree):
 
     assert result.returncode != 0
     assert "No circle of modules inside any package BROKEN" in result.stdout
-    assert "gloveapp.turns.worker is not allowed to import gloveapp.turns.queue" in result.stdout
+    assert "gloveapp.turns.engine is not allowed to import gloveapp.turns.queue" in result.stdout
 
 
+@pytest.mark.process
 def test_it_fails_on_a_circle_of_modules_inside_the_mesh_core(tree):
     add_import(
         tree,
@@ -182,12 +189,35 @@ def test_it_finds_a_circle_of_files_held_by_an_import_inside_a_function():
     graph = grimp.ImportGraph()
     for importer, imported in [
         ("gloveapp.turns.public", "gloveapp.turns.queue.tasks"),
-        ("gloveapp.turns.queue.tasks", "gloveapp.turns.worker"),
-        ("gloveapp.turns.worker", "gloveapp.turns.queue.tasks"),  # the one inside a function
-        ("gloveapp.turns.worker", "gloveapp.core.agent"),
+        ("gloveapp.turns.queue.tasks", "gloveapp.turns.engine"),
+        ("gloveapp.turns.engine", "gloveapp.turns.queue.tasks"),  # the one inside a function
+        ("gloveapp.turns.engine", "gloveapp.core.agent"),
     ]:
         graph.add_import(importer=importer, imported=imported)
 
     assert _circles(graph, "gloveapp.turns") == [
-        ["gloveapp.turns.queue.tasks", "gloveapp.turns.worker"]
+        ["gloveapp.turns.engine", "gloveapp.turns.queue.tasks"]
     ]
+
+
+@pytest.mark.process
+def test_it_fails_when_the_shared_code_imports_an_app(tree):
+    add_import(tree, "gloveapp/lib/paging.py", "import gloveapp.conversations.models  # noqa")
+
+    result = lint_imports(tree)
+
+    assert result.returncode != 0
+    assert "gloveapp.lib imports no app" in result.stdout
+    assert "BROKEN" in result.stdout
+
+
+@pytest.mark.process
+def test_it_fails_when_one_audience_of_the_api_imports_another(tree):
+    # The agent API reaching into the remote store's views: shared code belongs in common/.
+    add_import(tree, "gloveapp/api/agents/turns.py", "import gloveapp.api.store.sessions  # noqa")
+
+    result = lint_imports(tree)
+
+    assert result.returncode != 0
+    assert "api/: the audiences side by side over the shared layer BROKEN" in result.stdout
+    assert "gloveapp.api.agents is not allowed to import gloveapp.api.store" in result.stdout

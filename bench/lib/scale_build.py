@@ -194,9 +194,11 @@ def fill(connection: Any, shape: dict[str, int]) -> dict[str, Any]:
             "session_id": "'s' || g.i",
             "user_id": owner,
             "text": "'Do you have something fruity from Ethiopia? ' || m.seq",
-            "source": "'page'",
-            "status": "'done'",
-            "attempts": "1",
+            # Rare values the admin's filters must find without reading every turn: one
+            # in a thousand from the API, one in five hundred retried, one in two hundred failed.
+            "source": "CASE WHEN (g.i + m.seq) % 1000 = 0 THEN 'api' ELSE 'page' END",
+            "status": "CASE WHEN (g.i + m.seq) % 200 = 0 THEN 'failed' ELSE 'done' END",
+            "attempts": "CASE WHEN (g.i + m.seq) % 500 = 1 THEN 2 ELSE 1 END",
             "base_seq": "m.seq - 1",
             "end_seq": "m.seq + 3",
             "model": "'claude-sonnet-4-5'",
@@ -243,7 +245,9 @@ def fill(connection: Any, shape: dict[str, int]) -> dict[str, Any]:
             "fingerprint": "encode(sha256(g.i::text::bytea), 'hex')",
             "decisions": '\'["approve", "edit", "reject"]\'::jsonb',
             "status": f"CASE WHEN g.i <= {decided} THEN 'decided' ELSE 'open' END",
-            "decision": f"CASE WHEN g.i <= {decided} THEN 'approve' ELSE '' END",
+            # One decision in a thousand an edit, one in a hundred a rejection.
+            "decision": f"CASE WHEN g.i > {decided} THEN '' WHEN g.i % 1000 = 0 THEN 'edit' "
+            "WHEN g.i % 100 = 0 THEN 'reject' ELSE 'approve' END",
             "created_at": f"now() - ({total} - g.i) * interval '30 seconds'",
             "decided_at": f"CASE WHEN g.i <= {decided} THEN now() - ({total} - g.i) * interval '30 seconds' END",
         },
@@ -300,7 +304,64 @@ def fill(connection: Any, shape: dict[str, int]) -> dict[str, Any]:
             "fingerprint": "encode(sha256(g.i::text::bytea), 'hex')",
         },
     )
+    # The usage page's raw material: each turn's attempt and model call, spread over the page's
+    # longest window (90 days), summed by `usage_rollup` as a worker's scheduler would.
+    TurnStep = apps.get_model("turns", "TurnStep")
+    steps = insert(
+        connection,
+        TurnStep,
+        "FROM turns_turn t CROSS JOIN LATERAL (VALUES ('attempt'), ('model')) k(kind)",
+        {
+            "turn_id": "t.id",
+            "attempt": "t.attempts",
+            "kind": "k.kind",
+            "name": "CASE WHEN k.kind = 'model' THEN 'claude-sonnet-4-5' ELSE '' END",
+            "started_at": "now() - (t.id % 90) * interval '1 day'",
+            "duration_ms": "1200 + t.id % 700",
+            "outcome": "CASE WHEN k.kind = 'attempt' THEN t.status ELSE 'success' END",
+            "detail": "CASE WHEN k.kind = 'model' THEN "
+            '\'{"input_tokens": 900, "output_tokens": 150}\'::jsonb END',
+        },
+    )
+    # The database queue's task results (django-tasks-db's admin), one in fifty failed.
+    TaskResult = apps.get_model("django_tasks_database", "DBTaskResult")
+    tasks = insert(
+        connection,
+        TaskResult,
+        f"FROM generate_series(1, {shape['task_results']}) g(i)",
+        {
+            "id": "gen_random_uuid()",
+            "status": "CASE WHEN g.i % 50 = 0 THEN 'FAILED' ELSE 'SUCCESSFUL' END",
+            "args_kwargs": "jsonb_build_object('args', jsonb_build_array('s' || g.i), 'kwargs', '{}'::jsonb)",
+            "priority": "0",
+            "task_path": "'gloveapp.turns.queue.tasks.run_session_turns'",
+            "worker_ids": "'[]'::jsonb",
+            "queue_name": "CASE WHEN g.i % 1000 = 0 THEN 'mesh' ELSE 'default' END",
+            "backend_name": "'default'",
+            "run_after": f"now() - ({shape['task_results']} - g.i) * interval '1 second'",
+            "enqueued_at": f"now() - ({shape['task_results']} - g.i) * interval '1 second'",
+            "started_at": "now()",
+            "finished_at": "now()",
+            "exception_class_path": "''",
+            "traceback": "''",
+        },
+    )
+    # An API token for every user (DRF's token admin lists them).
+    Token = apps.get_model("authtoken", "Token")
+    tokens = insert(
+        connection,
+        Token,
+        "FROM auth_user u",
+        {
+            "key": "encode(sha256(u.id::text::bytea), 'hex')::varchar(40)",
+            "user_id": "u.id",
+            "created": "now()",
+        },
+    )
     return {
+        "turn_steps": steps,
+        "task_results": tasks,
+        "api_tokens": tokens,
         "users": users,
         "sessions": sessions,
         "messages": messages,

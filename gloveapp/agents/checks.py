@@ -94,8 +94,10 @@ def check_model(app_configs, **kwargs):
 @register("glove")
 def check_agent_extensions(app_configs, **kwargs):
     """The extensions of GLOVE_AGENTS dict entries: MCP servers well formed, subagents naming
-    configured agents, hooks at known points (the factories are not run here)."""
+        configured agents, hooks at known points, the handoff's keys and values (the factories are
+    not run here)."""
     from gloveapp.agents.config import EXTENSION_KEYS, OPEN_TO_KEY
+    from gloveapp.agents.handoff_config import handoff_from
     from gloveapp.core.hooks import HOOK_POINTS
     from gloveapp.core.mcp import McpConfigError, McpServerConfig
 
@@ -125,6 +127,10 @@ def check_agent_extensions(app_configs, **kwargs):
             )
             if agent not in agents:
                 error(f"{where}.subagents names {agent!r}, which GLOVE_AGENTS does not define.")
+        try:
+            handoff_from(name, entry.get("handoff"))
+        except ImproperlyConfigured as problem:
+            error(str(problem))
         for key in entry.get("hooks") or {}:
             if not (isinstance(key, str) and (key.startswith("/") or key in HOOK_POINTS)):
                 error(

@@ -19,6 +19,7 @@ it, added to what the factory returns (docs/howto/agents.md):
         "content_skills": [{"name": "latte-art", "description": "...", "content": "..."}],
         "hooks": {"/hook-name": "dotted.path.to.handler",
                   "before_model": [...], "after_tool": [...]},
+        "handoff": {"group": "baristas", "after_failed_turns": 3},  # a person can take over
         "open_to": "customers",        # who may start a chat with it (below)
     }}
 
@@ -65,6 +66,8 @@ class AgentSpec:
     compaction_instructions: str = DEFAULT_COMPACTION_INSTRUCTIONS
     # A "provider:model" spec for this agent alone; empty: GLOVE_MODEL.
     model: str = ""
+    # Keyword arguments for the model's adapter (an agent version's model settings).
+    model_settings: dict[str, Any] = field(default_factory=dict)
     # Extensions (docs/howto/agents.md): MCP servers whose tools it may call, agents it may
     # delegate to, skills, content skills and hooks; validated by `gloveapp.agents.extensions`.
     mcp_servers: list[Any] = field(default_factory=list)
@@ -72,6 +75,9 @@ class AgentSpec:
     skills: list[Any] = field(default_factory=list)
     content_skills: list[Any] = field(default_factory=list)
     hooks: dict[str, Any] = field(default_factory=dict)
+    # Handing the chat to a person (`agents.handoff_config`): {"group": "baristas",
+    # "after_failed_turns": 3}; empty: off (no `glove_request_human`, no rule).
+    handoff: dict[str, Any] = field(default_factory=dict)
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -175,7 +181,7 @@ def get_agent_spec(name: str | None = None) -> AgentSpec:
 
 
 EXTENSION_KEYS = frozenset(
-    {"model", "mcp_servers", "subagents", "skills", "content_skills", "hooks"}
+    {"model", "mcp_servers", "subagents", "skills", "content_skills", "hooks", "handoff"}
 )
 
 
@@ -189,6 +195,12 @@ def _with_extensions(spec: AgentSpec, extensions: dict[str, Any]) -> AgentSpec:
                     f"GLOVE_AGENTS[{spec.name!r}]['model'] must be a 'provider:model' string."
                 )
             changes["model"] = value
+        elif key == "handoff":
+            if not isinstance(value, Mapping):
+                raise ImproperlyConfigured(
+                    f"GLOVE_AGENTS[{spec.name!r}]['handoff'] must be a dict."
+                )
+            changes["handoff"] = dict(value)
         elif key == "hooks":
             if not isinstance(value, Mapping):
                 raise ImproperlyConfigured(f"GLOVE_AGENTS[{spec.name!r}]['hooks'] must be a dict.")
@@ -275,24 +287,31 @@ def model_spec() -> str:
 # Providers reached over HTTP: building one costs an SDK client (TLS context, connection
 # pool) that is worth keeping between turns.
 NETWORK_PROVIDERS = frozenset({"anthropic", "openai", "openrouter", "ollama"})
-_shared_adapters: dict[tuple[str, str], ModelAdapter] = {}
+_shared_adapters: dict[tuple[str, str, str], ModelAdapter] = {}
 
 
-def configured_model(agent: str | None = None, *, spec: str = "") -> ModelAdapter:
+def configured_model(
+    agent: str | None = None,
+    *,
+    spec: str = "",
+    model_settings: Mapping[str, Any] | None = None,
+) -> ModelAdapter:
     """The adapter for one turn (`spec`: the agent's own model, else GLOVE_MODEL).
 
     Adapters keep the system prompt as state, so by default each call builds a fresh one.
     With `agent`, a network adapter is shared by that agent's turns: they all set the same
     system prompt, and its SDK client and connections are reused instead of rebuilt per turn.
+    `model_settings` are the adapter's keyword arguments (an agent version's model settings).
     """
     register_demo_model()
     spec = spec.strip() or model_spec()
+    kwargs = dict(model_settings or {})
     if agent is None or spec.partition(":")[0].strip().lower() not in NETWORK_PROVIDERS:
-        return get_model(spec)
-    key = (spec, agent)
+        return get_model(spec, **kwargs)
+    key = (spec, agent, json.dumps(kwargs, sort_keys=True, default=str))
     adapter = _shared_adapters.get(key)
     if adapter is None:
-        adapter = _shared_adapters[key] = get_model(spec)
+        adapter = _shared_adapters[key] = get_model(spec, **kwargs)
     return adapter
 
 

@@ -2,14 +2,17 @@
 
 Staff see every request (the shared queue is everyone's); a request is decided by its
 assignee, a member of its group, its escalation user or group once escalated, any staff
-member when nobody is assigned, or a superuser. Anyone else is an outsider: every route
-answers them as if the request did not exist.
+member when nobody is assigned, or a superuser; never by the person who asked
+for it (four eyes), unless GLOVE_APPROVAL_SELF_APPROVAL. Anyone else is an outsider: every
+route answers them as if the request did not exist.
 """
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
+
+from django.conf import settings
 
 from gloveapp.approvals.models import ApprovalRequest
 
@@ -29,10 +32,17 @@ def is_request_id(value: Any) -> bool:
     return True
 
 
+def asked_by(user: Any, row: ApprovalRequest) -> bool:
+    """Whether `user` is the person who asked for the request."""
+    return row.requested_by_id is not None and row.requested_by_id == getattr(user, "pk", None)
+
+
 def may_decide(user: Any, row: ApprovalRequest, *, group_ids: set[int] | None = None) -> bool:
     """`group_ids`: the user's groups, when the caller already read them (a list)."""
     if not is_approver(user):
         return False
+    if asked_by(user, row) and not settings.GLOVE_APPROVAL_SELF_APPROVAL:
+        return False  # superusers too: a second person decides what one asked for
     if user.is_superuser:
         return True
     unassigned = row.assignee_user_id is None and row.assignee_group_id is None

@@ -12,7 +12,6 @@ from typing import Any
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 
-from gloveapp.admin_lists import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
 from gloveapp.approvals.services import (
     ApprovalConflict,
@@ -21,8 +20,9 @@ from gloveapp.approvals.services import (
     NotYoursToDecide,
     approval_decide,
 )
-from gloveapp.core.approvals import APPROVE, DECISIONS, REJECT, Decision
+from gloveapp.core.approvals.decisions import APPROVE, DECISIONS, REJECT, Decision
 from gloveapp.core.escaping import csv_row
+from gloveapp.lib.admin import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
 
 AUDIT_COLUMNS = (
     "request",

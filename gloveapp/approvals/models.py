@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from gloveapp.core.approvals import DECISIONS, EDIT
+from gloveapp.core.approvals.decisions import DECISIONS, EDIT
 
 
 class ApprovalRequest(models.Model):
@@ -80,6 +80,16 @@ class ApprovalRequest(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     # When the waiting turn took the decision (its tool then ran, or not).
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # The person who asked for it, when a person did (publishing an agent version): never
+    # its decider unless GLOVE_APPROVAL_SELF_APPROVAL (`access.may_decide`). Null: a turn.
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -103,6 +113,11 @@ class ApprovalRequest(models.Model):
             # not a read of the table (`approvals/0007`).
             models.Index(
                 fields=["tool_name", "created_at", "id"], name="approval_tool_created_idx"
+            ),
+            # The admin's decision filter, newest first (`?decision=edit` is rare: without it
+            # the list walked every request to find a page).
+            models.Index(
+                fields=["decision", "created_at", "id"], name="approval_decision_created_idx"
             ),
             # What staff changed in a session's calls, for the chat page's cards
             # (`selectors.session_edits`): a long chat's decided requests are many, its edits
@@ -166,8 +181,15 @@ class ApprovalDecision(models.Model):
 
     class Meta:
         ordering = ["-decided_at", "-id"]
-        # The admin's list (and the audit export), newest first.
-        indexes = [models.Index(fields=["decided_at", "id"], name="approval_decision_decided_idx")]
+        indexes = [
+            # The admin's list (and the audit export), newest first.
+            models.Index(fields=["decided_at", "id"], name="approval_decision_decided_idx"),
+            # Its filters by kind and by channel, newest first, whatever the value.
+            models.Index(fields=["kind", "decided_at", "id"], name="approval_decision_kind_idx"),
+            models.Index(
+                fields=["channel", "decided_at", "id"], name="approval_decision_channel_idx"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.username or self.channel}"
@@ -186,6 +208,10 @@ class ApprovalNotification(models.Model):
         REMINDER = "reminder"
         ESCALATION = "escalation"
         EXPIRY = "expiry"
+        # A chat entered a group's queue, or waited there past its agent's bound
+        # (`conversations.handoff`): the same outbox tells the group's people.
+        HANDOFF = "handoff"
+        HANDOFF_LATE = "handoff_late"
 
     class Channel(models.TextChoices):
         EMAIL = "email"
@@ -198,7 +224,19 @@ class ApprovalNotification(models.Model):
         FAILED = "failed"
 
     request = models.ForeignKey(
-        ApprovalRequest, on_delete=models.CASCADE, related_name="notifications"
+        ApprovalRequest,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="notifications",
+    )
+    # Or the change of who answers a chat that it tells of (a handoff's notification).
+    handoff = models.ForeignKey(
+        "conversations.HandoffRecord",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
     )
     event = models.CharField(max_length=12, choices=Event.choices)
     channel = models.CharField(max_length=8, choices=Channel.choices)
@@ -221,7 +259,16 @@ class ApprovalNotification(models.Model):
             models.UniqueConstraint(
                 fields=["request", "event", "channel", "recipient"],
                 name="one_notification_per_recipient_and_event",
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["handoff", "channel", "recipient"],
+                condition=Q(handoff__isnull=False),
+                name="one_handoff_notification_per_recipient",
+            ),
+            models.CheckConstraint(
+                condition=Q(request__isnull=False) | Q(handoff__isnull=False),
+                name="notification_of_something",
+            ),
         ]
         indexes = [
             models.Index(

@@ -16,32 +16,28 @@ clients and receivers use to drop it.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import time
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core import signing
 from django.core.mail import EmailMultiAlternatives
-from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from gloveapp.approvals.models import ApprovalNotification, ApprovalRequest
 from gloveapp.core.escaping import mrkdwn, mrkdwn_code_block
+from gloveapp.lib import outbox, webhook_signing
 
 logger = logging.getLogger(__name__)
 Event = ApprovalNotification.Event
 Channel = ApprovalNotification.Channel
-NoteStatus = ApprovalNotification.Status
 LINK_SALT = "glove.approvals.link"
-FIRST_RETRY_SECONDS = 5
-MAX_RETRY_SECONDS = 600
+MAX_GROUP_RECIPIENTS = 200
 SUBJECTS = {
     Event.ASSIGNED: "Approval needed: {tool}",
     Event.REMINDER: "Reminder: {tool} still waits for your decision",
@@ -107,6 +103,70 @@ def queue_notifications(*, row: ApprovalRequest, event: str, now: datetime | Non
     return len(notes)
 
 
+def queue_handoff_notifications(record: Any, event: str) -> int:
+    """Tell a chat's group that it waits for a person (`event`: "handoff" when it entered
+    the queue, "handoff_late" past its bound): one e-mail per staff member of the group with
+    an address, and the group's webhook (GLOVE_APPROVAL_WEBHOOKS). Called inside the
+    transaction that queued the chat; a chat of no group notifies nobody."""
+    from django.contrib.auth.models import Group
+
+    group = Group.objects.filter(name=record.group).first() if record.group else None
+    if group is None:
+        return 0
+    now = timezone.now()
+    members = group.user_set.filter(is_active=True, is_staff=True).exclude(email="")
+    notes = [
+        ApprovalNotification(
+            handoff=record,
+            event=event,
+            channel=Channel.EMAIL,
+            recipient=user.email.lower(),
+            user=user,
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for user in members.order_by("pk")[:MAX_GROUP_RECIPIENTS]
+    ]
+    if (settings.GLOVE_APPROVAL_WEBHOOKS or {}).get(group.name):
+        notes.append(
+            ApprovalNotification(
+                handoff=record,
+                event=event,
+                channel=Channel.WEBHOOK,
+                recipient=group.name,
+                next_attempt_at=now,
+                created_at=now,
+            )
+        )
+    if notes:
+        ApprovalNotification.objects.bulk_create(notes, ignore_conflicts=True)
+    return len(notes)
+
+
+def console_link(session_id: str) -> str:
+    """The chat on the staff console (absolute)."""
+    try:
+        path = reverse("handoffs")
+    except NoReverseMatch:  # the pages are not mounted in this project
+        path = "/handoffs/"
+    return settings.GLOVE_PUBLIC_URL.rstrip("/") + f"{path}?chat={session_id}"
+
+
+def _handoff_context(note: ApprovalNotification) -> dict[str, Any]:
+    record = note.handoff
+    group = record.group or "staff"
+    late = note.event == Event.HANDOFF_LATE
+    subject = f"A chat still waits for the {group}" if late else f"A chat waits for the {group}"
+    why = record.reason or record.text or ""
+    return {
+        "subject": subject,
+        "text": f"{subject}{f': {why}' if why else ''}.",
+        "link": console_link(record.session_id),
+        "session_id": record.session_id,
+        "group": record.group,
+    }
+
+
 # -- links -------------------------------------------------------------------------------------
 def link_token(request_id: Any) -> str:
     return signing.dumps({"r": str(request_id)}, salt=LINK_SALT, compress=True)
@@ -135,47 +195,18 @@ def decision_link(request_id: Any) -> str:
 # -- delivering --------------------------------------------------------------------------------
 def notifications_deliver(*, now: datetime | None = None, limit: int = 50) -> int:
     """Send the notifications that are due; returns how many were sent."""
-    now = now or timezone.now()
-    due = (
-        ApprovalNotification.objects.filter(
-            Q(status=NoteStatus.PENDING, next_attempt_at__lte=now)
-            | Q(status=NoteStatus.SENDING, claimed_until__lt=now)
-        )
-        .order_by("next_attempt_at", "id")
-        .values_list("pk", "status", "attempts")[:limit]
+    return outbox.deliver_due(
+        ApprovalNotification,
+        now=now or timezone.now(),
+        limit=limit,
+        lease_seconds=settings.GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS,
+        max_attempts=settings.GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS,
+        load=lambda pk: ApprovalNotification.objects.select_related(
+            "request", "request__assignee_user", "request__assignee_group", "user", "handoff"
+        ).get(pk=pk),
+        send=send_notification,
+        what="approval notification",
     )
-    sent = 0
-    for pk, status, attempts in list(due):
-        lease = now + timedelta(seconds=settings.GLOVE_APPROVAL_NOTIFY_LEASE_SECONDS)
-        # Race: other workers read the same due rows. The claim is conditional on the
-        # status and attempt count read, so exactly one of them sends this try.
-        claimed = ApprovalNotification.objects.filter(
-            pk=pk, status=status, attempts=attempts
-        ).update(status=NoteStatus.SENDING, claimed_until=lease, attempts=attempts + 1)
-        if claimed != 1:
-            continue
-        note = ApprovalNotification.objects.select_related(
-            "request", "request__assignee_user", "request__assignee_group", "user"
-        ).get(pk=pk)
-        mine = ApprovalNotification.objects.filter(
-            pk=pk, status=NoteStatus.SENDING, attempts=attempts + 1
-        )
-        try:
-            send_notification(note)
-        except Exception as error:
-            gave_up = attempts + 1 >= settings.GLOVE_APPROVAL_NOTIFY_MAX_ATTEMPTS
-            delay = min(MAX_RETRY_SECONDS, FIRST_RETRY_SECONDS * 2**attempts)
-            logger.warning("approval notification %s failed (try %s): %s", pk, attempts + 1, error)
-            mine.update(
-                status=NoteStatus.FAILED if gave_up else NoteStatus.PENDING,
-                next_attempt_at=now + timedelta(seconds=delay),
-                claimed_until=None,
-                last_error=str(error)[:2000],
-            )
-            continue
-        mine.update(status=NoteStatus.SENT, sent_at=timezone.now(), claimed_until=None)
-        sent += 1
-    return sent
 
 
 def send_notification(note: ApprovalNotification) -> None:
@@ -204,10 +235,22 @@ def _context(note: ApprovalNotification) -> dict[str, Any]:
 
 def message_id(note: ApprovalNotification) -> str:
     """The same for every try of one notification: a receiver drops a repeat."""
+    if note.request_id is None:
+        return f"<handoff-{note.handoff_id}-{note.event}-{note.pk}@glove>"
     return f"<approval-{note.request_id}-{note.event}-{note.pk}@glove>"
 
 
 def _send_email(note: ApprovalNotification) -> None:
+    if note.request_id is None:
+        context = _handoff_context(note)
+        EmailMultiAlternatives(
+            subject=context["subject"],
+            body=f"{context['text']}\n\nOpen it on the console: {context['link']}\n",
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            to=[note.recipient],
+            headers={"Message-ID": message_id(note)},
+        ).send()
+        return
     context = _context(note)
     text = render_to_string("approvals/email/notification.txt", context)
     html = render_to_string("approvals/email/notification.html", context)
@@ -224,6 +267,8 @@ def _send_email(note: ApprovalNotification) -> None:
 
 def webhook_body(note: ApprovalNotification) -> dict[str, Any]:
     """Slack-compatible JSON (`text` and `blocks`), plus the request for other receivers."""
+    if note.request_id is None:
+        return _handoff_webhook_body(note)
     context = _context(note)
     row = note.request
     link = context["link"]
@@ -262,6 +307,33 @@ def webhook_body(note: ApprovalNotification) -> dict[str, Any]:
     }
 
 
+def _handoff_webhook_body(note: ApprovalNotification) -> dict[str, Any]:
+    context = _handoff_context(note)
+    text, link = mrkdwn(context["text"]), context["link"]
+    return {
+        "text": f"{text} <{link}|Open the chat>",
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": f"*{text}*"}},
+            {
+                "type": "actions",
+                "elements": [
+                    {
+                        "type": "button",
+                        "text": {"type": "plain_text", "text": "Open the chat"},
+                        "url": link,
+                    }
+                ],
+            },
+        ],
+        "handoff": {
+            "session": context["session_id"],
+            "event": note.event,
+            "group": context["group"],
+            "url": link,
+        },
+    }
+
+
 def webhook_secret() -> str:
     """The key that signs what we send: never the one that accepts signed requests
     (GLOVE_WEBHOOK_SECRET), or every receiver of a notification could forge a decision."""
@@ -269,8 +341,7 @@ def webhook_secret() -> str:
 
 
 def sign(body: bytes, timestamp: str, secret: str) -> str:
-    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
-    return "sha256=" + digest.hexdigest()
+    return webhook_signing.sign(secret, timestamp, body)
 
 
 def _send_webhook(note: ApprovalNotification) -> None:
@@ -295,7 +366,7 @@ def _send_webhook(note: ApprovalNotification) -> None:
             "Content-Type": "application/json",
             "X-Glove-Timestamp": timestamp,
             "X-Glove-Signature": sign(body, timestamp, secret),
-            "X-Glove-Event": f"approval.{note.event}",
+            "X-Glove-Event": f"approval.{note.event}" if note.request_id else note.event,
             "Idempotency-Key": f"approval-notification-{note.pk}",
         },
         timeout=10,

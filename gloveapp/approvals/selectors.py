@@ -15,11 +15,13 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from gloveapp import keyset
+from gloveapp.agents.labels import call_summary
 from gloveapp.approvals.access import is_approver, is_request_id, may_decide
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
-from gloveapp.core.approvals import EDIT, args_changes, change_sentence
-from gloveapp.paging import Cursor
+from gloveapp.core.approvals.decisions import EDIT
+from gloveapp.core.approvals.edits import args_changes, change_sentence
+from gloveapp.lib import keyset
+from gloveapp.lib.paging import Cursor
 
 VIEWS = ("mine", "groups", "unassigned", "overdue", "all")
 STATUSES = (*ApprovalRequest.Status.values, "any")
@@ -77,8 +79,8 @@ def page_of(rows: QuerySet[ApprovalRequest], *, offset: int, limit: int) -> list
     customer, then the people they are assigned or escalated to, each kind by its ids (no
     statement for a kind none of the rows names). Joined in one statement, four
     `LEFT JOIN`s to the users and groups left the planner a choice it took by the tables'
-    size: at 10,000 users it hashed every user twice for a page of 51 requests (0.2 ms at
-    100 users, 5 ms at 10,000, bench/scale.py); by ids each is an index probe at any size."""
+    size: with many users it hashed the whole table twice for one page (the figures:
+    docs/explanation/scale.md); by ids each is an index probe at any size."""
     ids = list(rows.values_list("pk", flat=True)[offset : offset + limit + 1])
     found = (
         rows.model.objects.select_related("session__owner")
@@ -222,13 +224,34 @@ def approval_data(
         "mayDecide": row.status == ApprovalRequest.Status.OPEN
         and may_decide(user, row, group_ids=group_ids),
         "decision": describe(decision) if decision is not None else None,
+        "approved": _approved(row, decision),
     }
+
+
+DECISION_WORDS = {
+    "approve": "Approved",
+    "edit": "Approved with changes",
+    "reject": "Rejected",
+    "respond": "Answered instead",
+}
+
+
+def _approved(row: ApprovalRequest, decision: ApprovalDecision | None) -> dict[str, Any] | None:
+    """What ran after an edit, in the tool's words: its summary and total for the approved
+    arguments (the request keeps those it was opened with)."""
+    if decision is None or decision.args is None or decision.args == row.args:
+        return None
+    summary = call_summary(row.session.agent_name, row.tool_name, decision.args)
+    if summary is None:
+        return None
+    return {"summary": summary.text, "total": summary.total}
 
 
 def describe(decision: ApprovalDecision) -> dict[str, Any]:
     """A decision as the API, the page and a 409 name it."""
     return {
         "decision": decision.kind,
+        "decisionLabel": DECISION_WORDS.get(decision.kind, decision.kind),
         "by": decision.username or None,
         "channel": decision.channel,
         "decidedAt": decision.decided_at.isoformat(),
@@ -284,3 +307,20 @@ def session_edits(session_id: str, call_ids: Iterable[str]) -> dict[str, list[st
         if sentence:
             edits.setdefault(row.call_id, []).append(sentence)
     return edits
+
+
+def awaited_by_slot(session_id: str) -> dict[str, tuple[str, str]]:
+    """The session's open requests by the public id of the slot that waits on them
+    (`t<turn>-<slot>`): (who is awaited, in words: "a barista", or the assignee's name;
+    what: "checkout"), for the pages to name the wait."""
+    rows = ApprovalRequest.objects.filter(
+        session_id=session_id, status=ApprovalRequest.Status.OPEN, turn_id__isnull=False
+    ).select_related("assignee_user", "assignee_group")[:20]
+    awaited = {}
+    for row in rows:
+        if row.assignee_user is not None:
+            who = row.assignee_user.get_username()
+        else:
+            who = staff_word(row.assignee_group.name if row.assignee_group else None).lower()
+        awaited[f"t{row.turn_id}-{row.slot_id}"] = (who, row.label or row.tool_name)
+    return awaited

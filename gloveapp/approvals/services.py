@@ -24,25 +24,25 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from gloveapp.agents.labels import call_summary, tool_label
-from gloveapp.approvals.access import is_request_id, may_decide
+from gloveapp.approvals.access import asked_by, is_request_id, may_decide
 from gloveapp.approvals.models import ApprovalDecision, ApprovalNotification, ApprovalRequest
 from gloveapp.approvals.notifications import queue_notifications
 from gloveapp.approvals.selectors import describe
 from gloveapp.conversations.models import Session
 from gloveapp.core import input_rules
-from gloveapp.core.approvals import (
+from gloveapp.core.approvals.decisions import (
     EDIT,
     REJECT,
     RESPOND,
-    ApprovalPolicy,
     Decision,
     DecisionRefused,
     StaleFingerprint,
     check_decision,
-    customer_view,
-    validate_edit,
 )
-from gloveapp.db import delete_in_batches, wake_turn
+from gloveapp.core.approvals.edits import validate_edit
+from gloveapp.core.approvals.policy import ApprovalPolicy, customer_view
+from gloveapp.lib.db.batches import delete_in_batches
+from gloveapp.lib.turn_waking import wake_turn
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.streams import approvals_stream, session_stream
 
@@ -92,12 +92,14 @@ def approval_open(
     turn_id: int | None = None,
     slot_id: str = "",
     call_id: str | None = None,
+    requested_by: Any = None,
     now: datetime | None = None,
 ) -> ApprovalRequest:
-    """Store the request a running turn hands over (`core.approvals.approval_prompt`):
+    """Store the request a running turn hands over (`core.approvals.policy.approval_prompt`):
     routed to its assignee (the router setting, else the tool's declaration), with its
     deadlines (per-tool setting, else the declaration, else the defaults). Call inside the
-    transaction that stores the turn's prompt."""
+    transaction that stores the turn's prompt. `requested_by`: the person who asked, when
+    one did (they may not decide it, `access.may_decide`)."""
     now = now or timezone.now()
     policy = ApprovalPolicy.from_dict(prompt.get("policy") or {})
     tool_name = str(prompt.get("toolName") or "")
@@ -140,6 +142,7 @@ def approval_open(
             expires_at=now + timedelta(seconds=expire) if expire else None,
             on_expire=policy.on_expire,
             on_expire_text=policy.on_expire_text or "",
+            requested_by=requested_by if getattr(requested_by, "pk", None) else None,
         )
         _announce(row, "approval.opened")
         if row.assignee_user_id or row.assignee_group_id:
@@ -248,6 +251,10 @@ def approval_decide(
         if row is None:
             raise ApprovalNotFound(str(request_id))
         if user is not None and not may_decide(user, row):
+            if asked_by(user, row):
+                raise NotYoursToDecide(
+                    f"request {row.pk} is yours: someone else must decide what you asked for"
+                )
             raise NotYoursToDecide(f"request {row.pk} is assigned to someone else")
         if row.status != Status.OPEN:
             raise _lost(row)

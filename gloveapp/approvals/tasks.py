@@ -1,7 +1,7 @@
 """The approvals' periodic task: reminders, escalations, expiries and notifications (and the
 retention of used webhook signatures).
 
-The turn worker's scheduler calls it every GLOVE_APPROVAL_SWEEP_SECONDS (`turns.worker`), so
+The turn worker's scheduler calls it every GLOVE_APPROVAL_SWEEP_SECONDS (`turns.scheduler`), so
 no cron line is needed; it is a Django task, so another scheduler may enqueue it too, and
 running it from several places at once is safe (`services.approvals_sweep`).
 """

@@ -25,7 +25,7 @@ from django.http import Http404
 from gloveapp.conversations.models import RetiredSessionKey, Session
 from gloveapp.conversations.services import DuplicateSession, SessionGone, session_create
 from gloveapp.core import input_rules
-from gloveapp.db import prepared_cursor
+from gloveapp.lib.db.prepared import prepared_cursor
 
 Verdict = Literal["allowed", "forbidden", "missing"]
 
@@ -95,7 +95,7 @@ def owned_session_id(user: Any, session_id: str) -> str:
     a probe of the unique (owner, key) index).
 
     Raw SQL on purpose: it runs before every write of the remote store, and building the
-    ORM's query cost more than the database answering it (profiled, issue 13).
+    ORM's query cost more than the database answering it (profiled).
     """
     owner_id = getattr(user, "pk", None)
     if owner_id is not None and not _unusable_id(session_id):

@@ -23,10 +23,10 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 
-from gloveapp.admin_lists import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
-from gloveapp.conversations import selectors, services
-from gloveapp.conversations.models import Message, Session, Task
+from gloveapp.conversations import handoff, selectors, services
+from gloveapp.conversations.models import HandoffRecord, Message, Session, Task
 from gloveapp.conversations.transcript import session_transcript
+from gloveapp.lib.admin import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
 
 # A session page shows the newest messages only; a long history would make it unusable.
 MESSAGES_SHOWN = 200
@@ -61,6 +61,9 @@ class ReadOnlyInline(admin.TabularInline):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+HANDOFF_AUDIT_ROWS = 20
 
 
 class TaskInline(ReadOnlyInline):
@@ -136,6 +139,37 @@ class SessionAdmin(ScaleAdmin):
         ("created_at", "updated_at"),
     )
     inlines = [TaskInline]
+
+    @admin.display(description="who answers")
+    def who_answers(self, obj: Session) -> str:
+        return handoff.answerer_words(obj)
+
+    @admin.display(description="handoffs (newest first)")
+    def handoff_audit(self, obj: Session) -> str:
+        """The chat's last changes of who answers and notes: who, when, why."""
+        rows = (
+            HandoffRecord.objects.filter(session_id=obj.pk)
+            .order_by("-id")
+            .values_list("created_at", "kind", "actor_label", "via", "reason", "text")[
+                :HANDOFF_AUDIT_ROWS
+            ]
+        )
+        items = format_html_join(
+            "",
+            "<li>{} · {} by {} ({}){}{}</li>",
+            (
+                (
+                    created.strftime("%Y-%m-%d %H:%M:%S"),
+                    HandoffRecord.Kind(kind).label,
+                    actor or "someone",
+                    via or "-",
+                    f" · why: {reason}" if reason else "",
+                    f" · {text}" if text else "",
+                )
+                for created, kind, actor, via, reason, text in rows
+            ),
+        )
+        return format_html("<ul>{}</ul>", items) if items else "\u2014"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -218,6 +252,8 @@ class SessionAdmin(ScaleAdmin):
             "tasks": list(Task.objects.filter(session=session).order_by("position")),
             "subagents": self.subagent_sessions(session),
             "may_rename": self.has_change_permission(request, session),
+            "who_answers": self.who_answers(session),
+            "handoff_audit": self.handoff_audit(session),
         }
         return TemplateResponse(request, "admin/conversations/session/transcript.html", context)
 

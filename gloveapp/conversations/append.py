@@ -36,7 +36,7 @@ from django.utils import timezone
 from gloveapp.conversations import serialization
 from gloveapp.conversations.group_append import append_grouped
 from gloveapp.conversations.models import Message, Session, is_person_message
-from gloveapp.db import prepared_cursor, sql_datetime
+from gloveapp.lib.db.prepared import prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import LIVE_EVENTS_CHANNEL, record_events
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.outbox import notify_committed, stream_lock_key
@@ -61,7 +61,7 @@ class Appended:
 class Fence:
     """A condition the append itself checks, in its own statement (PostgreSQL) or its own
     transaction (SQLite): a SQL boolean with `%s` placeholders, and their values. A turn's
-    writes carry one (`turns.services.turn_fence`: the turn is still this worker's), so a
+    writes carry one (`turns.fence.turn_fence`: the turn is still this worker's), so a
     worker that lost its turn stores nothing more. Nobody else pays for it."""
 
     condition: str
@@ -195,7 +195,7 @@ def postgresql_statement(
         [f"{name} text" for name in _TEXT_COLUMNS]
         + [f"{name} jsonb" for name in _JSON_COLUMNS]
         + [f"{name} boolean" for name in _BOOL_COLUMNS]
-        + ["ord integer", "wire text"]
+        + ["agent_version_id bigint", "ord integer", "wire text"]
     )
     # Relays LISTEN only when there is no Redis to wake them; NOTIFY also serialises every
     # committing transaction on a global lock, so it is left out when it has no listener.
@@ -247,11 +247,11 @@ def postgresql_statement(
             INSERT INTO {message_table}
                 (session_id, seq, sender, msg_id, text, content, tool_calls, tool_results,
                  is_compaction, is_skill_injection, framework_context, reasoning_content,
-                 extra, wire, created_at)
+                 extra, agent_version_id, wire, created_at)
             SELECT %(session_id)s, s.base + r.ord, r.sender, r.msg_id, COALESCE(r.text, ''),
                    r.content, r.tool_calls, r.tool_results, r.is_compaction,
                    r.is_skill_injection, r.framework_context, r.reasoning_content, r.extra,
-                   r.wire, %(now)s
+                   r.agent_version_id, r.wire, %(now)s
               FROM s, r
              ORDER BY r.ord
             RETURNING id, seq
@@ -417,11 +417,12 @@ _MESSAGE_COLUMNS = (
     *_TEXT_COLUMNS,
     *_JSON_COLUMNS,
     *_BOOL_COLUMNS,
+    "agent_version",
     "wire",
     "created_at",
 )
 _MESSAGE_FIELDS = [Message._meta.get_field(name) for name in _MESSAGE_COLUMNS]
-_INSERT_BATCH = 50  # rows per INSERT (17 parameters each: within every backend's limit)
+_INSERT_BATCH = 50  # rows per INSERT (18 parameters each: within every backend's limit)
 
 
 def _insert_messages(
@@ -431,7 +432,14 @@ def _insert_messages(
     (compiling the ORM's insert cost more than running it; every turn appends)."""
     columns = ", ".join(f'"{field.column}"' for field in _MESSAGE_FIELDS)
     rows = [
-        {**values, "session_id": session_id, "seq": start + offset, "wire": wire, "created_at": now}
+        {
+            "agent_version_id": None,
+            **values,
+            "session_id": session_id,
+            "seq": start + offset,
+            "wire": wire,
+            "created_at": now,
+        }
         for offset, (values, wire) in enumerate(zip(fields, wires, strict=True))
     ]
     appended: list[Appended] = []

@@ -8,7 +8,7 @@ and stores its answer there; a later request with the key gets that answer back 
 nothing. A concurrent duplicate waits until the first commits (then it is a retry) or rolls
 back (then it runs itself): on PostgreSQL, where the table is partitioned by day and the
 database's unique index covers one day, on an advisory lock of the key taken before the
-lookup (`gloveapp.partitions.lock_keys`), so a duplicate sent across midnight is caught
+lookup (`gloveapp.lib.db.partitions.lock_keys`), so a duplicate sent across midnight is caught
 too. Only acknowledged answers are kept: a refused request (a 4xx) rolls its claim back,
 so its retry is tried afresh.
 
@@ -29,8 +29,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from gloveapp.conversations.models import IdempotentRequest
-from gloveapp.db import delete_in_batches
-from gloveapp.partitions import is_partitioned, lock_keys, partitions_prune
+from gloveapp.lib.db.batches import delete_in_batches
+from gloveapp.lib.db.partitions import is_partitioned, lock_keys, partitions_prune
 
 KEY_HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 200
@@ -136,7 +136,7 @@ def idempotency_keys_prune(*, older_than: timedelta) -> int:
     """Forget keys older than `older_than`; returns how many (dropped partitions' rows
     estimated). The turn worker's scheduler runs it (GLOVE_RETAIN_IDEMPOTENCY_KEYS_DAYS),
     and `prune_idempotency_keys` by hand. On PostgreSQL whole days are dropped
-    (`gloveapp.partitions.partitions_prune`); elsewhere rows go in bounded batches."""
+    (`gloveapp.lib.db.partitions.partitions_prune`); elsewhere rows go in bounded batches."""
     if older_than <= timedelta(0):
         raise ValueError("older_than must be positive")
     cut = timezone.now() - older_than

@@ -7,6 +7,13 @@ from django.conf import settings
 from django.db import models
 
 
+class Answerer(models.TextChoices):
+    AGENT = "agent", "the agent"
+    QUEUED = "queued", "waiting for a person"
+    PERSON = "person", "a person"
+    CLOSED = "closed", "closed"
+
+
 class Session(models.Model):
     """One conversation with one agent.
 
@@ -48,6 +55,30 @@ class Session(models.Model):
     # The messages a person sent (`PERSON_MESSAGE`), counted by the append that stores them,
     # in the same statement: the chat list shows it per chat without reading any history.
     person_message_count = models.PositiveIntegerField(default=0, editable=False)
+    # Who answers the chat (`conversations.handoff`, the one module that changes these):
+    # the agent, the queue of a group of staff, one staff member, or nobody (closed).
+    answerer = models.CharField(
+        max_length=8, choices=Answerer.choices, default=Answerer.AGENT, editable=False
+    )
+    answerer_group = models.CharField(max_length=150, blank=True, default="", editable=False)
+    answerer_person = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,  # the partial index below
+        editable=False,
+    )
+    answerer_since = models.DateTimeField(null=True, blank=True, editable=False)
+    # The turn whose agent asked for a person (`glove_request_human`): its own closing
+    # writes still land while the chat waits in the queue; no other turn's do.
+    answerer_turn_id = models.BigIntegerField(null=True, blank=True, editable=False)
+    # The first message of the human stretch (the hand-back note names it and the last).
+    handoff_from_seq = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # When the customer of a queued chat was told nobody could answer in time (once per
+    # stay in the queue: `handoff_bounds.queue_overdue_sweep`).
+    queue_told_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -77,6 +108,30 @@ class Session(models.Model):
             # stay HOT), and the same for one agent's sessions.
             models.Index(fields=["created_at", "id"], name="session_created_idx"),
             models.Index(fields=["agent_name", "created_at"], name="session_agent_created_idx"),
+            # The admin's "has a parent" filter: sub-agents' sessions, newest first.
+            models.Index(
+                fields=["created_at", "id"],
+                condition=models.Q(parent__isnull=False),
+                name="session_child_created_idx",
+            ),
+            # The staff console's queue of one group, longest waiting first, and each staff
+            # member's own chats: small partial indexes (most chats are the agent's).
+            models.Index(
+                fields=["answerer_group", "answerer_since", "id"],
+                condition=models.Q(answerer="queued"),
+                name="session_queued_idx",
+            ),
+            models.Index(
+                fields=["answerer_person", "answerer_since", "id"],
+                condition=models.Q(answerer="person"),
+                name="session_person_idx",
+            ),
+            # The queue bound's sweep: queued chats nobody was told about, oldest first.
+            models.Index(
+                fields=["agent_name", "answerer_since"],
+                condition=models.Q(answerer="queued", queue_told_at__isnull=True),
+                name="session_queue_untold_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -145,6 +200,18 @@ class Message(models.Model):
     # The message's fields the runtime does not interpret (Glove's `provider_options`,
     # `pre_modified_text`, future ones), returned verbatim.
     extra = models.JSONField(null=True, blank=True)
+    # The agent version whose turn wrote it (`versions.AgentVersion`; null: no version was
+    # published, or no agent turn wrote it: a person, a remote store's client). No index
+    # and no constraint: this is the hottest insert, and versions are never deleted.
+    agent_version = models.ForeignKey(
+        "versions.AgentVersion",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
     # The message as the REST GET sends it (`Message.to_dict()`, rendered as DRF's JSON
     # renderer renders it), written with the row: a history is served by joining these
     # texts, without rebuilding each message (`selectors.read_owned_messages_json`).
@@ -262,3 +329,48 @@ class IdempotentRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.scope})"
+
+
+class HandoffRecord(models.Model):
+    """The audit of a chat's human stretches: each change of who answers (who, when, why)
+    and the staff's internal notes, which never reach the customer or the model."""
+
+    class Kind(models.TextChoices):
+        REQUESTED = "requested", "asked for a person"
+        CLAIMED = "claimed", "claimed"
+        TAKEN_OVER = "taken_over", "taken over"
+        HANDED_BACK = "handed_back", "handed back"
+        CLOSED = "closed", "closed"
+        NOTE = "note", "internal note"
+        OVERDUE = "overdue", "nobody answered in time"
+
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="handoff_records", db_index=False
+    )
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    # The state it left and entered ("" for a note).
+    from_state = models.CharField(max_length=8, blank=True, default="")
+    to_state = models.CharField(max_length=8, blank=True, default="")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Who, in words, when no user acted ("agent", "rule: 3 failed turns", "api").
+    actor_label = models.CharField(max_length=150, blank=True, default="")
+    via = models.CharField(max_length=20, blank=True, default="")
+    group = models.CharField(max_length=150, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    text = models.TextField(blank=True, default="")  # a note, a hand-back's summary
+    from_seq = models.PositiveIntegerField(null=True, blank=True)
+    to_seq = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "id"]
+        indexes = [
+            models.Index(fields=["session", "id"], name="handoff_record_session_idx"),
+            # The usage page's window of handoffs, across chats.
+            models.Index(fields=["created_at"], name="handoff_record_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} {self.kind}"

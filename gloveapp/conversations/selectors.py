@@ -8,19 +8,20 @@ exactly what a local agent would. Writes go through `services`; the inbox's read
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import JSONField, QuerySet
 
-from gloveapp import keyset
 from gloveapp.conversations import serialization
 from gloveapp.conversations.models import Message, Permission, Session, Task
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
-from gloveapp.db import prepared_cursor
-from gloveapp.paging import Cursor
+from gloveapp.lib import keyset
+from gloveapp.lib.db.prepared import prepared_cursor
+from gloveapp.lib.paging import Cursor
 
 _FIELDS = serialization.MESSAGE_VALUES
 # Which of them a raw cursor hands over as JSON text.
@@ -62,8 +63,8 @@ def read_owned_messages(session_id: str, *, owner: Any, since_compaction: bool) 
     """The history of the session `owner` holds under `session_id` (their key, see
     `Session`) as wire dicts (`Message.to_dict()`, what the REST GET sends), from the texts
     stored with the messages; None if they hold no such session."""
-    texts = _owned_wire_texts(session_id, owner=owner, since_compaction=since_compaction)
-    return None if texts is None else [json.loads(text) for text in texts]
+    body = read_owned_messages_json(session_id, owner=owner, since_compaction=since_compaction)
+    return None if body is None else json.loads(body)
 
 
 class HistoryTooLong(Exception):
@@ -79,17 +80,37 @@ def read_owned_messages_json(
     session_id: str, *, owner: Any, since_compaction: bool, cap: int | None = None
 ) -> bytes | None:
     """The body of the REST GET of a history (`read_owned_messages` rendered as
-    DRF renders it), None if `owner` holds no such session: the texts stored with the
-    messages, joined. The hot GET of the remote store, one query: the ownership check is
-    the history's join (a session without messages is one row of NULLs). With `cap`, a
-    history of more messages raises `HistoryTooLong` having read at most cap + 1 of them."""
-    texts = _owned_wire_texts(session_id, owner=owner, since_compaction=since_compaction, cap=cap)
-    return None if texts is None else ("[" + ",".join(texts) + "]").encode()
+    DRF renders it), None if `owner` holds no such session: `stream_owned_messages_json`'s
+    parts, joined."""
+    history = stream_owned_messages_json(
+        session_id, owner=owner, since_compaction=since_compaction, cap=cap
+    )
+    if history is None or isinstance(history, bytes):
+        return history
+    return b"".join(history)
 
 
-def _owned_wire_texts(
-    session_id: str, *, owner: Any, since_compaction: bool, cap: int | None = None
-) -> list[str] | None:
+# Messages one query of a streamed history reads: its memory, whatever the history's length.
+HISTORY_CHUNK = 1000
+
+
+def stream_owned_messages_json(
+    session_id: str,
+    *,
+    owner: Any,
+    since_compaction: bool,
+    cap: int | None = None,
+    chunk: int | None = None,
+) -> bytes | Iterator[bytes] | None:
+    """The body of the REST GET of a history, None if `owner` holds no such session: the
+    texts stored with the messages, joined, as one `bytes` when the history fits in one
+    `chunk`, else as parts to stream, each read by a keyset query of `chunk` messages (a
+    history of any length is served in bounded memory). The first query is the ownership
+    check (the history's join: a session without messages is one row of NULLs); the parts
+    end at the last message that existed then, so the array is the history at one moment
+    (messages are only appended, their seqs contiguous). With `cap`, a longer history
+    raises `HistoryTooLong` having read none of its messages."""
+    chunk = chunk or HISTORY_CHUNK
     owner_id = getattr(owner, "pk", None)
     if owner_id is None:
         return None
@@ -99,17 +120,37 @@ def _owned_wire_texts(
             return None
         # A history past the cap joins no message: the range's upper bound (an index
         # condition, from the session row) is then empty, so no message is read; its length
-        # is the session's last_seq. The LIMIT holds even so (seqs are contiguous from 1).
+        # is the session's last_seq.
         bound = _UNCAPPED if cap is None else cap
         first = max(lower, 1)
-        cursor.execute(_OWNED_WIRES_SQL, [lower, first, bound, owner_id, session_id, bound + 1])
+        cursor.execute(_OWNED_WIRES_SQL, [lower, first, bound, owner_id, session_id, chunk + 1])
         rows = cursor.fetchall()
     if not rows:
         return None
-    length = rows[0][3] - first + 1
-    if cap is not None and (len(rows) > cap or (rows[0][0] is None and length > cap)):
+    pk, last_seq = rows[0][2], rows[0][3]
+    length = last_seq - first + 1
+    if cap is not None and rows[0][0] is None and length > cap:
         raise HistoryTooLong(length, cap)
-    return _texts_of(rows[0][2], [(seq, wire) for seq, wire, *_ in rows if seq is not None])
+    picked = [(seq, wire) for seq, wire, *_ in rows[:chunk] if seq is not None]
+    if len(rows) <= chunk:
+        return ("[" + ",".join(_texts_of(pk, picked)) + "]").encode()
+    return _streamed_history(pk, picked, last_seq, chunk)
+
+
+def _streamed_history(
+    session_pk: str, picked: list[tuple[int, str | None]], last_seq: int, chunk: int
+) -> Iterator[bytes]:
+    yield ("[" + ",".join(_texts_of(session_pk, picked))).encode()
+    after = picked[-1][0]
+    while after < last_seq:
+        with prepared_cursor() as cursor:
+            cursor.execute(_WIRES_AFTER_SQL, [session_pk, after, last_seq, chunk])
+            rows = cursor.fetchall()
+        if not rows:  # the session was deleted meanwhile: the array ends where it got to
+            break
+        yield ("," + ",".join(_texts_of(session_pk, rows))).encode()
+        after = rows[-1][0]
+    yield b"]"
 
 
 def _texts_of(session_id: str, rows: list[tuple[int, str | None]]) -> list[str]:
@@ -220,6 +261,10 @@ _OWNED_WIRES_SQL = f"""
      LIMIT %s
 """
 _UNCAPPED = 2**62
+_WIRES_AFTER_SQL = (
+    f'SELECT "seq", "wire" FROM "{_MESSAGE_TABLE}" WHERE "session_id" = %s AND "seq" > %s'
+    ' AND "seq" <= %s ORDER BY "seq" LIMIT %s'
+)
 _COLUMNS = ", ".join(f'"{Message._meta.get_field(name).column}"' for name in _FIELDS)
 _MESSAGES_SQL = (
     f'SELECT {_COLUMNS} FROM "{_MESSAGE_TABLE}" WHERE "session_id" = %s AND "seq" >= %s'

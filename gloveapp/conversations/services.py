@@ -29,7 +29,7 @@ from gloveapp.core.store import apply_task_updates, permission_key
 from gloveapp.core.types import PERMISSION_STATUSES, PermissionStatus, TokenUsage
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import Task as CoreTask
-from gloveapp.db import prepared_cursor, sql_datetime
+from gloveapp.lib.db.prepared import prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import record_event
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
@@ -250,8 +250,10 @@ def messages_append(
     messages: list[CoreMessage],
     owned_by: tuple[Any, str] | None = None,
     fence: Fence | None = None,
+    agent_version_id: int | None = None,
 ) -> list[Appended]:
-    """Append in order, all or nothing; `seq` continues the session's history.
+    """Append in order, all or nothing; `seq` continues the session's history; each
+    message names `agent_version_id` (a turn's: the agent version it runs on).
 
     With `owned_by` (owner id, key), only to that owner's session of that key, checked by
     the append itself: `SessionGone` (nothing written) when the row is missing or not that
@@ -261,9 +263,10 @@ def messages_append(
     check_session_id(session_id)
     if not isinstance(messages, list):
         raise ValueError("messages must be a list")
-    fields = [
-        serialization.message_fields(message, index) for index, message in enumerate(messages)
-    ]
+    fields = _versioned(
+        [serialization.message_fields(message, index) for index, message in enumerate(messages)],
+        agent_version_id,
+    )
     if not fields:
         return []
     # The common case, a session that exists, is one statement (see `append`); only a
@@ -290,6 +293,13 @@ def messages_append(
     if rows is None:  # cannot happen under the lock; never report an append that was not made
         raise SessionGone(session_id)
     return rows
+
+
+def _versioned(fields: list[dict[str, Any]], agent_version_id: int | None) -> list[dict[str, Any]]:
+    if agent_version_id is not None:
+        for values in fields:
+            values["agent_version_id"] = int(agent_version_id)
+    return fields
 
 
 def _announce_title(session_id: str) -> None:
@@ -359,6 +369,7 @@ def turn_record(
     messages: list[CoreMessage],
     usage: TokenUsage,
     fence: Fence | None = None,
+    agent_version_id: int | None = None,
 ) -> Session:
     """A model reply's writes in one transaction: its messages, its token usage, one turn.
 
@@ -371,9 +382,10 @@ def turn_record(
     checked = _checked_usage(usage)
     if not isinstance(messages, list):
         raise ValueError("messages must be a list")
-    fields = [
-        serialization.message_fields(message, index) for index, message in enumerate(messages)
-    ]
+    fields = _versioned(
+        [serialization.message_fields(message, index) for index, message in enumerate(messages)],
+        agent_version_id,
+    )
     if fields and connection.vendor == "postgresql" and not connection.in_atomic_block:
         # One statement: one round trip and its own commit (`append`).
         counted: dict[str, Any] = {}

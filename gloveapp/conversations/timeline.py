@@ -16,12 +16,15 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from gloveapp.agents.config import get_agent_spec
-from gloveapp.agents.labels import tool_label
+from gloveapp.agents.labels import TOOL_LABELS, banner_answers, tool_label, tool_labels
 from gloveapp.conversations import selectors
+from gloveapp.conversations.handoff import (
+    AUTHOR_KEY,
+    HANDOFF_FRAMEWORK_CONTEXT,
+    handoff_note_words,
+)
 from gloveapp.conversations.models import Message, Session
-from gloveapp.core.builtin_tools import BUILTIN_LABELS
 from gloveapp.core.executor import SUBAGENT_TOOL_NAME, permission_denied_message
-from gloveapp.core.inbox_context import resolved_banner_answers
 
 GENERIC_RESULT_TEMPLATE = "tools/generic_result.html"
 TOOL_STATUS_WORDS = {"aborted": "stopped", "error": "failed", "success": "done"}
@@ -84,6 +87,11 @@ class Entry:
     # For the inbox's "[Inbox: N item(s) resolved]" banner: what a person reads instead,
     # ("Restock watch", "Back in stock"), one per item; the raw text stays one click away.
     answers: list[tuple[str, str]] = field(default_factory=list)
+    # A person's message (a staff reply) names them: "Bea from the baristas".
+    author: str = ""
+    # A handoff note in the words a customer reads ("A person answers from here"); its
+    # text, meant for the agent, is for staff.
+    shown: str = ""
 
 
 def _tool_readings(agent_name: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -93,10 +101,9 @@ def _tool_readings(agent_name: str) -> tuple[dict[str, str], dict[str, str]]:
         spec = get_agent_spec(agent_name)
     except ImproperlyConfigured:
         # An agent since removed from GLOVE_AGENTS: its history still reads, generically.
-        return {}, dict(BUILTIN_LABELS)
+        return {}, dict(TOOL_LABELS)
     templates = {tool.name: tool.result_template for tool in spec.tools if tool.result_template}
-    labels = {**BUILTIN_LABELS, **{tool.name: tool.display_label for tool in spec.tools}}
-    return templates, labels
+    return templates, tool_labels(agent_name)
 
 
 def turn_note_text(turn: Any) -> str:
@@ -158,6 +165,17 @@ def _add_entry(
         for raw in message.tool_results:
             _attach_result(raw, open_calls, entries, templates, message.seq)
         return
+    if message.framework_context == HANDOFF_FRAMEWORK_CONTEXT:
+        entries.append(
+            Entry(
+                kind="framework",
+                seq=message.seq,
+                text=message.text,
+                framework_context=message.framework_context,
+                shown=handoff_note_words(message.text),
+            )
+        )
+        return
     if message.framework_context or message.is_skill_injection:
         entries.append(
             Entry(
@@ -165,13 +183,16 @@ def _add_entry(
                 seq=message.seq,
                 text=message.text,
                 framework_context=message.framework_context or "skill",
-                answers=resolved_banner_answers(message.text)
+                answers=banner_answers(message.text)
                 if message.framework_context == "inbox"
                 else [],
             )
         )
         return
     entry = Entry(kind=message.sender, seq=message.seq, text=message.text)
+    author = (message.extra or {}).get(AUTHOR_KEY)
+    if message.sender == "agent" and isinstance(author, dict):
+        entry.author = str(author.get("label") or author.get("name") or "A person")
     for raw in message.tool_calls or []:
         tool_name = raw.get("tool_name", "")
         tool = ToolEntry(

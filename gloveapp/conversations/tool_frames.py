@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gloveapp.agents.labels import shown_tool_label
 from gloveapp.conversations.timeline import ToolEntry, read_result
-from gloveapp.core.builtin_tools import BUILTIN_LABELS
-from gloveapp.core.tools import CallSummary, Tool, humanize_name
+from gloveapp.core.tools import CallSummary, Tool
 
 TOOL_USE = "tool_use"
 TOOL_USE_RESULT = "tool_use_result"
@@ -40,9 +40,8 @@ def tool_reading(tool: Tool | None, tool_name: str, summary: CallSummary | None)
     """What the page shows of a call of `tool_name` (its agent's `tool`, None for a built-in
     or a tool since removed): the label, and the summary in staff's and the customer's
     words."""
-    label = (tool.display_label if tool is not None else None) or BUILTIN_LABELS.get(tool_name)
     return {
-        "label": label or humanize_name(tool_name or "tool"),
+        "label": shown_tool_label(tool, tool_name),
         "summary": summary.text if summary else None,
         "customerSummary": (summary.customer or summary.text) if summary else None,
     }

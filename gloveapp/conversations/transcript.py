@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from gloveapp.agents.labels import banner_answers
 from gloveapp.conversations.models import Message, Session
 from gloveapp.conversations.serialization import MESSAGE_VALUES
-from gloveapp.core.inbox_context import resolved_banner_answers
 
 # A summary of a tool's input or result is cut here; the whole value is in the raw JSON.
 SUMMARY_CHARS = 160
@@ -35,6 +35,8 @@ class TranscriptLine:
     text: str
     created_at: datetime
     raw_json: str
+    # The agent version whose turn wrote it ("coffee v3"; empty: none).
+    version: str = ""
     calls: list[ToolLine] = field(default_factory=list)
     results: list[ToolLine] = field(default_factory=list)
     # An inbox banner, read: ("Restock watch", "Back in stock") per resolved item.
@@ -105,6 +107,7 @@ def transcript_line(row: Message) -> TranscriptLine:
         text=row.text,
         created_at=row.created_at,
         raw_json=_raw_json(row),
+        version=str(row.agent_version) if row.agent_version_id else "",
     )
     if row.is_compaction:
         line.kind, line.who = "compaction", "Compacted: the model's context restarts here"
@@ -116,13 +119,17 @@ def transcript_line(row: Message) -> TranscriptLine:
         line.who = f"Framework ({row.framework_context or 'skill'})"
         if row.framework_context == "inbox":
             line.who = "Inbox banner (framework)"
-            line.answers = resolved_banner_answers(row.text)
+            line.answers = banner_answers(row.text)
     line.calls = [_call_line(raw) for raw in row.tool_calls or []]
     return line
 
 
 def session_transcript(session: Session, *, newest: int) -> Transcript:
     """The newest `newest` messages of `session`, oldest first, as transcript lines."""
-    rows = list(Message.objects.filter(session=session).order_by("-seq")[:newest])
+    rows = list(
+        Message.objects.filter(session=session)
+        .select_related("agent_version")
+        .order_by("-seq")[:newest]
+    )
     total = Message.objects.filter(session=session).count() if len(rows) == newest else len(rows)
     return Transcript(lines=[transcript_line(row) for row in reversed(rows)], total=total)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from gloveapp.core.abort import AbortController, AbortSignal
-from gloveapp.core.approvals import ApprovalPolicy, Decision
+from gloveapp.core.approvals.decisions import Decision
+from gloveapp.core.approvals.policy import ApprovalPolicy
 from gloveapp.core.builtin_tools import (
     INBOX_TOOL_NAME,
     TASK_TOOL_NAME,

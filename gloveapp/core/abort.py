@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable
-from typing import Any
 
 from gloveapp.core.types import AbortError
 
@@ -40,7 +39,7 @@ class AbortController:
             self.signal._fire(reason)
 
 
-async def race_abort(awaitable: Awaitable[Any], abort: AbortSignal | None) -> Any:
+async def race_abort[T](awaitable: Awaitable[T], abort: AbortSignal | None) -> T:
     """Await `awaitable`, or raise `AbortError` (cancelling it) as soon as `abort` fires.
 
     The one home of abort racing: a model call (cancelling makes the SDK close the HTTP

@@ -26,7 +26,7 @@ from gloveapp.core.events import TOKEN_CONSUMPTION, EventBus
 from gloveapp.core.executor import HandOver, ToolExecutor
 from gloveapp.core.inbox_context import build_blocking_reminder, inject_resolved_items
 from gloveapp.core.providers.base import ModelAdapter, ToolSpec
-from gloveapp.core.store import supports_turn_record
+from gloveapp.core.store import StoreAdapter, supports_turn_record
 from gloveapp.core.tools import Tool, model_json_schema
 from gloveapp.core.types import (
     AbortError,
@@ -82,7 +82,7 @@ class Agent:
     def __init__(
         self,
         *,
-        store: Any,
+        store: StoreAdapter,
         model: ModelAdapter,
         executor: ToolExecutor,
         compactor: Compactor,

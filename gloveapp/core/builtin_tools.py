@@ -1,19 +1,21 @@
-"""The two tools Glove gives every agent whose store can hold their state.
+"""The tools Glove gives every agent whose store can hold their state, and ours.
 
 `glove_post_to_inbox` (contract §3.1) and `glove_update_tasks` (§5), with the descriptions,
 JSON schemas, result texts and id formats of the published glove-core 4.1.0. The schemas the
 model sees are the exact ones 4.1.0 sends (zod's JSON Schema output); the pydantic models
 beside them validate the input, strictly, as zod does (no "true" -> True coercion).
+`glove_request_human` is this project's: an agent whose handoff is on hands the chat to a
+person with it (the Django side gives it what it does, `create_request_human_tool`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gloveapp.core.approvals import inbox_decisions
+from gloveapp.core.approvals.inbox import inbox_decisions
 from gloveapp.core.store import supports_inbox, supports_tasks
 from gloveapp.core.tools import Tool, ToolContext
 from gloveapp.core.types import (
@@ -25,6 +27,7 @@ from gloveapp.core.types import (
     now_iso,
 )
 
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 INBOX_TOOL_NAME = "glove_post_to_inbox"
 TASK_TOOL_NAME = "glove_update_tasks"
 # What a customer reads instead of the built-in tools' names (the model reads the names).
@@ -32,9 +35,30 @@ BUILTIN_LABELS = {
     INBOX_TOOL_NAME: "Follow-up request",
     TASK_TOOL_NAME: "Task list",
     "glove_invoke_subagent": "Help from another agent",
+    "glove_request_human": "Asking for a person",
+}
+REQUEST_HUMAN_TOOL_NAME = "glove_request_human"
+REQUEST_HUMAN_DESCRIPTION = (
+    "Hand this conversation to a person (a member of staff). Use it when the customer asks "
+    "for a person, or when you cannot help them. After it, a person answers the customer "
+    "and you stay silent until the conversation is handed back to you."
+)
+REQUEST_HUMAN_REASON_DESCRIPTION = "Why a person should take over, in a sentence"
+REQUEST_HUMAN_SCHEMA: dict[str, Any] = {
+    "$schema": JSON_SCHEMA_DIALECT,
+    "type": "object",
+    "properties": {
+        "reason": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 500,
+            "description": REQUEST_HUMAN_REASON_DESCRIPTION,
+        }
+    },
+    "required": ["reason"],
+    "additionalProperties": False,
 }
 
-JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 INBOX_TOOL_DESCRIPTION = (
     "Post an async request to the inbox. Use this when something cannot be resolved now but "
@@ -198,4 +222,29 @@ def create_task_tool() -> Tool:
         run=update_tasks,
         input_model=UpdateTasksInput,
         json_schema=TASK_TOOL_SCHEMA,
+    )
+
+
+class RequestHumanInput(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    reason: str = Field(min_length=1, max_length=500, description=REQUEST_HUMAN_REASON_DESCRIPTION)
+
+
+def create_request_human_tool(hand_off: Callable[[str], Awaitable[str]]) -> Tool:
+    """`glove_request_human`: `hand_off(reason)` puts the chat in a person's queue and
+    returns what the model reads (that a person answers from here); a refusal (the chat is
+    already a person's) is the tool's error, which the model reads too."""
+
+    async def run(params: RequestHumanInput, ctx: ToolContext) -> ToolResultData:
+        return ToolResultData.success({"message": await hand_off(params.reason)})
+
+    return Tool(
+        name=REQUEST_HUMAN_TOOL_NAME,
+        label=BUILTIN_LABELS[REQUEST_HUMAN_TOOL_NAME],
+        description=REQUEST_HUMAN_DESCRIPTION,
+        run=run,
+        input_model=RequestHumanInput,
+        json_schema=REQUEST_HUMAN_SCHEMA,
+        retry_safe=False,
     )

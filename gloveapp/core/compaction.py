@@ -9,12 +9,11 @@ model sees only messages from that marker on. Nothing is deleted.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from gloveapp.core.events import COMPACTION_END, COMPACTION_START, EventBus
 from gloveapp.core.inbox_context import pending_items_summary_block
 from gloveapp.core.providers.base import ModelAdapter
-from gloveapp.core.store import split_at_last_compaction, supports_inbox
+from gloveapp.core.store import StoreAdapter, split_at_last_compaction, supports_inbox
 from gloveapp.core.types import Message, TokenUsage
 
 # Compaction runs before persisting a tool-calling reply once the count reaches this share of
@@ -34,11 +33,24 @@ class CompactionConfig:
     compaction_context_limit: int = 100_000
 
 
+KEPT_NOTES_HEADER = "[Notes kept from before the summary]"
+
+
 def summary_message_text(summary: str, pending_block: str) -> str:
     return f"{SUMMARY_HEADER}\n\n{summary}{pending_block}\n\n{SUMMARY_FOOTER}"
 
 
-async def context_messages(store: Any) -> list[Message]:
+async def kept_notes_block(store: StoreAdapter) -> str:
+    """The notes a store keeps across compaction (`get_kept_notes`: the ends of human
+    stretches, which a summary must not blur), as a block after the summary."""
+    reader = getattr(store, "get_kept_notes", None)
+    notes = list(await reader()) if callable(reader) else []
+    if not notes:
+        return ""
+    return f"\n\n{KEPT_NOTES_HEADER}\n" + "\n".join(notes)
+
+
+async def context_messages(store: StoreAdapter) -> list[Message]:
     """Messages from the last compaction marker on: what the model sees."""
     reader = getattr(store, "get_context_messages", None)
     if callable(reader):
@@ -50,7 +62,7 @@ class Compactor:
     def __init__(
         self,
         *,
-        store: Any,
+        store: StoreAdapter,
         model: ModelAdapter,
         events: EventBus,
         config: CompactionConfig,
@@ -90,7 +102,8 @@ class Compactor:
         summary_message = Message(
             sender="user",
             text=summary_message_text(
-                summary or NO_SUMMARY_TEXT, pending_items_summary_block(items)
+                summary or NO_SUMMARY_TEXT,
+                pending_items_summary_block(items) + await kept_notes_block(self.store),
             ),
             is_compaction=True,
         )

@@ -17,18 +17,18 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from gloveapp.core.abort import AbortSignal, race_abort
-from gloveapp.core.approvals import (
+from gloveapp.core.approvals.decisions import (
     APPROVE,
     EDIT,
     Decision,
     DecisionRefused,
-    approval_prompt,
     check_decision,
     not_decided_message,
     outcome_without_run,
-    permission_decision,
-    validate_edit,
 )
+from gloveapp.core.approvals.edits import validate_edit
+from gloveapp.core.approvals.permissions import permission_decision
+from gloveapp.core.approvals.policy import approval_prompt
 from gloveapp.core.display import (
     PERMISSION_RENDERER,
     BoundDisplay,
@@ -38,7 +38,7 @@ from gloveapp.core.display import (
 from gloveapp.core.events import TOOL_USE_RESULT, EventBus
 from gloveapp.core.hooks import CallHooks
 from gloveapp.core.results import MAX_TOOL_RESULT_BYTES, bound_result, keep_whole
-from gloveapp.core.store import supports_permissions
+from gloveapp.core.store import StoreAdapter, supports_permissions
 from gloveapp.core.tools import Tool, ToolContext, as_tool_result
 from gloveapp.core.types import AbortError, ToolCall, ToolResult, ToolResultData, json_safe
 from gloveapp.core.validation import TOOL_INPUT_INVALID, validation_error_data
@@ -108,7 +108,7 @@ class ToolExecutor:
         self,
         *,
         tools: list[Tool],
-        store: Any,
+        store: StoreAdapter,
         events: EventBus,
         display_manager: Callable[[], DisplayManager],
         max_retries: int = 3,

@@ -10,15 +10,16 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gloveapp.core.abort import AbortSignal
+from gloveapp.core.display import DisplayManager
+from gloveapp.core.events import Subscriber
+from gloveapp.core.store import StoreAdapter
 from gloveapp.core.tools import Tool, ToolContext
 from gloveapp.core.types import ContentPart, Message, ModelResult, ToolResultData
-
-# The running `gloveapp.core.glove.Glove` (not imported: it imports this module).
-Glove = Any
 
 SKILL_TOOL_NAME = "glove_invoke_skill"
 SUBAGENT_TOOL_NAME = "glove_invoke_subagent"
@@ -32,13 +33,30 @@ SUBAGENT_COMPLETED = "subagent_completed"
 TOKEN_RE = re.compile(r"(^|\s)/([A-Za-z][\w-]*)(?=\s|$)")
 
 
+class Glove(Protocol):
+    """What an extension reaches of the running `gloveapp.core.glove.Glove`, which imports
+    this module (so it is described here, not imported)."""
+
+    skills: dict[str, RegisteredSkill]
+    subagents: dict[str, RegisteredSubAgent]
+
+    @property
+    def subscribers(self) -> list[Subscriber]: ...
+
+    def controls(self) -> AgentControls: ...
+
+    async def emit(self, event_type: str, payload: dict[str, Any]) -> None: ...
+
+    async def force_compaction(self) -> Message: ...
+
+
 @dataclass(slots=True)
 class AgentControls:
     """What a hook, skill or subagent factory may reach of the running agent."""
 
     glove: Glove
-    store: Any
-    display_manager: Any
+    store: StoreAdapter
+    display_manager: DisplayManager
 
     async def force_compaction(self) -> Message:
         return await self.glove.force_compaction()
@@ -50,7 +68,7 @@ class HookContext:
     raw_text: str
     parsed_text: str
     controls: AgentControls
-    abort: Any = None
+    abort: AbortSignal | None = None
 
 
 @dataclass(slots=True)
@@ -88,7 +106,7 @@ class RegisteredSkill:
 class SubAgentFactoryContext:
     name: str
     prompt: str
-    parent_store: Any
+    parent_store: StoreAdapter
     parent_controls: AgentControls
     # The tool call that delegates (a durable child is keyed by it).
     call_id: str | None = None

@@ -50,7 +50,7 @@ from gloveapp.core.extensions import (
 from gloveapp.core.hooks import CallHooks
 from gloveapp.core.providers.base import ModelAdapter
 from gloveapp.core.results import MAX_TOOL_RESULT_BYTES
-from gloveapp.core.store import MemoryStore, supports_inbox, supports_tasks
+from gloveapp.core.store import MemoryStore, StoreAdapter, supports_inbox, supports_tasks
 from gloveapp.core.tools import Tool
 from gloveapp.core.tools import tool as make_tool
 from gloveapp.core.types import ContentPart, Message, ModelResult
@@ -74,7 +74,7 @@ class Glove:
         *,
         model: ModelAdapter,
         compaction_config: CompactionConfig,
-        store: Any | None = None,
+        store: StoreAdapter | None = None,
         display_manager: DisplayManager | None = None,
         system_prompt: str = "",
         max_retries: int = 3,
@@ -128,6 +128,10 @@ class Glove:
             tool = make_tool(tool)
         self._tools.append(tool)
         return self
+
+    def tool_names(self) -> frozenset[str]:
+        """The names of the tools registered now (the built-in ones and plug-ins' too)."""
+        return frozenset(tool.name for tool in self._tools)
 
     def unfold(self, name: str) -> bool:
         """Remove the tool called `name` (for plug-ins that can be taken off, like the mesh)."""

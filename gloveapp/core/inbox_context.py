@@ -9,9 +9,14 @@ Both carry `framework_context: "inbox"`, as glove-core 4.1.0 marks them.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from gloveapp.core.store import InboxTransitionError, StoreError, supports_inbox
+from gloveapp.core.store import (
+    InboxTransitionError,
+    StoreAdapter,
+    StoreError,
+    supports_inbox,
+    supports_inbox_injection,
+)
 from gloveapp.core.types import InboxItem, Message
 
 INBOX_FRAMEWORK_CONTEXT = "inbox"
@@ -34,26 +39,25 @@ def resolved_banner_text(items: list[InboxItem]) -> str:
 
 # One item of `resolved_banner_text`, up to the next item.
 _BANNER_ITEM = re.compile(
-    r'^- \[(?P<tag>[^\]\n]*)\] Request: ".*?" -> Response: "(?P<response>.*)" '
+    r'^- \[(?P<tag>[^\]\n]*)\] Request: "(?P<request>.*?)" -> Response: "(?P<response>.*)" '
     r"\(resolved [^)\n]*\)$",
     re.M | re.S,
 )
 
 
-def resolved_banner_answers(text: str) -> list[tuple[str, str]]:
-    """("Restock watch", "Back in stock") for each item of a `resolved_banner_text`, or []
-    when the text is not one: what pages show a person instead of the banner's raw text."""
+def resolved_banner_items(text: str) -> list[tuple[str, str, str]]:
+    """(tag, request, response) for each item of a `resolved_banner_text`, or [] when the
+    text is not one."""
     if not text.startswith("[Inbox:") or "resolved]" not in text.split("\n", 1)[0]:
         return []
     items = re.split(r"\n(?=- \[)", text.split("\n", 1)[1] if "\n" in text else "")
-    answers = []
+    found = []
     for item in items:
         match = _BANNER_ITEM.match(item)
         if match is None:
             return []
-        label = match["tag"].replace("_", " ").strip().capitalize() or "Inbox item"
-        answers.append((label, match["response"]))
-    return answers
+        found.append((match["tag"], match["request"], match["response"]))
+    return found
 
 
 def blocking_reminder_text(items: list[InboxItem]) -> str:
@@ -81,7 +85,7 @@ def pending_items_summary_block(items: list[InboxItem]) -> str:
     )
 
 
-async def consume_resolved_items(store: Any) -> list[InboxItem]:
+async def consume_resolved_items(store: StoreAdapter) -> list[InboxItem]:
     """Take every resolved item and mark it consumed, each item exactly once.
 
     Stores with `consume_resolved_inbox_items` do it atomically. For the others, each item is
@@ -104,17 +108,16 @@ async def consume_resolved_items(store: Any) -> list[InboxItem]:
     return claimed
 
 
-async def inject_resolved_items(store: Any) -> Message | None:
+async def inject_resolved_items(store: StoreAdapter) -> Message | None:
     """Persist the `[Inbox: N item(s) resolved]` message, if anything was resolved.
 
     Items are claimed before the message is written: claiming first is what makes two
     concurrent asks inject an item exactly once.
     """
-    inject = getattr(store, "inject_resolved_inbox_items", None)
-    if callable(inject) and supports_inbox(store):
+    if supports_inbox_injection(store) and supports_inbox(store):
         # The store claims the items and writes the banner in one transaction, so a crash
         # between the two can neither lose a resolution nor deliver it twice.
-        return await inject(resolved_banner_message)
+        return await store.inject_resolved_inbox_items(resolved_banner_message)
     items = await consume_resolved_items(store)
     if not items:
         return None
@@ -131,7 +134,7 @@ def resolved_banner_message(items: list[InboxItem]) -> Message:
     )
 
 
-async def build_blocking_reminder(store: Any) -> Message | None:
+async def build_blocking_reminder(store: StoreAdapter) -> Message | None:
     """The transient reminder of pending blocking items, or None (computed once per ask)."""
     if not supports_inbox(store):
         return None

@@ -64,7 +64,7 @@ def could_name_a_row(value: str, *, max_length: int = 0) -> bool:
     """
     if max_length and len(value) > max_length:
         return False
-    return not contains_nul(value)
+    return not unstorable_text_problem(value)
 
 
 def check_text(value: Any, field: str, *, allow_empty: bool = True, max_length: int = 0) -> str:

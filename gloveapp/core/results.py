@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from gloveapp.core.types import ToolResultData
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 # 64 KiB: well past any result a model reads with profit (about 16k tokens), small enough
 # that a page or the messages API never carries megabytes for one call.
@@ -93,11 +96,17 @@ def bound_result(
     return bounded, whole
 
 
-def supports_keeping_results(store: object) -> bool:
+class ResultKeepingStore(Protocol):
+    """A store that keeps the whole of a cut tool result for download (optional)."""
+
+    async def keep_tool_result(self, call_id: str, tool_name: str, whole: str) -> None: ...
+
+
+def supports_keeping_results(store: object) -> TypeIs[ResultKeepingStore]:
     return callable(getattr(store, "keep_tool_result", None))
 
 
-async def keep_whole(store: Any, *, call_id: str | None, tool_name: str, whole: str) -> None:
+async def keep_whole(store: object, *, call_id: str | None, tool_name: str, whole: str) -> None:
     """Hand the whole of a cut result to the store, if it keeps them; a failure to keep it
     loses only the download, never the call's (bounded) result."""
     if call_id and supports_keeping_results(store):

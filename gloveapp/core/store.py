@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from gloveapp.core.types import (
     INBOX_STATUSES,
@@ -28,6 +28,9 @@ from gloveapp.core.types import (
     epoch_ms,
     now_iso,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 # (from_status, to_status) pairs an inbox item may take.
 ALLOWED_INBOX_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(
@@ -132,11 +135,15 @@ class InboxStore(Protocol):
         """Atomically return every resolved item and mark it consumed."""
         ...
 
-    # Optional, preferred by the loop when present:
-    # async def inject_resolved_inbox_items(
-    #     self, build_message: Callable[[list[InboxItem]], Message]
-    # ) -> Message | None
-    # claims the resolved items AND appends build_message(items) in one atomic step.
+
+class InboxInjectStore(Protocol):
+    """Optional, preferred by the loop when present: the inbox banner written as one."""
+
+    async def inject_resolved_inbox_items(
+        self, build_message: Callable[[list[InboxItem]], Message]
+    ) -> Message | None:
+        """Claim the resolved items AND append `build_message(items)` in one atomic step."""
+        ...
 
 
 class TurnRecordStore(Protocol):
@@ -148,7 +155,7 @@ class TurnRecordStore(Protocol):
         ...
 
 
-def supports_turn_record(store: object) -> bool:
+def supports_turn_record(store: object) -> TypeIs[TurnRecordStore]:
     return _has_methods(store, ("record_turn",))
 
 
@@ -156,15 +163,19 @@ def _has_methods(store: object, names: Iterable[str]) -> bool:
     return all(callable(getattr(store, name, None)) for name in names)
 
 
-def supports_tasks(store: object) -> bool:
+def supports_tasks(store: object) -> TypeIs[TaskStore]:
     return _has_methods(store, ("get_tasks", "add_tasks"))
 
 
-def supports_permissions(store: object) -> bool:
+def supports_permissions(store: object) -> TypeIs[PermissionStore]:
     return _has_methods(store, ("get_permission", "set_permission"))
 
 
-def supports_inbox(store: object) -> bool:
+def supports_inbox_injection(store: object) -> TypeIs[InboxInjectStore]:
+    return _has_methods(store, ("inject_resolved_inbox_items",))
+
+
+def supports_inbox(store: object) -> TypeIs[InboxStore]:
     return _has_methods(
         store,
         ("get_inbox_items", "add_inbox_item", "update_inbox_item", "get_resolved_inbox_items"),
@@ -212,7 +223,7 @@ def apply_task_updates(task: Task, updates: dict[str, Any]) -> None:
     if "content" in updates:
         task.content = updates["content"]
     if "active_form" in updates or "activeForm" in updates:
-        task.active_form = updates.get("active_form", updates.get("activeForm"))
+        task.active_form = updates["active_form" if "active_form" in updates else "activeForm"]
 
 
 async def resolve_inbox_item(store: InboxStore, item_id: str, response: str) -> InboxItem:

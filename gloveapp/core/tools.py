@@ -26,13 +26,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_type_hints
+from typing import Any, Literal, cast, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, create_model
 
 from gloveapp.core.abort import AbortSignal
-from gloveapp.core.approvals import ApprovalPolicy
+from gloveapp.core.approvals.policy import ApprovalPolicy
 from gloveapp.core.providers.base import ToolSpec
+from gloveapp.core.store import StoreAdapter
 from gloveapp.core.types import ToolResultData
 
 DisplayStrategy = Literal["stay", "hide-on-complete", "hide-on-new"]
@@ -76,7 +77,7 @@ class ToolContext:
     tool_name: str
     call_id: str | None
     display: Any  # a BoundDisplay from gloveapp.core.display (push_and_wait / push_and_forget)
-    store: Any
+    store: StoreAdapter
     abort: AbortSignal | None = None
 
 
@@ -165,8 +166,7 @@ class Tool:
 
 def model_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """A pydantic model's JSON schema without pydantic's `title` noise."""
-    schema = model.model_json_schema()
-    return _strip_titles(schema)
+    return cast(dict[str, Any], _strip_titles(model.model_json_schema()))
 
 
 def _strip_titles(node: Any) -> Any:
@@ -216,7 +216,7 @@ def tool(
                 continue
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[param.name] = (annotation, default)
-        input_model = create_model(  # type: ignore[call-overload]
+        input_model = create_model(
             f"{fn.__name__}_input", __config__=ConfigDict(extra="ignore"), **fields
         )
 

@@ -456,7 +456,7 @@ class InboxItem:
     blocking: bool = False
     created_at: str = field(default_factory=now_iso)
     resolved_at: str | None = None
-    # The decisions a person may take (gloveapp.core.approvals.INBOX_DECISIONS); None is
+    # The decisions a person may take (gloveapp.core.approvals.inbox.INBOX_DECISIONS); None is
     # Glove's text response only, and then the wire form is Glove's, without the key.
     decisions: tuple[str, ...] | None = None
 

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 TOOL_INPUT_INVALID = "TOOL_INPUT_INVALID"
 VALIDATION_DATA_PREFIX = "Failed to validate the input args provided for the tool:: "
@@ -113,7 +114,7 @@ def _enum_message(values: list[Any]) -> str:
     return "Invalid option: expected one of " + "|".join(_js_value(v) for v in values)
 
 
-def _zod_message(error: dict[str, Any], node: dict[str, Any]) -> str:
+def _zod_message(error: ErrorDetails, node: dict[str, Any]) -> str:
     kind = error["type"]
     ctx = error.get("ctx") or {}
     received = js_type_name(error.get("input"))
@@ -193,10 +194,10 @@ def treeify_validation_error(error: ValidationError, model: type[BaseModel]) -> 
         else:
             message = _zod_message(issue, node)
         _node_at(tree, path)["errors"].append(message)
-    for parent, keys in unrecognized.items():
+    for parent_loc, keys in unrecognized.items():
         noun = "key" if len(keys) == 1 else "keys"
         listed = ", ".join(json.dumps(key) for key in keys)
-        _node_at(tree, list(parent))["errors"].append(f"Unrecognized {noun}: {listed}")
+        _node_at(tree, list(parent_loc))["errors"].append(f"Unrecognized {noun}: {listed}")
     return tree
 
 

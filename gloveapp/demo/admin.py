@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from gloveapp.admin_lists import ScaleAdmin
 from gloveapp.demo import shop
 from gloveapp.demo.models import Coffee, Order
+from gloveapp.lib.admin import ScaleAdmin
 
 RESTOCK_BAGS = 12
 

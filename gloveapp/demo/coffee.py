@@ -20,7 +20,7 @@ from django.conf import settings
 from pydantic import BaseModel, Field
 
 from gloveapp.agents.config import AgentSpec
-from gloveapp.core.approvals import ApprovalPolicy
+from gloveapp.core.approvals.policy import ApprovalPolicy
 from gloveapp.core.tools import CallSummary, ToolContext, tool
 from gloveapp.core.types import ToolResultData
 from gloveapp.demo import shop

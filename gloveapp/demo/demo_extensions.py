@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import Any
 
 from gloveapp.core.providers.base import ToolSpec
@@ -58,11 +59,57 @@ def describe_extension_result(name: str, data: Any) -> str | None:
     if name == SUBAGENT_TOOL and isinstance(data, dict):
         return f"The {data.get('subagent', 'subagent')} subagent says: {data.get('content', '')}"
     if name in SKILL_TOOLS and isinstance(data, dict):
-        return f"From the {data.get('skill') or data.get('name') or ''} skill: {_text(data)}"
+        return f"From the {data.get('skill') or data.get('name') or ''} skill: {prose(data)}"
     if MCP_SEPARATOR in name:
         server, tool = name.split(MCP_SEPARATOR, 1)
-        return f"The {server} MCP server's {tool} answered: {_text(data)}"
+        words = tool.replace("_", " ").replace("-", " ")
+        return f"The {server} server answered ({words}): {prose(data)}"
     return None
+
+
+_ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:\d{2}|Z)?$")
+
+
+def _when(value: str) -> str:
+    """An ISO timestamp as people write it: "Tuesday 1 December 2026, 21:45"."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    return f"{moment:%A} {moment.day} {moment:%B %Y, %H:%M}"
+
+
+def _said(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return _when(value) if _ISO_TIME.match(value) else value
+    if isinstance(value, dict):
+        return "; ".join(f"{_key(k)} {_said(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_said(v) for v in value)
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    return str(key).replace("_", " ").replace("-", " ").strip()
+
+
+def prose(data: Any) -> str:
+    """A tool's result as a sentence a customer reads: JSON (even as a string) becomes
+    "timezone Asia/Tokyo; datetime Tuesday 1 December 2026, 21:45; is dst no", timestamps
+    read as dates; never braces or ISO strings."""
+    if isinstance(data, str):
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict | list):
+            data = parsed
+    if isinstance(data, dict) and isinstance(data.get("content"), str):
+        data = data["content"]
+    text = _said(data)
+    return text if len(text) <= 600 else text[:600] + "…"
 
 
 def _delegate(text: str, tools: dict[str, ToolSpec]) -> Message | None:
@@ -128,13 +175,3 @@ def _value(name: str, prop: dict[str, Any], text: str) -> Any:
 
 def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower().replace("_", " ")))
-
-
-def _text(data: Any) -> str:
-    if isinstance(data, dict) and isinstance(data.get("content"), str):
-        text = data["content"]
-    elif isinstance(data, str):
-        text = data
-    else:
-        text = json.dumps(data, ensure_ascii=False)
-    return text if len(text) <= 600 else text[:600] + "…"

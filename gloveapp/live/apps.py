@@ -21,6 +21,6 @@ class LiveConfig(AppConfig):
         # Every PostgreSQL statement waits for its answer at most GLOVE_DB_WAIT_SECONDS.
         from django.db.backends.signals import connection_created
 
-        from gloveapp.db import bound_statement_waits
+        from gloveapp.lib.db.timeouts import bound_statement_waits
 
         connection_created.connect(bound_statement_waits, dispatch_uid="glove_bounded_waits")

@@ -20,7 +20,7 @@ from channels.sessions import CookieMiddleware
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
-from gloveapp.db import is_database_outage
+from gloveapp.lib.db.outages import is_database_outage
 
 # Set in a socket's scope when its login could not be read (the database did not answer).
 LOGIN_UNAVAILABLE = "glove_login_unavailable"

@@ -15,6 +15,8 @@ then closed with 4404: nothing recorded later on that stream reaches it.
 
 4503 means "not now": the server could not set the socket up (its database did not answer);
 the close reason reads `retry_after=<seconds>` and the client reconnects after that long.
+4429 means the user holds as many open streams as GLOVE_MAX_OPEN_STREAMS_PER_USER allows
+(`live.open_streams`); it too reads `retry_after=<seconds>`.
 Redis being away is not such a case: the handshake succeeds, stored events keep coming from
 the event log (gloveapp/live/layers.py says what degrades).
 """
@@ -29,7 +31,8 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from gloveapp.db import is_database_outage
+from gloveapp.lib.db.outages import is_database_outage
+from gloveapp.live import hub, open_streams
 from gloveapp.live.auth import LOGIN_UNAVAILABLE
 from gloveapp.live.groups import stream_group
 from gloveapp.live.relay import StoredFrame, ensure_relay_started
@@ -42,6 +45,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_UNAVAILABLE = 4503
+CLOSE_TOO_MANY = 4429
 RETRY_AFTER_SECONDS = 5
 
 logger = logging.getLogger(__name__)
@@ -84,6 +88,15 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         if stream is None:
             await self._refuse(refusal)
             return
+        try:
+            open_streams.take(user.pk)
+        except open_streams.TooManyStreams as why:
+            logger.info("live: refused a socket (%s)", why)
+            await self._refuse(
+                CLOSE_TOO_MANY, reason=f"retry_after={open_streams.RETRY_AFTER_SECONDS}"
+            )
+            return
+        self._counted_user = user.pk
 
         # The relay must know where it starts, and this consumer must be registered with
         # it, before the replay is read: then every event is in the replay or arrives live
@@ -98,9 +111,10 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         self._stream = stream
         self._held: list[StoredFrame] | None = []
         # The user's group too: their logout or password change closes this socket.
-        self.groups = [stream_group(stream), user_group(user.pk)]
-        for group in self.groups:
-            await self.channel_layer.group_add(group, self.channel_name)
+        self._groups = [stream_group(stream), user_group(user.pk)]
+        self._hub = hub.hub()
+        if self._hub is not None:
+            await self._hub.join(self._groups, self)
         self._relay.watch(stream, self)
         self._user_stream = user_stream(user.pk)
         self._relay.watch(self._user_stream, self)
@@ -124,6 +138,9 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
             await super().__call__(scope, receive, send)
         finally:
             self._unwatch()
+            if self._counted_user is not None:
+                open_streams.give_back(self._counted_user)
+                self._counted_user = None
             if self._counted is not None:
                 metrics.websocket_closed(self._counted)
                 self._counted = None
@@ -179,8 +196,19 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
             await self._end()
 
     _user_stream: str | None = None
+    _counted_user = None
+    _hub: hub.Hub | None = None
+    # Not Channels' `groups`, which it would join and leave per socket on the layer itself.
+    _groups: list[str] = []
+
+    async def layer_message(self, message: dict) -> None:
+        """A transient frame or a sign-out, from the process's hub."""
+        await self.dispatch(message)
 
     def _unwatch(self) -> None:
+        if self._hub is not None:
+            self._hub.leave(self._groups, self)
+            self._hub = None
         if self._relay is not None:
             self._relay.unwatch(self._stream, self)
             if self._user_stream is not None:
@@ -195,8 +223,6 @@ class StreamConsumer(AsyncJsonWebsocketConsumer):
         if not self._accepted:
             await self.accept()
         await self.close(code=code, reason=reason)
-        for group in self.groups:
-            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def user_signed_out(self, message: dict) -> None:
         """The user logged out or changed their password (gloveapp.live.signout)."""

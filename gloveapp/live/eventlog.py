@@ -22,10 +22,10 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from gloveapp.db import delete_in_batches
+from gloveapp.lib.db.batches import delete_in_batches
+from gloveapp.lib.db.partitions import is_partitioned, partitions_prune
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.outbox import before_event_insert
-from gloveapp.partitions import is_partitioned, partitions_prune
 
 # PostgreSQL delivers a NOTIFY at commit (and drops it on rollback), so a relay that LISTENs
 # on this channel wakes as soon as an event is durable, without Redis and without polling.
@@ -99,7 +99,7 @@ def live_events_prune(*, older_than: timedelta) -> int:
     `prune_live_events` by hand.
 
     On PostgreSQL the log is partitioned by day: whole days are dropped
-    (`gloveapp.partitions.partitions_prune`); elsewhere rows go in bounded batches. Pages
+    (`gloveapp.lib.db.partitions.partitions_prune`); elsewhere rows go in bounded batches. Pages
     rendered before the cut that reconnect get a `resync` (reload your state) instead of a
     replay, so pruning never makes a client silently miss a change.
     """

@@ -23,7 +23,11 @@ class LiveEvent(models.Model):
         # The table and index keep the names they had when the model lived in conversations
         # (moved state-only, see live/migrations/0001): existing databases keep their rows.
         db_table = "conversations_liveevent"
-        indexes = [models.Index(fields=["stream", "id"], name="conversatio_stream_b5fa2a_idx")]
+        indexes = [
+            models.Index(fields=["stream", "id"], name="conversatio_stream_b5fa2a_idx"),
+            # The admin's filter by type, newest first (a rare type is a few rows of millions).
+            models.Index(fields=["type", "id"], name="liveevent_type_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.stream} {self.type} #{self.pk}"

@@ -40,7 +40,7 @@ from django.conf import settings
 from django.db import connections
 from django.db.models import Max, Q
 
-from gloveapp.db import Backoff, close_broken_connections
+from gloveapp.lib.db.outages import Backoff, close_broken_connections
 from gloveapp.live import outbox
 from gloveapp.live.eventlog import LIVE_EVENTS_CHANNEL
 from gloveapp.live.models import LiveEvent

@@ -37,7 +37,8 @@ def close_users_sockets(user_pk: Any) -> None:
         record_event(stream=user_stream(user_pk), type=SIGNED_OUT, payload={})
     layer = get_channel_layer()
     if layer is not None:
-        async_to_sync(layer.group_send)(user_group(user_pk), {"type": "user.signed_out"})
+        group = user_group(user_pk)
+        async_to_sync(layer.group_send)(group, {"type": "user.signed_out", "group": group})
 
 
 def _on_logged_out(sender, request, user, **kwargs) -> None:

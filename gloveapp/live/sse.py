@@ -1,10 +1,11 @@
 """One event stream as Server-Sent Events: the websocket consumer's frames over plain HTTP.
 
-An edge (`gloveapp.api.session_events`) checks who asks and which stream, then answers with
+An edge (`gloveapp.api.agents.events`) checks who asks and which stream, then answers with
 `sse_response(stream=…, user_pk=…, last_event_id=…)`. The feed is the websocket's
-(`StreamConsumer`) on an async response: it registers with this process's relay (stored
-events) and joins the stream's channel-layer group (transient ones) *before* reading the
-replay, so every stored event is in the replay or arrives live (or both, deduplicated),
+(`StreamConsumer`) on an async response: it counts against its user's open streams
+(`live.open_streams`), registers with this process's relay (stored events) and with its hub
+(`live.hub`: transient ones, one channel-layer membership per group per process) *before*
+reading the replay, so every stored event is in the replay or arrives live (or both, deduplicated),
 never neither. No thread is held while the stream is open: it waits on the event loop.
 
 Each event is one SSE message; its `data` is the websocket's JSON frame
@@ -31,11 +32,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connections
 from django.http import StreamingHttpResponse
 
+from gloveapp.live import hub, open_streams
 from gloveapp.live.groups import stream_group
 from gloveapp.live.relay import StoredFrame, ensure_relay_started
 from gloveapp.live.replay import replay_after
@@ -50,10 +51,7 @@ TransientShape = Callable[[str, dict], dict]
 MAX_BUFFERED = 1000
 # How long a client waits before reconnecting after a dropped connection (the SSE `retry:`).
 RECONNECT_MILLISECONDS = 1000
-GROUP_LEAVE_TIMEOUT_SECONDS = 2.0
 _END = object()
-# Group leaves under way (a task's only reference must be kept, or it may be collected).
-_leaving: set[asyncio.Task] = set()
 
 
 async def run_db(func: Any, *args: Any, **kwargs: Any) -> Any:
@@ -100,23 +98,22 @@ class StreamFeed:
         self.final_events = final_events
         self.queue: asyncio.Queue = asyncio.Queue()
         self.overflowed = False
+        self.user_pk = user_pk
         self._relay = None
-        self._layer = None
-        self._channel: str | None = None
-        self._reader: asyncio.Task | None = None
+        self._hub: hub.Hub | None = None
+        self._counted = False
 
     async def open(self) -> None:
-        """Register with the relay and the channel layer (before the replay is read)."""
+        """Count the stream against its user's cap (`TooManyStreams`), then register with
+        the relay and the process's hub (before the replay is read)."""
+        open_streams.take(self.user_pk)
+        self._counted = True
         self._relay = await ensure_relay_started()
         self._relay.watch(self.stream, self)
         self._relay.watch(self.user_stream, self)
-        layer = get_channel_layer()
-        if layer is not None:
-            self._layer = layer
-            self._channel = await layer.new_channel("sse.")
-            for group in self.groups:
-                await layer.group_add(group, self._channel)
-            self._reader = asyncio.ensure_future(self._read_layer())
+        self._hub = hub.hub()
+        if self._hub is not None:
+            await self._hub.join(self.groups, self)
 
     def _put(self, item: Any) -> None:
         if self.overflowed:
@@ -135,25 +132,16 @@ class StreamFeed:
             return
         self._put(("stored", frame))
 
-    async def _read_layer(self) -> None:
-        assert self._layer is not None and self._channel is not None
-        while True:
-            try:
-                message = await self._layer.receive(self._channel)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # Redis away: transient frames pause, stored ones flow
-                logger.info("live: SSE channel read failed (%s: %s)", type(error).__name__, error)
-                await asyncio.sleep(1.0)
-                continue
-            kind = message.get("type")
-            if kind == "live.transient":
-                event_type, payload = message["event"], message["payload"]
-                if self.shape is not None:
-                    payload = self.shape(event_type, payload)
-                self._put(("transient", {"id": None, "type": event_type, "payload": payload}))
-            elif kind == "user.signed_out":
-                self._put(("signed_out", None))
+    async def layer_message(self, message: dict) -> None:
+        """A transient frame or a sign-out, from the process's hub."""
+        kind = message.get("type")
+        if kind == "live.transient":
+            event_type, payload = message["event"], message["payload"]
+            if self.shape is not None:
+                payload = self.shape(event_type, payload)
+            self._put(("transient", {"id": None, "type": event_type, "payload": payload}))
+        elif kind == "user.signed_out":
+            self._put(("signed_out", None))
 
     _closed = False
 
@@ -164,19 +152,11 @@ class StreamFeed:
         if self._relay is not None:
             self._relay.unwatch(self.stream, self)
             self._relay.unwatch(self.user_stream, self)
-        if self._reader is not None:
-            self._reader.cancel()
-        if self._layer is not None and self._channel is not None:
-            # Left in the background, bounded: a Redis that is away must not hold the close.
-            task = asyncio.ensure_future(self._leave(self._layer, self._channel))
-            _leaving.add(task)
-            task.add_done_callback(_leaving.discard)
-
-    async def _leave(self, layer: Any, channel: str) -> None:
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(GROUP_LEAVE_TIMEOUT_SECONDS):
-                for group in self.groups:
-                    await layer.group_discard(group, channel)
+        if self._hub is not None:
+            self._hub.leave(self.groups, self)
+        if self._counted:
+            self._counted = False
+            open_streams.give_back(self.user_pk)
 
     async def messages(self, last_event_id: int | None) -> AsyncIterator[str]:
         """The SSE body: the replay after `last_event_id`, then live frames and heartbeats."""
@@ -231,7 +211,8 @@ async def open_feed(
     shape: TransientShape | None = None,
 ) -> StreamFeed:
     """A feed registered with the relay and the channel layer; raises when the relay cannot
-    start (the database is away): the edge answers that with a 503. `shape(type, payload)`
+    start (the database is away): the edge answers that with a 503; `open_streams.
+    TooManyStreams` when the user holds as many streams as the cap: a 429. `shape(type, payload)`
     cuts what this watcher may read of a transient frame (as `StreamConsumer.
     shape_transient`)."""
     feed = StreamFeed(stream=stream, user_pk=user_pk, final_events=final_events, shape=shape)

@@ -4,6 +4,7 @@
 - `workspace:<workspace id>`  a workspace inbox
 - `mesh:<agent id>`  one agent of the mesh
 - `approvals`  approval requests, for staff
+- `handoffs:<group>`  chats handed to a group's people (the staff console; "" for no group)
 - `user:<user pk>`  a user's own sockets: their login ended (never sent to a page)
 
 The live app only stores and relays streams; which user may watch one is the feature's
@@ -28,6 +29,11 @@ def mesh_stream(agent_id: str) -> str:
 def approvals_stream() -> str:
     """Every approval request's changes, for staff (the `/approvals/` page)."""
     return "approvals"
+
+
+def handoffs_stream(group: str) -> str:
+    """The changes of who answers the chats of one group, for its staff (`/handoffs/`)."""
+    return f"handoffs:{group}"
 
 
 def user_stream(user_pk: object) -> str:

@@ -26,7 +26,9 @@ async def stream_broadcast_transient(stream: str, type: str, payload: dict) -> N
     if layer is None:
         return
     await layer.group_send(
-        stream_group(stream), {"type": "live.transient", "event": type, "payload": payload}
+        group := stream_group(stream),
+        # The group named: a process's hub reads every group on one channel (live/hub.py).
+        {"type": "live.transient", "group": group, "event": type, "payload": payload},
     )
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 TURN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640)
 CALL_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96)
 QUEUE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+# Seconds of an HTTP request, to its response (OpenTelemetry's advised HTTP buckets).
+HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10)
 # The GenAI conventions' advised buckets for gen_ai.client.token.usage.
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
 
@@ -87,6 +89,24 @@ METRICS: tuple[MetricSpec, ...] = (
         (AGENT,),
         buckets=QUEUE_BUCKETS,
     ),
+    # -- HTTP requests (Django's routes): rate, errors and duration by route
+    MetricSpec(
+        "glove_http_requests",
+        "counter",
+        "HTTP requests Django answered, by route template (the URL pattern, never the path: "
+        "`api/sessions/<str:session_id>/messages`; `(unmatched)` for a path no pattern "
+        "matches), method (`OTHER` for an unusual one) and status class (`2xx`...`5xx`). "
+        'The error ratio: `status_class="5xx"` over all.',
+        ("route", "method", "status_class"),
+    ),
+    MetricSpec(
+        "glove_http_request_duration_seconds",
+        "histogram",
+        "From a request reaching Django to its response (a streamed body's first part), by "
+        "route template and method.",
+        ("route", "method"),
+        buckets=HTTP_BUCKETS,
+    ),
     # -- model calls
     MetricSpec(
         "gen_ai_client_operation_duration_seconds",
@@ -125,11 +145,57 @@ METRICS: tuple[MetricSpec, ...] = (
         "Model calls whose model has no price in `GLOVE_MODEL_PRICES` (their cost is unknown).",
         (AGENT, MODEL),
     ),
+    # -- handoffs (who answers a chat: conversations.handoff)
+    MetricSpec(
+        "glove_handoffs",
+        "counter",
+        "Chats handed to a person, by the way in: `page`, `api`, `tool` (the agent's "
+        "`glove_request_human`), `rule` (after failed turns) or `console` (a take-over). "
+        "Divided by `glove_turns_started_total`, the agent's handoff rate.",
+        (AGENT, "via"),
+    ),
+    MetricSpec(
+        "glove_handoff_time_to_person_seconds",
+        "histogram",
+        "From a chat entering a group's queue to a person claiming it.",
+        (AGENT,),
+        buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600),
+    ),
+    MetricSpec(
+        "glove_handoff_hand_backs",
+        "counter",
+        "Chats a person handed back to the agent.",
+        (AGENT,),
+    ),
+    MetricSpec(
+        "glove_handoff_resolved_after_hand_back",
+        "counter",
+        "Chats resolved after a hand-back: the agent's first turn after a person handed the "
+        "chat back ended done (it answered, nobody took the chat again first). Divided by "
+        "`glove_handoff_hand_backs_total`, how often a hand-back holds.",
+        (AGENT,),
+    ),
+    # -- budgets (spending limits)
+    MetricSpec(
+        "glove_budget_limit_reached",
+        "counter",
+        "Times a call or a turn met a budget's cap, by budget id and what the budget did: "
+        "`warn`, `require_person` or `refuse`.",
+        ("budget", "action"),
+    ),
+    MetricSpec(
+        "glove_budget_unpriced_refusals",
+        "counter",
+        "Model calls refused because a budget in dollars applied and the model has no price "
+        "in `GLOVE_MODEL_PRICES` (a budget fails closed; a free model is priced at 0).",
+        ("budget",),
+    ),
     # -- tools
     MetricSpec(
         "glove_tool_calls",
         "counter",
-        "Tool calls by tool and outcome: `success`, `error` or `aborted`.",
+        "Tool calls by tool and outcome: `success`, `error` or `aborted`. `tool` is one of "
+        "the agent's tools, `(unknown)` for a name the model made up (never its text).",
         (AGENT, "tool", "outcome"),
     ),
     MetricSpec(
@@ -197,6 +263,23 @@ METRICS: tuple[MetricSpec, ...] = (
         "gauge",
         "How long the oldest open request of each kind has waited on a person.",
         ("kind",),
+        scraped=True,
+    ),
+    MetricSpec(
+        "glove_budget_spend_usd",
+        "gauge",
+        "Dollars spent and reserved (calls in flight) in each budget's current window, summed "
+        "over its subjects (each user of a per-user budget).",
+        ("budget",),
+        scraped=True,
+    ),
+    MetricSpec(
+        "glove_budget_remaining_usd",
+        "gauge",
+        "Dollars left in each budget's current window before its cap: for a budget of one "
+        "subject (or everyone), its cap less its spend; for a budget of each subject apart, "
+        "the least any of its subjects has left this window.",
+        ("budget",),
         scraped=True,
     ),
     MetricSpec(
@@ -270,8 +353,9 @@ SPANS: tuple[SpanSpec, ...] = (
     ),
     SpanSpec(
         "chat {model}",
-        "One model call (GenAI conventions), a child of `invoke_agent`. Prompt and completion "
-        "text are never recorded.",
+        "One model call (GenAI conventions), a child of `invoke_agent`, or of "
+        "`replay.conversation` for a replay's calls (the replayed version's and its judge's). "
+        "Prompt and completion text are never recorded.",
         (
             ("gen_ai.operation.name", "`chat`."),
             ("gen_ai.provider.name", "The provider part of the model spec (`anthropic`...)."),
@@ -354,6 +438,22 @@ SPANS: tuple[SpanSpec, ...] = (
             ("glove.mesh.blocking", "Whether the sender waits for an answer."),
             ("glove.mesh.outcome", "`sent`, or `failed` (refused or unreachable)."),
         ),
+    ),
+    SpanSpec(
+        "replay.batch",
+        "One batch of a replay run (`replay_agent`, or a task on a turn worker): a child of "
+        "the request that started it, or a trace of its own.",
+        (
+            ("glove.replay.run", "The run (`ReplayRun`)."),
+            ("glove.replay.size", "How many conversations the batch replays."),
+            ("gen_ai.agent.name", "The agent replayed."),
+        ),
+    ),
+    SpanSpec(
+        "replay.conversation",
+        "One recorded conversation replayed against the run's version, a child of "
+        "`replay.batch`; its model calls and its judge's are `chat` spans under it.",
+        (("glove.session.id", "The recorded session."),),
     ),
     SpanSpec(
         "glove.retry",

@@ -107,9 +107,11 @@ def model_call(
     tokens: dict[str, int] | None = None,
     cost_usd: float | None = None,
     error_type: str = "",
+    totals: bool = True,
 ) -> None:
     """One model call; `tokens` by type (input, output, cache_read, cache_write); `cost_usd`
-    None when the model has no price."""
+    None when the model has no price. `totals=False`: its tokens and cost are counted by
+    `model_usage` when they are stored instead."""
     child(
         "gen_ai_client_operation_duration_seconds", "chat", provider, model, agent, error_type
     ).observe(duration)
@@ -119,11 +121,19 @@ def model_call(
     for kind, count in tokens.items():
         if kind in ("input", "output"):
             child("gen_ai_client_token_usage", "chat", provider, model, agent, kind).observe(count)
-        if count:
-            child("glove_model_tokens", agent, model, kind).inc(count)
     if cost_usd is None:
         child("glove_model_calls_unpriced", agent, model).inc()
-    elif cost_usd:
+    if totals:
+        model_usage(agent=agent, model=model, tokens=tokens, cost_usd=cost_usd)
+
+
+def model_usage(*, agent: str, model: str, tokens: dict[str, int], cost_usd: float | None) -> None:
+    """Tokens (and their cost) stored for a model's calls: the totals, which a turn's store
+    counts once its write committed, so they are the stored ones (`turns.turn_store`)."""
+    for kind, count in tokens.items():
+        if count:
+            child("glove_model_tokens", agent, model, kind).inc(count)
+    if cost_usd:
         child("glove_model_cost_usd", agent, model).inc(cost_usd)
 
 
@@ -132,12 +142,45 @@ def tool_call(*, agent: str, tool: str, outcome: str, duration: float) -> None:
     child("glove_tool_call_duration_seconds", agent, tool).observe(duration)
 
 
+def handoff_requested(*, agent: str, via: str) -> None:
+    child("glove_handoffs", agent, via).inc()
+
+
+def handoff_claimed(*, agent: str, waited: float) -> None:
+    child("glove_handoff_time_to_person_seconds", agent).observe(max(waited, 0.0))
+
+
+def handoff_handed_back(*, agent: str) -> None:
+    child("glove_handoff_hand_backs", agent).inc()
+
+
+def handoff_resolved_after_hand_back(*, agent: str) -> None:
+    child("glove_handoff_resolved_after_hand_back", agent).inc()
+
+
+def budget_limit_reached(*, budget: str, action: str) -> None:
+    child("glove_budget_limit_reached", budget, action).inc()
+
+
+def budget_unpriced_refusal(*, budget: str) -> None:
+    child("glove_budget_unpriced_refusals", budget).inc()
+
+
 def websocket_opened(stream: str) -> None:
     child("glove_websockets_open", stream).inc()
 
 
 def websocket_closed(stream: str) -> None:
     child("glove_websockets_open", stream).dec()
+
+
+def http_request(*, route: str, method: str, status: int, duration: float) -> None:
+    """One request Django answered: `route` is its URL pattern (a bounded set)."""
+    child("glove_http_requests", route, method, _STATUS_CLASSES.get(status // 100, "other")).inc()
+    child("glove_http_request_duration_seconds", route, method).observe(duration)
+
+
+_STATUS_CLASSES = {1: "1xx", 2: "2xx", 3: "3xx", 4: "4xx", 5: "5xx"}
 
 
 def database_reconnected() -> None:

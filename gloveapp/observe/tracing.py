@@ -6,7 +6,7 @@ is true or `OTEL_TRACES_EXPORTER` says `none`. Otherwise no SDK is set up: the A
 is a no-op and a span costs a function call. The spans and their attributes are declared in
 `catalogue.SPANS` (the docs' reference). Prompt and completion text are never recorded.
 
-Django-free: the Django, Redis and httpx instrumentation is switched on by `gloveapp.telemetry`.
+Django-free: the Django, Redis and httpx instrumentation is switched on by `gloveapp.lib.telemetry`.
 """
 
 from __future__ import annotations
@@ -59,12 +59,15 @@ def configure(service_name: str = "glove-django") -> bool:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+        from gloveapp.observe.held_spans import HoldAttemptSpans
+
         # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read by Resource.create.
         resource = Resource.create({"service.name": service_name}).merge(Resource.create())
         # OTEL_TRACES_SAMPLER, when set, is the SDK's to read; else `default_sampler()`.
         sampler = None if os.environ.get("OTEL_TRACES_SAMPLER") else default_sampler()
         provider = TracerProvider(resource=resource, sampler=sampler)
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        # An attempt's spans go out with its `invoke_agent` (none if its worker dies first).
+        provider.add_span_processor(HoldAttemptSpans(BatchSpanProcessor(OTLPSpanExporter())))
         trace.set_tracer_provider(provider)
         _configured = True
     return True
@@ -75,10 +78,24 @@ def default_sampler() -> Any:
     client call with nothing above it: a turn worker's polling statements, a Redis command
     outside any request or turn, each a trace of its own (an idle worker sent eight a
     second), would bury the traces that mean something."""
-    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased, Sampler
+    from opentelemetry.sdk.trace.sampling import (
+        ALWAYS_OFF,
+        ALWAYS_ON,
+        ParentBased,
+        Sampler,
+        SamplingResult,
+    )
 
     class NoLoneClientCalls(Sampler):
-        def should_sample(self, parent_context, trace_id, name, kind=None, *args, **kwargs):
+        def should_sample(
+            self,
+            parent_context: Any,
+            trace_id: int,
+            name: str,
+            kind: trace.SpanKind | None = None,
+            *args: Any,
+            **kwargs: Any,
+        ) -> SamplingResult:
             decide = ALWAYS_OFF if kind == trace.SpanKind.CLIENT else ALWAYS_ON
             return decide.should_sample(parent_context, trace_id, name, kind, *args, **kwargs)
 

@@ -19,6 +19,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from gloveapp.conversations import services
+from gloveapp.conversations.handoff import kept_handoff_notes
 from gloveapp.conversations.kept_results import tool_result_keep
 from gloveapp.conversations.selectors import (
     read_counter,
@@ -33,7 +34,7 @@ from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message as CoreMessage
 from gloveapp.core.types import PermissionStatus, TokenUsage
 from gloveapp.core.types import Task as CoreTask
-from gloveapp.db import healing
+from gloveapp.lib.db.outages import healing
 from inbox import services as inbox_services
 from inbox.selectors import read_inbox_items
 
@@ -62,6 +63,7 @@ class DjangoStore:
         resolved_by: str = "agent",
         inbox_ttl: timedelta | None = None,
         fence: services.Fence | None = None,
+        agent_version_id: int | None = None,
     ) -> None:
         self.identifier = (
             services.check_session_id(session_id)
@@ -73,6 +75,8 @@ class DjangoStore:
         self.resolved_by = resolved_by
         self.inbox_ttl = inbox_ttl
         self.fence = fence
+        # The agent version its messages name (a turn's store: the turn's version).
+        self.agent_version_id = agent_version_id
 
     def __repr__(self) -> str:
         return f"DjangoStore({self.identifier!r})"
@@ -86,8 +90,15 @@ class DjangoStore:
 
     async def append_messages(self, messages: list[CoreMessage]) -> None:
         await _run(services.messages_append)(
-            session_id=self.identifier, messages=messages, fence=self.fence
+            session_id=self.identifier,
+            messages=messages,
+            fence=self.fence,
+            agent_version_id=self.agent_version_id,
         )
+
+    async def get_kept_notes(self) -> list[str]:
+        """What a compaction summary carries forward: the chat's last hand-back notes."""
+        return await _run(kept_handoff_notes)(self.identifier)
 
     async def get_token_count(self) -> int:
         return await _run(read_counter)(self.identifier, "token_count")
@@ -107,7 +118,11 @@ class DjangoStore:
     async def record_turn(self, messages: list[CoreMessage], usage: TokenUsage) -> None:
         """The loop's reply, usage and turn count in one transaction (`turn_record`)."""
         await _run(services.turn_record)(
-            session_id=self.identifier, messages=messages, usage=usage, fence=self.fence
+            session_id=self.identifier,
+            messages=messages,
+            usage=usage,
+            fence=self.fence,
+            agent_version_id=self.agent_version_id,
         )
 
     async def reset_counters(self) -> None:

@@ -22,7 +22,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from gloveapp.approvals.access import is_approver
+from gloveapp.approvals.access import asked_by, is_approver
 from gloveapp.approvals.notifications import link_request_id
 from gloveapp.approvals.selectors import (
     VIEWS,
@@ -39,7 +39,8 @@ from gloveapp.approvals.services import (
     StaleDecision,
     approval_decide,
 )
-from gloveapp.core.approvals import APPROVE, EDIT, REJECT, RESPOND, Decision, args_changes
+from gloveapp.core.approvals.decisions import APPROVE, EDIT, REJECT, RESPOND, Decision
+from gloveapp.core.approvals.edits import args_changes
 from gloveapp.live.replay import current_cursor
 
 PAGE_SIZE = 50
@@ -270,6 +271,7 @@ def _detail(user: Any, row: Any, error: str = "", via: str = "") -> dict[str, An
         # The audit: what an edit changed, field by field.
         "changes": args_changes(row.args, decided["args"]) if decided.get("args") else [],
         "editable": data["mayDecide"] and EDIT in data["decisions"],
+        "asked_by_you": asked_by(user, row),
         "conversation_url": reverse(
             "admin:conversations_session_change", args=[quote(row.session_id)]
         ),
@@ -305,6 +307,7 @@ def approvals_page(request: HttpRequest) -> HttpResponse:
         request,
         "approvals/approvals.html",
         {
+            "queue_page": "approvals",  # the ids of glove/queue_page.html
             "rows": rows,
             "rows_html": rows_html(rows),
             "has_more": has_more,

@@ -8,15 +8,23 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from gloveapp.agents.labels import tool_label, tool_labels
-from gloveapp.approvals.selectors import session_edits
+from gloveapp.agents.labels import (
+    agent_title,
+    inbox_kind_label,
+    is_mesh_tag,
+    peer_name,
+    tool_label,
+    tool_labels,
+)
+from gloveapp.approvals.selectors import awaited_by_slot, session_edits
+from gloveapp.conversations import handoff
 from gloveapp.conversations import selectors as conversation_selectors
 from gloveapp.conversations.access import address_of, may_speak
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.timeline import timeline
 from gloveapp.live.replay import current_cursor
 from gloveapp.turns import selectors as turn_selectors
-from gloveapp.turns.services import PERMISSION_CHOICES, REMEMBERED_PERMISSION_LABELS
+from gloveapp.turns.permissions import PERMISSION_CHOICES, REMEMBERED_PERMISSION_LABELS
 from gloveapp.turns.timeline import session_timelines
 from inbox import selectors as inbox_selectors
 from inbox.models import InboxItem
@@ -24,7 +32,7 @@ from mesh.core.inbound import WAITING_PREFIX
 
 # The partials a page can ask for by their element id (htmx sends it as HX-Target).
 STAFF_TIMELINE_TURNS = 3
-PARTIALS = ("messages", "tasks", "inbox", "slots", "turn-status", "permissions")
+PARTIALS = ("messages", "tasks", "inbox", "slots", "turn-status", "permissions", "handoff")
 
 
 @dataclass(slots=True)
@@ -37,46 +45,35 @@ class InboxCard:
     title: str
     text: str
     created_at: Any
-    tag: str | None = None  # shown for the app's own items (restock_watch), never for mesh
     mesh: bool = False
     blocking: bool = False
 
 
-_PEER = re.compile(r'"(?P<name>[^"]*)" \((?P<id>[^)]*)\)')
 _REPLYING_TO = re.compile(r"\(replying to (?P<id>[^)]+)\)\s*$")
 
 
-def _peer_name(request: str) -> str:
-    match = _PEER.search(request)
-    return (match["name"] or match["id"]) if match else "another agent"
-
-
 def _card(item: InboxItem, *, answered_wait: bool = False) -> InboxCard:
+    """The card in a customer's words: its kind's label (`labels.inbox_kind_label`) for a
+    title, the answer once there is one, else what was asked."""
     tag, request, response = item.tag, item.request, item.response
+    pending = item.status == InboxItem.Status.PENDING
     card = InboxCard(
-        key=item.key, title="", text="", created_at=item.created_at, blocking=item.blocking
+        key=item.key,
+        title=inbox_kind_label(tag, request, answered=not pending),
+        text="",
+        created_at=item.created_at,
+        blocking=item.blocking,
+        mesh=is_mesh_tag(tag),
     )
-    if not tag.startswith("mesh:"):
-        card.tag, card.title = tag, ""
-        card.text = response if item.status != InboxItem.Status.PENDING and response else request
-        return card
-    card.mesh, peer = True, _peer_name(request)
-    if tag.startswith(WAITING_PREFIX):
+    if not card.mesh:
+        card.text = response if not pending and response else request
+    elif tag.startswith(WAITING_PREFIX) and pending:
         broadcast = request.startswith("Broadcast ")
-        if item.status == InboxItem.Status.PENDING:
-            card.title = (
-                "Broadcast sent, waiting for an answer" if broadcast else f"Waiting for {peer}"
-            )
-            card.text = "" if broadcast else f"Asked {peer}; the answer shows here."
-        else:
-            card.title = "Answer to the broadcast" if broadcast else f"{peer} answered"
-            card.text = response or ""
-    elif tag.startswith("mesh:broadcast:"):
-        card.title, card.text = f"Broadcast from {peer}", response or ""
-    elif request.startswith("Acknowledgement from"):
-        card.title, card.text = f"{peer} acknowledged", response or ""
+        card.title = "Broadcast sent, waiting for an answer" if broadcast else card.title
+        card.text = "" if broadcast else f"Asked {peer_name(request)}; the answer shows here."
     else:
-        card.title = f"{peer} answered" if answered_wait else f"Message from {peer}"
+        if answered_wait and tag.startswith("mesh:from:"):
+            card.title = f"{peer_name(request)} answered"
         card.text = response or ""
     return card
 
@@ -118,6 +115,49 @@ def inbox_cards(session_id: str) -> dict[str, list[InboxCard]]:
         else:
             groups["delivered"].append(card)
     return groups
+
+
+class NamedWait:
+    """A slot as the page shows it, with its wait in words for staff (`awaited`) and the
+    customer (`awaited_customer`); every other attribute is the slot's."""
+
+    def __init__(self, slot: Any, awaited: str, awaited_customer: str) -> None:
+        self.slot, self.awaited, self.awaited_customer = slot, awaited, awaited_customer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.slot, name)
+
+
+def _named_waits(slots: list[Any], session: Session) -> list[Any]:
+    """Each slot with the wait it is, in words, as staff read it (`slot.awaited`): "Waiting
+    for a barista to approve the checkout", "Waiting for the customer to answer the
+    checkout"; and the newest wait as the turn's status (`waiting_for`)."""
+    if not slots:
+        return slots
+    approvals = awaited_by_slot(session.pk)
+    labels = tool_labels(session.agent_name)
+    named = []
+    for slot in slots:
+        what = tool_label(session.agent_name, slot.tool_name or slot.renderer, labels).lower()
+        if slot.id in approvals:
+            who, label = approvals[slot.id]
+            what = (label or what).lower()
+            waits = (
+                f"Waiting for {who} to approve the {what}",
+                f"Waiting for a staff member to approve your {what}",
+            )
+        elif slot.renderer == "permission_request":
+            waits = (
+                f"Waiting for the customer to allow the {what}",
+                f"Waiting for you to allow the {what}",
+            )
+        else:
+            waits = (
+                f"Waiting for the customer to answer the {what}",
+                f"Waiting for your answer to the {what}",
+            )
+        named.append(NamedWait(slot, *waits))
+    return named
 
 
 def _labelled(permissions: list[Any], agent_name: str) -> list[Any]:
@@ -166,6 +206,13 @@ def _entries(
     )
 
 
+def console_entries(session: Session) -> list[Any]:
+    """The chat's newest page of history as the staff console shows it beside the actions:
+    the chat page's timeline (the agent's part, its tool calls, the handoff notes)."""
+    window = conversation_selectors.history_window(session.pk, limit=HISTORY_PAGE)
+    return _entries(session, window, newest=True)
+
+
 def chat_context(
     session: Session, *, user: Any, before: int | None = None, start: int | None = None
 ) -> dict[str, Any]:
@@ -183,9 +230,14 @@ def chat_context(
     newest = before is None
     return {
         "session": session,
+        "agent_title": agent_title(session.agent_name),
         # The id the page's URLs name the session by: its owner's own, staff's the global one.
         "session_ref": address_of(user, session),
         "can_speak": may_speak(user, session),
+        # Who answers the chat (the agent, a queue, a person) and whether the reader is staff
+        # (who read a handoff note's text for the agent, and open the chat on the console).
+        "answerer": handoff.answerer_of(session),
+        "staff_view": bool(getattr(user, "is_staff", False)),
         # The composer's key for its next message: a resent form (a retry, a double submit,
         # the browser's resubmit) stores the message once (composer.js renews it per send).
         "composer_key": uuid.uuid4().hex,
@@ -213,7 +265,7 @@ def chat_context(
         "last_seq": window.last_seq if newest else session.last_seq,
         "tasks": conversation_selectors.session_tasks(session.pk),
         "inbox": inbox_cards(session.pk),
-        "slots": turn_selectors.visible_slots(session.pk),
+        "slots": _named_waits(turn_selectors.visible_slots(session.pk), session),
         "busy": turn_selectors.is_busy(session.pk),
         "turn": turn_selectors.newest_turn(session.pk),
         "parent_ref": address_of(user, session.parent) if session.parent_id else None,

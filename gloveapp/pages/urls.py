@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from gloveapp.pages import account, approvals, views, workspace_inbox
+from gloveapp.pages import account, approvals, handoffs, views, workspace_inbox
 
 urlpatterns = [
     path("", views.session_list, name="session-list"),
@@ -52,6 +52,18 @@ urlpatterns = [
         "approvals/<str:approval_id>/decide",
         approvals.approval_decide_page,
         name="approval-decide",
+    ),
+    path("sessions/<str:session_id>/handoff", handoffs.handoff_request, name="handoff-request"),
+    path("handoffs/", handoffs.console_page, name="handoffs"),
+    path("handoffs/<str:session_id>", handoffs.chat_detail, name="handoff-detail"),
+    *(
+        path(
+            f"handoffs/<str:session_id>/{action}",
+            handoffs.chat_action,
+            {"action": action},
+            name=f"handoff-{action}",
+        )
+        for action in handoffs.ACTIONS
     ),
     path("notifications/", workspace_inbox.notifications_page, name="notifications"),
     path("accounts/tokens/", account.api_tokens, name="api-tokens"),

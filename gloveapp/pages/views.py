@@ -26,7 +26,6 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
-from gloveapp import paging
 from gloveapp.agents.config import AgentNotStartable, startable_agent
 from gloveapp.conversations import access, idempotency
 from gloveapp.conversations import selectors as conversation_selectors
@@ -35,13 +34,16 @@ from gloveapp.conversations.kept_results import kept_chunks, kept_tool_result
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.services import session_create
 from gloveapp.core import input_rules
+from gloveapp.lib import paging
 from gloveapp.pages import context as pages
+from gloveapp.turns import lifecycle, submit
 from gloveapp.turns import public as turns
-from gloveapp.turns import services as turn_services
 
 CHAT_TEMPLATE = "conversations/chat.html"
 # Chats per page of the chat list (`/`).
 CHAT_LIST_PAGE = 50
+# The name its cursors are signed for: a cursor of another list is refused here.
+CHATS_LISTED = "pages.chat-list"
 MAX_MESSAGE_CHARS = 20_000
 
 
@@ -63,7 +65,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     """One page of the chat list (`CHAT_LIST_PAGE` chats, newest first); `?cursor=` names
     the next, and htmx asks for the rows alone when the "more" row scrolls into view."""
     try:
-        cursor = paging.parse_cursor(request.GET.get("cursor"))
+        cursor = paging.parse_cursor(request.GET.get("cursor"), listed=CHATS_LISTED)
     except paging.PageParamError as exc:
         return HttpResponse(exc.message, status=400, content_type="text/plain")
     sessions, next_cursor = conversation_selectors.sessions_listed_for(
@@ -75,7 +77,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     context = {
         "sessions": sessions,
         "cursor": cursor,
-        "next_cursor": next_cursor.encode() if next_cursor else None,
+        "next_cursor": next_cursor.encode(CHATS_LISTED) if next_cursor else None,
     }
     return render(request, template, context)
 
@@ -294,7 +296,7 @@ async def slot_answer(request: HttpRequest, session_id: str, slot_id: str) -> Ht
 def turn_cancel(request: HttpRequest, session_id: str) -> HttpResponse:
     """The stop button: abort the running turn, whichever worker runs it."""
     session = access.owned_session(request.user, session_id)
-    turn_services.turn_cancel(session_id=session.pk, user_id=request.user.pk)
+    lifecycle.turn_cancel(session_id=session.pk, user_id=request.user.pk)
     if request.htmx:
         return HttpResponse(status=204)
     return _see_other(_chat_url(session.key))
@@ -305,7 +307,7 @@ def turn_cancel(request: HttpRequest, session_id: str) -> HttpResponse:
 def turn_withdraw(request: HttpRequest, session_id: str, turn_id: int) -> HttpResponse:
     """Take a queued message back before it runs."""
     session = access.owned_session(request.user, session_id)
-    withdrawn = turn_services.turn_withdraw(
+    withdrawn = submit.turn_withdraw(
         session_id=session.pk, turn_id=turn_id, user_id=request.user.pk
     )
     if not withdrawn and not request.htmx:

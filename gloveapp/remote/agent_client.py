@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import httpx
@@ -42,6 +42,9 @@ import httpx
 TURN_END_EVENTS = frozenset({"turn.finished", "turn.error", "turn.withdrawn"})
 RECONNECT_DELAY_SECONDS = 0.5
 MAX_RECONNECT_DELAY_SECONDS = 10.0
+
+JsonObject = dict[str, Any]
+"""A JSON object of the agent API as decoded (its fields: docs/reference/rest-api.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +54,7 @@ class StreamEvent:
 
     id: int | None
     type: str
-    payload: dict[str, Any]
+    payload: JsonObject
 
 
 class AgentApiError(Exception):
@@ -93,7 +96,7 @@ class _SseParser:
                 self._type = ""
                 return None
             data, self._data, self._type = "\n".join(self._data), [], ""
-            frame = json.loads(data)
+            frame = cast(JsonObject, json.loads(data))
             return StreamEvent(frame.get("id"), frame["type"], frame.get("payload") or {})
         if line.startswith(":"):
             return None  # a comment: the heartbeat
@@ -110,6 +113,23 @@ def _path(*parts: str) -> str:
     return "/".join(quote(str(part), safe="") for part in parts)
 
 
+def _checked(response: httpx.Response) -> httpx.Response:
+    """The response itself when it succeeded; a 4xx or 5xx raises its `AgentApiError`."""
+    if response.status_code >= 400:
+        raise _error(response)
+    return response
+
+
+def _object(response: httpx.Response) -> JsonObject:
+    """The response's body, a JSON object (the agent API answers one; {} for no body)."""
+    return cast(JsonObject, response.json()) if response.content else {}
+
+
+def _objects(response: httpx.Response) -> list[JsonObject]:
+    """The response's body, a JSON array of objects (the agent API's lists)."""
+    return cast(list[JsonObject], response.json()) if response.content else []
+
+
 class _Base:
     def __init__(self, base_url: str, token: str | None, stream_url: str | None) -> None:
         self.base_url = base_url.rstrip("/")
@@ -121,11 +141,11 @@ class _Base:
             self.headers["Authorization"] = f"Token {token}"
 
     @staticmethod
-    def _start_body(text: str, key: str | None) -> tuple[dict, dict]:
+    def _start_body(text: str, key: str | None) -> tuple[JsonObject, dict[str, str]]:
         return {"text": text}, {"Idempotency-Key": key or str(uuid.uuid4())}
 
     @staticmethod
-    def _answer_body(value: Any, dismiss: bool) -> dict:
+    def _answer_body(value: Any, dismiss: bool) -> JsonObject:
         return {"dismiss": True} if dismiss else {"value": value}
 
     @staticmethod
@@ -147,7 +167,7 @@ class AgentClient(_Base):
         token: str | None = None,
         timeout: float = 30.0,
         stream_url: str | None = None,
-        **httpx_options,
+        **httpx_options: Any,
     ) -> None:
         super().__init__(base_url, token, stream_url)
         self._client = httpx.Client(
@@ -163,11 +183,8 @@ class AgentClient(_Base):
     def close(self) -> None:
         self._client.close()
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._client.request(method, "/api/" + path, **kwargs)
-        if response.status_code >= 400:
-            raise _error(response)
-        return response.json() if response.content else None
+    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return _checked(self._client.request(method, "/api/" + path, **kwargs))
 
     def create_session(
         self, *, agent: str = "", title: str = "", session_id: str | None = None
@@ -175,20 +192,26 @@ class AgentClient(_Base):
         body: dict[str, Any] = {"agentName": agent, "title": title}
         if session_id is not None:
             body["sessionId"] = session_id
-        return self._call("POST", "sessions", json=body)["sessionId"]
+        return str(_object(self._call("POST", "sessions", json=body))["sessionId"])
 
-    def start_turn(self, session_id: str, text: str, *, idempotency_key: str | None = None) -> dict:
+    def start_turn(
+        self, session_id: str, text: str, *, idempotency_key: str | None = None
+    ) -> JsonObject:
         """Queue a message; a retry with the same key starts no second turn."""
         body, headers = self._start_body(text, idempotency_key)
-        return self._call(
-            "POST", _path("sessions", session_id, "agent", "turns"), json=body, headers=headers
+        return _object(
+            self._call(
+                "POST", _path("sessions", session_id, "agent", "turns"), json=body, headers=headers
+            )
         )
 
-    def turn(self, session_id: str, turn_id: int) -> dict:
-        return self._call("GET", _path("sessions", session_id, "agent", "turns", str(turn_id)))
+    def turn(self, session_id: str, turn_id: int) -> JsonObject:
+        return _object(
+            self._call("GET", _path("sessions", session_id, "agent", "turns", str(turn_id)))
+        )
 
-    def slots(self, session_id: str) -> list[dict]:
-        return self._call("GET", _path("sessions", session_id, "slots"))
+    def slots(self, session_id: str) -> list[JsonObject]:
+        return _objects(self._call("GET", _path("sessions", session_id, "slots")))
 
     def answer_slot(
         self, session_id: str, slot_id: str, value: Any = None, *, dismiss: bool = False
@@ -201,8 +224,8 @@ class AgentClient(_Base):
             json=self._answer_body(value, dismiss),
         )
 
-    def permission_prompts(self, session_id: str) -> list[dict]:
-        return self._call("GET", _path("sessions", session_id, "permission-prompts"))
+    def permission_prompts(self, session_id: str) -> list[JsonObject]:
+        return _objects(self._call("GET", _path("sessions", session_id, "permission-prompts")))
 
     def answer_permission(self, session_id: str, prompt_id: str, value: str = "once") -> None:
         self._call(
@@ -212,12 +235,18 @@ class AgentClient(_Base):
         )
 
     def stop(self, session_id: str) -> bool:
-        return self._call("POST", _path("sessions", session_id, "cancel"))["cancelled"]
+        return bool(
+            _object(self._call("POST", _path("sessions", session_id, "cancel")))["cancelled"]
+        )
 
-    def decide_approval(self, approval_id: str, decision: str, **fields: Any) -> dict:
+    def decide_approval(self, approval_id: str, decision: str, **fields: Any) -> JsonObject:
         """Staff: decide an approval request (`approve`, `reject`, `edit` …)."""
-        return self._call(
-            "POST", _path("approvals", approval_id, "decide"), json={"decision": decision, **fields}
+        return _object(
+            self._call(
+                "POST",
+                _path("approvals", approval_id, "decide"),
+                json={"decision": decision, **fields},
+            )
         )
 
     def stream(
@@ -278,7 +307,7 @@ class AsyncAgentClient(_Base):
         token: str | None = None,
         timeout: float = 30.0,
         stream_url: str | None = None,
-        **httpx_options,
+        **httpx_options: Any,
     ) -> None:
         super().__init__(base_url, token, stream_url)
         self._client = httpx.AsyncClient(
@@ -294,11 +323,8 @@ class AsyncAgentClient(_Base):
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = await self._client.request(method, "/api/" + path, **kwargs)
-        if response.status_code >= 400:
-            raise _error(response)
-        return response.json() if response.content else None
+    async def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return _checked(await self._client.request(method, "/api/" + path, **kwargs))
 
     async def create_session(
         self, *, agent: str = "", title: str = "", session_id: str | None = None
@@ -306,23 +332,25 @@ class AsyncAgentClient(_Base):
         body: dict[str, Any] = {"agentName": agent, "title": title}
         if session_id is not None:
             body["sessionId"] = session_id
-        return (await self._call("POST", "sessions", json=body))["sessionId"]
+        return str(_object(await self._call("POST", "sessions", json=body))["sessionId"])
 
     async def start_turn(
         self, session_id: str, text: str, *, idempotency_key: str | None = None
-    ) -> dict:
+    ) -> JsonObject:
         body, headers = self._start_body(text, idempotency_key)
-        return await self._call(
-            "POST", _path("sessions", session_id, "agent", "turns"), json=body, headers=headers
+        return _object(
+            await self._call(
+                "POST", _path("sessions", session_id, "agent", "turns"), json=body, headers=headers
+            )
         )
 
-    async def turn(self, session_id: str, turn_id: int) -> dict:
-        return await self._call(
-            "GET", _path("sessions", session_id, "agent", "turns", str(turn_id))
+    async def turn(self, session_id: str, turn_id: int) -> JsonObject:
+        return _object(
+            await self._call("GET", _path("sessions", session_id, "agent", "turns", str(turn_id)))
         )
 
-    async def slots(self, session_id: str) -> list[dict]:
-        return await self._call("GET", _path("sessions", session_id, "slots"))
+    async def slots(self, session_id: str) -> list[JsonObject]:
+        return _objects(await self._call("GET", _path("sessions", session_id, "slots")))
 
     async def answer_slot(
         self, session_id: str, slot_id: str, value: Any = None, *, dismiss: bool = False
@@ -333,8 +361,10 @@ class AsyncAgentClient(_Base):
             json=self._answer_body(value, dismiss),
         )
 
-    async def permission_prompts(self, session_id: str) -> list[dict]:
-        return await self._call("GET", _path("sessions", session_id, "permission-prompts"))
+    async def permission_prompts(self, session_id: str) -> list[JsonObject]:
+        return _objects(
+            await self._call("GET", _path("sessions", session_id, "permission-prompts"))
+        )
 
     async def answer_permission(self, session_id: str, prompt_id: str, value: str = "once") -> None:
         await self._call(
@@ -344,11 +374,16 @@ class AsyncAgentClient(_Base):
         )
 
     async def stop(self, session_id: str) -> bool:
-        return (await self._call("POST", _path("sessions", session_id, "cancel")))["cancelled"]
+        response = await self._call("POST", _path("sessions", session_id, "cancel"))
+        return bool(_object(response)["cancelled"])
 
-    async def decide_approval(self, approval_id: str, decision: str, **fields: Any) -> dict:
-        return await self._call(
-            "POST", _path("approvals", approval_id, "decide"), json={"decision": decision, **fields}
+    async def decide_approval(self, approval_id: str, decision: str, **fields: Any) -> JsonObject:
+        return _object(
+            await self._call(
+                "POST",
+                _path("approvals", approval_id, "decide"),
+                json={"decision": decision, **fields},
+            )
         )
 
     async def stream(

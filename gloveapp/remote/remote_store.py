@@ -17,7 +17,7 @@ Django-free on purpose: it needs only httpx and `gloveapp.core`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import httpx
@@ -163,7 +163,9 @@ class RemoteStore:
     # -- permissions ------------------------------------------------------------------------
     async def get_permission(self, tool_name: str, tool_input: Any = None) -> PermissionStatus:
         params = {"toolName": tool_name, "input": json.dumps(tool_input)}
-        return (await self._call("GET", "/permissions", params=params))["status"]
+        return cast(
+            PermissionStatus, (await self._call("GET", "/permissions", params=params))["status"]
+        )
 
     async def set_permission(
         self, tool_name: str, status: PermissionStatus, tool_input: Any = None

@@ -11,11 +11,12 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
-from gloveapp.admin_lists import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
+from gloveapp.budgets.selectors import budgets_spend_page
 from gloveapp.conversations.admin import SessionAdmin
 from gloveapp.conversations.models import Session
+from gloveapp.lib.admin import ExactValueFilter, FixedChoicesFilter, ScaleAdmin, usable
 from gloveapp.turns.models import Turn, TurnSlot
-from gloveapp.turns.services import MESH_SOURCE
+from gloveapp.turns.submit import MESH_SOURCE
 from gloveapp.turns.timeline import session_timelines
 from gloveapp.turns.usage import session_usage_cost, turn_cost
 from gloveapp.turns.usage_report import MAX_DAYS, report_days, usage_report
@@ -81,6 +82,7 @@ class TurnAdmin(ScaleAdmin):
         "created_at",
         "started_at",
         "finished_at",
+        "agent_version",
         "cost",
     )
     # Newest first, backwards on the primary key; the other columns have no index of their
@@ -88,7 +90,7 @@ class TurnAdmin(ScaleAdmin):
     ordering = ("-id",)
     sortable_by = ("id",)
     list_filter = ("status", RetriedFilter, SourceFilter, SessionIdFilter)
-    list_select_related = ("user",)
+    list_select_related = ("user", "agent_version")
     # A turn's number, its session's exact id (`session, status` index), its user's exact
     # username (`user, created_at` index). Not the text: no index holds it.
     search_exact = ("id", "session_id")
@@ -151,7 +153,12 @@ def usage_page(request: HttpRequest) -> TemplateResponse:
         raise PermissionDenied
     days = report_days(request.GET.get("days", ""))
     report = usage_report(days=days)
+    # The budgets by id, a page at a time (`?budgets_after=<id>`).
+    after = request.GET.get("budgets_after", "")
+    budgets, budgets_next = budgets_spend_page(after=after if usable(after) else "")
     context = {
+        "budgets": budgets,
+        "budgets_next": budgets_next,
         **admin.site.each_context(request),
         "title": "Usage",
         "report": report,
@@ -160,3 +167,44 @@ def usage_page(request: HttpRequest) -> TemplateResponse:
         "day_choices": [7, 14, 30, MAX_DAYS],
     }
     return TemplateResponse(request, "admin/turns/usage.html", context)
+
+
+class QueueNameFilter(ExactValueFilter):
+    title = "queue"
+    parameter_name = "queue_name"
+    field = "queue_name"
+    placeholder = "an exact queue name"
+
+
+def _register_task_results_admin() -> None:
+    """django-tasks-db's task results, bounded like every list here: its admin sorted the
+    whole table (no index on `enqueued_at`), counted it, listed facets and offered any page.
+    The indexes its list and filters read are `turns/0014`'s; a priority filter (a
+    DISTINCT-like range of every value) is left out."""
+    from django_tasks_db.admin import DBTaskResultAdmin
+    from django_tasks_db.models import DBTaskResult
+
+    if admin.site.is_registered(DBTaskResult):
+        admin.site.unregister(DBTaskResult)
+
+    class ScaleTaskResultAdmin(ScaleAdmin, DBTaskResultAdmin):
+        # Newest first on `glove_task_result_enqueued_idx`; a status or a queue on theirs.
+        ordering = ("-enqueued_at",)
+        sortable_by = ("enqueued_at",)
+        list_filter = ("status", QueueNameFilter)
+        search_exact = ("id",)
+        search_help_text = "A task's id."
+        list_display = tuple(
+            "task" if name == "task_name" else name for name in DBTaskResultAdmin.list_display
+        )
+
+        @admin.display(description="task")
+        def task(self, result: DBTaskResult) -> str:
+            # From its path, never by loading the task: a result whose queue or backend the
+            # settings no longer name made the package's column (and the list) fail.
+            return result.task_path.rsplit(".", 1)[-1]
+
+    admin.site.register(DBTaskResult, ScaleTaskResultAdmin)
+
+
+_register_task_results_admin()

@@ -12,15 +12,15 @@ class TurnsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from gloveapp import db
+        from gloveapp.lib import turn_waking
         from gloveapp.turns import checks  # noqa: F401  (registers the system checks)
         from gloveapp.turns.queue.tasks import wake_turn
 
         # An answer stored by any app (an approval's decision, a prompt's answer, a Stop)
         # puts a turn parked on it back on the queue, in the answer's transaction.
-        db.set_turn_waker(wake_turn)
+        turn_waking.set_turn_waker(wake_turn)
 
         # Traces, when OTEL_EXPORTER_OTLP_ENDPOINT asks for them (docs/howto/observe.md).
-        from gloveapp.telemetry import setup_tracing
+        from gloveapp.lib.telemetry import setup_tracing
 
         setup_tracing()

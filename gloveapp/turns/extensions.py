@@ -34,7 +34,7 @@ from gloveapp.core.tools import Tool
 from gloveapp.core.types import AbortError, Message, ModelResult
 from gloveapp.observe import tracing
 from gloveapp.ormstore.store import DjangoStore
-from gloveapp.turns import services
+from gloveapp.turns import lifecycle, slots, submit
 from gloveapp.turns.models import Turn
 from gloveapp.turns.observe_turn import TurnObserver
 
@@ -125,7 +125,7 @@ async def mount_extensions(
         if servers:
             TOOL_LISTS.ttl = settings.GLOVE_MCP_TOOLS_TTL_SECONDS
             mounted.toolbox = await McpToolbox(
-                servers, server_mode=turn.source == services.MESH_SOURCE
+                servers, server_mode=turn.source == submit.MESH_SOURCE
             ).start()
             for tool in mounted.toolbox.tools:
                 glove.fold(tool)
@@ -134,7 +134,7 @@ async def mount_extensions(
                 logger.warning("turn %s: %s", turn.pk, down.notice())
                 mounted.notices.append(down.notice())
         for notice in mounted.notices:
-            await sync_to_async(services.turn_note)(
+            await sync_to_async(lifecycle.turn_note)(
                 turn_id=turn.pk, worker_id=worker_id, text=notice
             )
         yield mounted
@@ -232,7 +232,11 @@ class DurableSubagent:
         glove = Glove(
             store=store,
             model=observer.observe_model(
-                configured_model(agent=self.spec.name, spec=self.spec.model)
+                configured_model(
+                    agent=self.spec.name,
+                    spec=self.spec.model,
+                    model_settings=self.spec.model_settings,
+                )
             ),
             display_manager=self.display,
             system_prompt=self.spec.system_prompt,
@@ -246,6 +250,7 @@ class DurableSubagent:
             glove.fold(tool)
         for subscriber in self._subscribers:
             glove.add_subscriber(subscriber)
+        observer.tool_names = glove.tool_names
         glove.add_subscriber(observer.on_event)
         child_abort = AbortController()
         budget = settings.GLOVE_SUBAGENT_MAX_TOKENS
@@ -286,12 +291,12 @@ class DurableSubagent:
                         # A call of the child that waited on a person runs again and finds
                         # its answer, as the parent's does.
                         kept = (
-                            await sync_to_async(services.turn_slots_kept)(self.turn)
+                            await sync_to_async(slots.turn_slots_kept)(self.turn)
                             if self.turn.continues
                             else []
                         )
                         result = await glove.resume_request(
-                            abort=child_abort.signal, rerun=services.calls_waiting(kept)
+                            abort=child_abort.signal, rerun=slots.calls_waiting(kept)
                         )
                     else:
                         result = await glove.process_request(prompt, abort=child_abort.signal)

@@ -22,11 +22,11 @@ from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
 from gloveapp.conversations.services import DuplicateSession, session_create
 from gloveapp.core.compaction import CompactionConfig
 from gloveapp.core.glove import Glove
-from gloveapp.db import Backoff, healing, retry_while_unreachable
+from gloveapp.lib.db.outages import Backoff, healing, retry_while_unreachable
 from gloveapp.turns import selectors
 from gloveapp.turns.models import MeshPeer
 from gloveapp.turns.public import wake_mesh_peer_sync
-from gloveapp.turns.services import QueueFull, TurnLimitReached
+from gloveapp.turns.submit import QueueFull, TurnLimitReached
 from mesh.core import AgentIdentity, mount_mesh, unmount_mesh
 from mesh.core.mount import MeshMount
 from mesh.core.peer import WAKE_PROMPT, wait_for_arrival

@@ -20,6 +20,7 @@ from gloveapp.conversations.models import Session
 UNFINISHED = ["queued", "running", "waiting"]
 # Turns that end with a note in the transcript ("stopped", "failed"): `ended_turn_notes`.
 ENDED_WITH_NOTE = ["cancelled", "failed"]
+FINISHED = ["done", "failed", "cancelled"]
 
 
 class Turn(models.Model):
@@ -28,7 +29,7 @@ class Turn(models.Model):
         RUNNING = "running"
         # Parked on a person (an approval, a permission prompt, a slot that waits for an
         # answer): no worker, no lease, no worker slot; an answer, a decision, a Stop or an
-        # expiry puts it back on the queue (`services.turn_unpark`).
+        # expiry puts it back on the queue (`parking.turn_unpark`).
         WAITING = "waiting"
         DONE = "done"
         FAILED = "failed"
@@ -87,6 +88,16 @@ class Turn(models.Model):
     tokens_out = models.BigIntegerField(default=0)
     cache_read_tokens = models.BigIntegerField(default=0)
     cache_write_tokens = models.BigIntegerField(default=0)
+    # The agent version it runs on, read from the agent's published pointer when it was
+    # queued (null: the code's factory alone); its retries run on the same one.
+    agent_version = models.ForeignKey(
+        "versions.AgentVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -119,6 +130,15 @@ class Turn(models.Model):
             ),
             # A user's turns in the last minute (the rate limit); deleting a user.
             models.Index(fields=["user", "created_at"]),
+            # The admin's filters, newest first whatever the value (a rare one above all:
+            # `?source=api`, `?status=failed`, `?retried=yes` would otherwise walk every turn).
+            # The finished turns only: a turn enters it once, as it ends (the unfinished ones
+            # are the partial index above's few rows).
+            models.Index(
+                fields=["status", "id"], condition=Q(status__in=FINISHED), name="turn_status_idx"
+            ),
+            models.Index(fields=["source", "id"], name="turn_source_idx"),
+            models.Index(fields=["id"], condition=Q(attempts__gt=1), name="turn_retried_idx"),
             # Deleting a user who once pressed Stop (most turns have nobody here).
             models.Index(
                 fields=["stopped_by"],
@@ -135,6 +155,10 @@ class Turn(models.Model):
             )
         ]
 
+    # Not stored: the worker that ran the attempt before this retry, as its timeline step
+    # says ("" when none); the claim (`claim.turn_claim_next`) sets it for the retry's span.
+    previous_worker: str = ""
+
     def __str__(self) -> str:
         return f"turn {self.pk} of {self.session_id} ({self.status})"
 
@@ -150,11 +174,15 @@ class Turn(models.Model):
         return self.attempts > 1
 
 
+# A turn not finished: queued, running, or parked on a person.
+LIVE_STATUSES = (Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.WAITING)
+
+
 class SessionUsage(models.Model):
     """What a session's turns used, per model: the finishing UPDATE of each turn adds its
     usage here in the same transaction, so a session's cost is read from a row per model,
-    never from its turns (a 100,000-message chat has 25,000: 52 ms to sum). Kept when turns
-    are pruned (GLOVE_RETAIN_*): the cost of a chat stays known."""
+    never from its turns (a long chat has tens of thousands: docs/explanation/scale.md).
+    Kept when turns are pruned (GLOVE_RETAIN_*): the cost of a chat stays known."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
     model = models.CharField(max_length=200, blank=True, default="")
@@ -170,6 +198,59 @@ class SessionUsage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} {self.model or '(no model)'}"
+
+
+class TurnWebhook(models.Model):
+    """The outbox of a turn's completion webhook: the turn asked to be told when it ends.
+
+    Written with the turn (`waiting`); its end moves it to `pending` in the end's own
+    transaction, one conditional update, so each turn's end is due once whatever retries
+    around it (a worker's death, a restart); the turn worker's scheduler delivers it, signed,
+    retried with backoff (`turns.webhooks`). Kept as long as its turn (a cascade of the turns'
+    retention)."""
+
+    class Status(models.TextChoices):
+        WAITING = "waiting"  # its turn has not ended
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    turn = models.OneToOneField(
+        Turn, on_delete=models.CASCADE, primary_key=True, related_name="webhook"
+    )
+
+    class Kind(models.TextChoices):
+        GLOVE = "glove"  # the `turn.ended` body
+        A2A = "a2a"  # an A2A push notification: the task, and the client's token
+
+    kind = models.CharField(max_length=5, choices=Kind.choices, default=Kind.GLOVE)
+    url = models.URLField(max_length=2000)
+    # A2A: the push config's id and the token its client asked to get back.
+    config_id = models.CharField(max_length=100, blank=True, default="")
+    token = models.CharField(max_length=500, blank=True, default="")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.WAITING)
+    # The turn's end as the body names it: done, failed or cancelled.
+    outcome = models.CharField(max_length=10, blank=True, default="")
+    ended_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+
+    class Meta:
+        indexes = [
+            # The due deliveries: few rows, whatever the table's size.
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(status__in=["pending", "sending"]),
+                name="turn_webhook_due_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn_id} webhook ({self.status})"
 
 
 class TurnSlot(models.Model):
@@ -271,3 +352,21 @@ class TurnStep(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name} of turn {self.turn_id}"
+
+
+class UsageDay(models.Model):
+    """One day of the admin's usage page, summed from that day's turn steps by
+    `turns.usage_rollup` (the turn worker's scheduler, or `manage.py usage_rollup`): the
+    page reads a row a day, whatever the steps' number, and the days outlive the steps'
+    retention. `summary` is `usage_rollup.DaySummary`'s fields."""
+
+    day = models.DateField(primary_key=True)
+    summary = models.JSONField()
+    steps = models.PositiveIntegerField(default=0)  # the steps it was summed from
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["day"]
+
+    def __str__(self) -> str:
+        return f"usage of {self.day}"

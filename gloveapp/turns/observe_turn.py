@@ -3,7 +3,7 @@
 A `TurnObserver` wraps the turn's model adapter (each call timed, its tokens counted, an error
 typed), listens to the turn's `tool_use_result` events and is told of the prompts that wait on
 a person; it feeds the Prometheus metrics (`gloveapp.observe.metrics`), stores each step of
-the turn's timeline as it ends (`services.steps_record`, inside the turn's fence: a worker
+the turn's timeline as it ends (`steps.steps_record`, inside the turn's fence: a worker
 that lost the turn writes none) and keeps the turn's usage, which the worker stores on the
 turn when it finishes it (cost is that usage priced by GLOVE_MODEL_PRICES).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -22,17 +22,41 @@ from django.utils.dateparse import parse_datetime
 
 from gloveapp.agents.config import model_prices
 from gloveapp.approvals.models import ApprovalDecision
-from gloveapp.core.approvals import APPROVAL_RENDERER
+from gloveapp.core.approvals.policy import APPROVAL_RENDERER
 from gloveapp.core.events import TOOL_USE_RESULT
-from gloveapp.db import is_database_outage
+from gloveapp.core.types import ToolStatus
+from gloveapp.lib.db.outages import is_database_outage
 from gloveapp.observe import metrics, tracing
 from gloveapp.observe.cost import Usage, cost_of, price_for
-from gloveapp.turns import services
+from gloveapp.turns import steps
 from gloveapp.turns.models import Turn, TurnSlot, TurnStep
+from gloveapp.turns.spending import current_spending
 
 logger = logging.getLogger(__name__)
+# The `tool` label of a call to no tool the turn has (a name the model made up): the label
+# values stay the agent's tools, never a customer's or a model's text.
+UNKNOWN_TOOL = "(unknown)"
+OUTCOMES = frozenset(get_args(ToolStatus))
 # Kept steps are stored at the latest after this many (a long turn's timeline fills as it runs).
 FLUSH_EVERY = 16
+
+
+def _by_kind(usage: Usage) -> dict[str, int]:
+    return {
+        "input": usage.tokens_in,
+        "output": usage.tokens_out,
+        "cache_read": usage.cache_read,
+        "cache_write": usage.cache_write,
+    }
+
+
+def _minus(left: Usage, right: Usage) -> Usage:
+    return Usage(
+        max(left.tokens_in - right.tokens_in, 0),
+        max(left.tokens_out - right.tokens_out, 0),
+        max(left.cache_read - right.cache_read, 0),
+        max(left.cache_write - right.cache_write, 0),
+    )
 
 
 def call_cost(model: str, usage: Usage) -> float | None:
@@ -46,13 +70,18 @@ class TurnObserver:
         self.agent = agent
         self.provider = provider
         self.model = ""
+        # What the attempt's model calls used that no write stored yet (see `stored`).
         self.usage = Usage()
+        # Set by the turn's store (`turn_store.TurnStore`), which counts the totals itself.
+        self.counts_on_store = False
         self.started = time.monotonic()
         self.steps_left = settings.GLOVE_TIMELINE_MAX_STEPS
         self._waits: dict[str, tuple[datetime, int]] = {}
-        self.pending: list[services.StepData] = []
+        self.pending: list[steps.StepData] = []
         self._span: Any = None
         self._token: object = None
+        # The names of the turn's tools now (`Glove.tool_names`), set once its Glove is built.
+        self.tool_names: Any = None
 
     # -- the trace ------------------------------------------------------------------------
     def begin_span(self, worker_id: str) -> None:
@@ -102,7 +131,7 @@ class TurnObserver:
             return
         self.steps_left -= 1
         self.pending.append(
-            services.StepData(
+            steps.StepData(
                 kind=kind,
                 name=name,
                 started_at=started_at,
@@ -118,23 +147,23 @@ class TurnObserver:
         """Store the steps kept so far, inside the turn's fence. A database outage
         propagates (the turn is interrupted and runs again); any other failure loses only
         the steps."""
-        steps, self.pending = self.pending, []
-        if not steps:
+        kept, self.pending = self.pending, []
+        if not kept:
             return
         try:
-            await sync_to_async(services.steps_record)(turn=self.turn, steps=steps)
+            await sync_to_async(steps.steps_record)(turn=self.turn, steps=kept)
         except Exception as error:
             if is_database_outage(error):
                 raise
             logger.exception("could not store timeline steps of turn %s", self.turn.pk)
 
-    def take_pending(self) -> list[services.StepData]:
+    def take_pending(self) -> list[steps.StepData]:
         """The steps not stored yet, for the turn's end to store."""
-        steps, self.pending = self.pending, []
-        return steps
+        kept, self.pending = self.pending, []
+        return kept
 
     def attempt_started(self) -> None:
-        """The attempt's timeline step is stored with the claim (`services.turn_claim_next`):
+        """The attempt's timeline step is stored with the claim (`claim.turn_claim_next`):
         counted here; a retry is a `glove.retry` span naming the worker of the attempt
         before it."""
         if self.steps_left > 0:
@@ -147,7 +176,7 @@ class TurnObserver:
                 end_ns=now,
                 attributes={
                     "glove.turn.attempt": self.turn.attempts,
-                    "glove.retry.previous_worker": getattr(self.turn, "previous_worker", ""),
+                    "glove.retry.previous_worker": self.turn.previous_worker,
                 },
             )
 
@@ -200,6 +229,14 @@ class TurnObserver:
             detail={"slot_id": slot.id, "tool_name": slot.tool_name, **decided},
         )
 
+    def tool_label(self, name: str) -> str:
+        """`name` when the turn has a tool of that name, else `UNKNOWN_TOOL`."""
+        names = self.tool_names() if self.tool_names is not None else ()
+        if name in names:
+            return name
+        wanted = name.lower()  # the executor finds a tool whatever the case
+        return next((known for known in names if known.lower() == wanted), UNKNOWN_TOOL)
+
     def observe_model(self, adapter: Any) -> ObservedModel:
         self.model = getattr(adapter, "name", "") or self.provider
         return ObservedModel(adapter, self)
@@ -209,7 +246,8 @@ class TurnObserver:
             return
         result = payload.get("result") or {}
         outcome = str((result.get("status") if isinstance(result, dict) else None) or "success")
-        tool = str(payload.get("tool_name") or payload.get("name") or "")
+        outcome = outcome if outcome in OUTCOMES else "error"
+        tool = self.tool_label(str(payload.get("tool_name") or payload.get("name") or ""))
         duration = (payload.get("duration_ms") or 0) / 1000
         metrics.tool_call(agent=self.agent, tool=tool, outcome=outcome, duration=duration)
         end_ns = time.time_ns()
@@ -270,20 +308,31 @@ class TurnObserver:
             cache_read=result.cache_read_input_tokens or 0,
             cache_write=result.cache_creation_input_tokens or 0,
         )
+        # Not stored yet: the turn's store counts it with the reply (`stored`); what is left
+        # when the attempt ends (a compaction's input) goes with the end (`settled`).
         self.usage = self.usage + usage
         metrics.model_call(
             agent=self.agent,
             provider=self.provider,
             model=model,
             duration=duration,
-            tokens={
-                "input": usage.tokens_in,
-                "output": usage.tokens_out,
-                "cache_read": usage.cache_read,
-                "cache_write": usage.cache_write,
-            },
+            tokens=_by_kind(usage),
             cost_usd=call_cost(model, usage),
+            totals=not self.counts_on_store,
         )
+
+    def stored(self, model: str, usage: Usage) -> None:
+        """The turn's store committed `usage` of `model` (a reply's, a compaction's): no
+        longer left for the attempt's end; counted in the metrics' totals now."""
+        self.usage = _minus(self.usage, usage)
+        metrics.model_usage(
+            agent=self.agent, model=model, tokens=_by_kind(usage), cost_usd=call_cost(model, usage)
+        )
+
+    def settled(self) -> None:
+        """The attempt's end (or park) stored what its store had not: in the totals too."""
+        if self.counts_on_store and not self.usage.empty:
+            self.stored(self.model, self.usage)
 
     def model_failed(self, model: str, error: BaseException, duration: float) -> None:
         metrics.model_call(
@@ -295,6 +344,7 @@ class TurnObserver:
         )
 
     def finished(self, status: str) -> None:
+        self.settled()
         metrics.turn_finished(
             agent=self.agent, status=status, duration=time.monotonic() - self.started
         )
@@ -312,6 +362,23 @@ class ObservedModel:
 
     async def prompt(self, messages: Any, tools: Any, notify: Any, abort: Any = None) -> Any:
         model = getattr(self._inner, "name", "") or self._observer.model
+        # The call's worst case is reserved against the turn's budgets before it is made
+        # (`turns.spending`); settled to its usage after, released if it failed.
+        spending = current_spending()
+        held = None
+        if spending is not None:
+            held = await spending.reserve(self._inner, messages, tools, agent=self._observer.agent)
+        try:
+            result = await self._timed(model, messages, tools, notify, abort)
+        except BaseException:
+            if held is not None and spending is not None:
+                await spending.release(held)
+            raise
+        if held is not None and spending is not None:
+            await spending.settle(held, model, result)
+        return result
+
+    async def _timed(self, model: str, messages: Any, tools: Any, notify: Any, abort: Any) -> Any:
         span = token = None
         if tracing.recording():
             span = tracing.start(

@@ -5,7 +5,7 @@
     await answer_slot(session_id=..., slot_id="t12-slot_1", value="confirm")
     is_busy(session_id), queued(session_id)
 
-Turns run on a worker (`manage.py turn_worker`, started by `make run`; `turns.worker`), never
+Turns run on a worker (`manage.py turn_worker`, started by `make run`; `turns.engine`), never
 in the caller: everything here reads and writes the database and puts the session on the
 queue (`turns.queue`), so it works the same from any process.
 Live events: stored ones (`turn.started`, `turn.restarted`, `turn.waiting` (parked on a
@@ -24,11 +24,10 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from gloveapp.conversations.models import Session
-from gloveapp.turns import services
-from gloveapp.turns.models import Turn
+from gloveapp.turns import lifecycle, slots, submit, webhooks
 from gloveapp.turns.queue.tasks import enqueue_session
 from gloveapp.turns.selectors import SlotView, is_busy, queued, visible_slots
-from gloveapp.turns.services import QueueFull, TurnLimitReached
+from gloveapp.turns.submit import QueuedTurn, QueueFull, TurnLimitReached
 
 __all__ = [
     "QueueFull",
@@ -54,21 +53,30 @@ def submit_message_sync(
     are ahead of it. The user's turn limit applies (the session's owner by default)."""
     if user_id is None:
         user_id = Session.objects.values_list("owner_id", flat=True).get(pk=session_id)
-    turn = services.turn_submit(session_id=session_id, text=text, user_id=user_id, source=source)
+    queued = submit.turn_submit(session_id=session_id, text=text, user_id=user_id, source=source)
     # After commit: a caller may hold a transaction around this (an idempotent post keeps
     # its key with the turn), and a worker must not look for the turn before it is there.
-    transaction.on_commit(partial(enqueue_session, turn.session_id), robust=True)
-    return turn.ahead
+    transaction.on_commit(partial(enqueue_session, session_id), robust=True)
+    return queued.ahead
 
 
 def start_turn_sync(
-    *, session_id: str, text: str, user_id: int | None, source: str = "api"
-) -> Turn:
-    """`submit_message_sync` for a caller that follows the turn: returns the queued `Turn`
-    (its `ahead`: how many turns run or wait before it). The task is enqueued at commit."""
-    turn = services.turn_submit(session_id=session_id, text=text, user_id=user_id, source=source)
-    transaction.on_commit(partial(enqueue_session, turn.session_id), robust=True)
-    return turn
+    *,
+    session_id: str,
+    text: str,
+    user_id: int | None,
+    source: str = "api",
+    webhook_url: str | None = None,
+) -> QueuedTurn:
+    """`submit_message_sync` for a caller that follows the turn: returns the queued turn
+    (with `ahead`: how many turns run or wait before it, and its `turn.queued` event). The
+    task is enqueued at commit. `webhook_url`: told, signed, when the turn ends
+    (`turns.webhooks`)."""
+    queued = submit.turn_submit(session_id=session_id, text=text, user_id=user_id, source=source)
+    if webhook_url:
+        webhooks.turn_webhook_ask(turn=queued.turn, url=webhook_url)
+    transaction.on_commit(partial(enqueue_session, session_id), robust=True)
+    return queued
 
 
 async def submit_message(
@@ -84,7 +92,7 @@ def wake_mesh_peer_sync(*, session_id: str, text: str) -> bool:
     queued turn will read the new mail anyway. Counts against the session owner's turn
     limit, or GLOVE_MESH_TURNS_PER_MINUTE for a peer nobody owns (`TurnLimitReached`)."""
     user_id = Session.objects.values_list("owner_id", flat=True).get(pk=session_id)
-    turn = services.turn_wake(session_id=session_id, text=text, user_id=user_id)
+    turn = submit.turn_wake(session_id=session_id, text=text, user_id=user_id)
     if turn is None:
         return False
     enqueue_session(turn.session_id)
@@ -101,18 +109,18 @@ async def answer_slot(
     via: str = "",
 ) -> bool:
     """Answer a waiting prompt; False when nothing waits on it (answered, expired, unknown).
-    A permission prompt takes one of `services.PERMISSION_CHOICES` ("once", "always",
+    A permission prompt takes one of `permissions.PERMISSION_CHOICES` ("once", "always",
     "deny_once", "always_deny"), or Glove's "deny" (remembered) and booleans.
     `dismiss`: close it unanswered, as Glove's `reject(slotId)`: the waiting tool throws and
     is run again (it may ask again); a permission prompt reads it as "no" for that call.
     `by`, `via`: who answered and through which edge (the wait's span and timeline step)."""
-    return await sync_to_async(services.slot_answer)(
+    return await sync_to_async(slots.slot_answer)(
         session_id=session_id, public_id=slot_id, value=value, dismiss=dismiss, by=by, via=via
     )
 
 
 async def cancel(session_id: str, *, user_id: int | None = None) -> bool:
-    return await sync_to_async(services.turn_cancel)(session_id=session_id, user_id=user_id)
+    return await sync_to_async(lifecycle.turn_cancel)(session_id=session_id, user_id=user_id)
 
 
 async def wait_until_idle(session_id: str, *, poll: float = 0.01) -> None:

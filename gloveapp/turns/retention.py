@@ -2,13 +2,13 @@
 
 Every table that grows with use declares here how long it keeps a row (a `GLOVE_RETAIN_*`
 setting, in days; `0` keeps them forever) and the one function that forgets older rows. The
-turn worker's scheduler (`worker.TurnEngine.schedule`) calls `retention_apply` every
+turn worker's scheduler (`scheduler.TurnScheduler.schedule`) calls `retention_apply` every
 GLOVE_RETENTION_SECONDS, so no cron line is needed; the `prune_*` management commands are
 the same functions by hand.
 
-On PostgreSQL the append-only logs are partitioned by day (`gloveapp.partitions`): each
+On PostgreSQL the append-only logs are partitioned by day (`gloveapp.lib.db.partitions`): each
 round first creates the partitions of the coming days, then the prunes drop whole expired
-days. Other tables lose their old rows in bounded batches (`gloveapp.db.delete_in_batches`).
+days. Other tables lose their old rows in bounded batches (`gloveapp.lib.db.batches.delete_in_batches`).
 Several workers may run it at once, harmlessly: a batch another worker deleted first deletes
 nothing, a partition is made under a transaction-level advisory lock (safe behind a
 transaction-pooling PgBouncer, where a session-level lock would leak) and dropped `IF EXISTS`.
@@ -24,12 +24,15 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from gloveapp import partitions
 from gloveapp.approvals.services import approvals_prune
+from gloveapp.budgets.services import budget_ledger_prune
 from gloveapp.conversations.idempotency import idempotency_keys_prune
-from gloveapp.db import delete_in_batches, is_database_outage
+from gloveapp.lib.db import partitions
+from gloveapp.lib.db.batches import Stopped, delete_in_batches
+from gloveapp.lib.db.outages import is_database_outage
 from gloveapp.live.eventlog import live_events_prune
-from gloveapp.turns.services import turn_steps_prune, turns_prune
+from gloveapp.turns.lifecycle import turns_prune
+from gloveapp.turns.steps import turn_steps_prune
 from inbox.services import inbox_items_prune
 from mesh.services import mesh_prune
 
@@ -90,6 +93,7 @@ RETENTION: tuple[Retention, ...] = (
     Retention("decided approvals", "GLOVE_RETAIN_APPROVALS_DAYS", approvals_prune),
     Retention("finished turns", "GLOVE_RETAIN_TURNS_DAYS", turns_prune),
     Retention("turn timeline steps", "GLOVE_RETAIN_TURN_STEPS_DAYS", turn_steps_prune),
+    Retention("budget ledger", "GLOVE_RETAIN_BUDGET_LEDGER_DAYS", budget_ledger_prune),
 )
 
 
@@ -100,6 +104,8 @@ def retention_apply() -> dict[str, int]:
     for log in partitions.LOGS:
         try:
             partitions.partitions_ensure(log.table, column=log.column, now=timezone.now())
+        except Stopped:
+            raise
         except Exception as error:
             if is_database_outage(error):
                 raise
@@ -114,6 +120,8 @@ def retention_apply() -> dict[str, int]:
             continue
         try:
             pruned[policy.name] = policy.prune(older_than=timedelta(days=days))
+        except Stopped:
+            raise  # the worker is stopping: the next round goes on
         except Exception as error:
             if is_database_outage(error):
                 raise

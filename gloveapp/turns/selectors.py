@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gloveapp.conversations.models import Message
 from gloveapp.core.display import PERMISSION_RENDERER, Slot
 from gloveapp.core.display import visible_slots as strategy_filter
+from gloveapp.lib.paging import Cursor
 from gloveapp.turns.models import ENDED_WITH_NOTE, UNFINISHED, Turn, TurnSlot
-from gloveapp.turns.services import slot_address, slot_public_id
+from gloveapp.turns.slots import slot_address, slot_public_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +117,32 @@ def slot_exists(session_id: str, public_id: str) -> bool:
     return TurnSlot.objects.filter(session_id=session_id, turn_id=turn_pk, slot_id=slot_id).exists()
 
 
+@dataclass(frozen=True)
+class AnsweredSlot:
+    """What an answer is checked against: the slot's renderer and the tool that pushed it."""
+
+    renderer: str
+    tool_name: str
+    waits_for_answer: bool
+
+
+def slot_to_answer(session_id: str, public_id: str) -> AnsweredSlot | None:
+    """The session's slot `public_id` names (answered or not), None for an outsider's guess
+    or an unknown id alike."""
+    address = slot_address(public_id)
+    if address is None:
+        return None
+    turn_pk, slot_id = address
+    row = (
+        TurnSlot.objects.filter(session_id=session_id, turn_id=turn_pk, slot_id=slot_id)
+        .values_list("renderer", "tool_name", "waits_for_answer")
+        .first()
+    )
+    if row is None:
+        return None
+    return AnsweredSlot(renderer=row[0] or "", tool_name=row[1] or "", waits_for_answer=row[2])
+
+
 def is_busy(session_id: str) -> bool:
     """Whether a turn of the session is running, parked on a person or waiting to run, in
     any process."""
@@ -157,3 +185,63 @@ def ended_turn_notes(
     if to_seq is not None:
         notes = notes.filter(end_seq__lte=to_seq)
     return list(notes.select_related("stopped_by").order_by("end_seq", "id"))
+
+
+FINISHED = (Turn.Status.DONE, Turn.Status.FAILED, Turn.Status.CANCELLED)
+
+
+def turns_page(
+    session_id: str, *, limit: int, cursor: Cursor | None = None
+) -> tuple[list[Turn], Cursor | None]:
+    """One page of the session's turns, newest first, from `cursor` on; and the cursor of
+    the next page, None on the last. Turns are numbered in the order they were queued, so
+    the id alone is the key: one probe of the (session, id) index for any page."""
+    turns = Turn.objects.filter(session_id=session_id).order_by("-id")
+    if cursor is not None:
+        turns = turns.filter(pk__lt=cursor.tie)
+    rows = list(turns[: limit + 1])
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    return rows, Cursor(at=rows[-1].created_at, tie=rows[-1].pk)
+
+
+def turn_reply(turn: Turn) -> str | None:
+    """What the agent answered in a finished turn (its last message with text), None when it
+    did not finish or said nothing. The turn's messages lie after its `base_seq`, before the
+    next turn's."""
+    if turn.status != Turn.Status.DONE:
+        return None
+    messages = Message.objects.filter(
+        session_id=turn.session_id, seq__gt=turn.base_seq or 0, sender="agent"
+    )
+    following = (
+        Turn.objects.filter(session_id=turn.session_id, pk__gt=turn.pk, base_seq__isnull=False)
+        .order_by("id")
+        .values_list("base_seq", flat=True)
+        .first()
+    )
+    if following is not None:
+        messages = messages.filter(seq__lte=following)
+    return messages.exclude(text="").order_by("-seq").values_list("text", flat=True).first()
+
+
+def open_prompts(turn: Turn) -> list[TurnSlot]:
+    """The turn's slots that wait for an answer now, in push order."""
+    return list(
+        TurnSlot.objects.filter(
+            turn=turn, status=TurnSlot.Status.OPEN, waits_for_answer=True
+        ).order_by("pk")
+    )
+
+
+def turn_settled(turn: Turn) -> bool:
+    """Whether a caller that waits on the turn can stop waiting: it ended, or it waits on
+    someone (a slot open for an answer), so only an answer moves it on."""
+    if turn.status in FINISHED:
+        return True
+    if turn.status == Turn.Status.QUEUED:
+        return False
+    return TurnSlot.objects.filter(
+        turn=turn, status=TurnSlot.Status.OPEN, waits_for_answer=True
+    ).exists()

@@ -17,7 +17,10 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from gloveapp.agents.config import AgentSpec, configured_model, get_agent_spec
+from gloveapp.agents.config import AgentSpec, configured_model
+from gloveapp.agents.handoff_config import handoff_of
+from gloveapp.conversations import handoff
+from gloveapp.conversations.append import FencedOff
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.tool_frames import (
     TOOL_FRAMES,
@@ -29,7 +32,8 @@ from gloveapp.conversations.tool_frames import (
     with_reading,
 )
 from gloveapp.core.abort import AbortSignal
-from gloveapp.core.approvals import APPROVAL_RENDERER
+from gloveapp.core.approvals.policy import APPROVAL_RENDERER
+from gloveapp.core.builtin_tools import create_request_human_tool
 from gloveapp.core.compaction import CompactionConfig
 from gloveapp.core.display import PERMISSION_RENDERER, DisplayManager, Slot
 from gloveapp.core.glove import Glove
@@ -37,11 +41,13 @@ from gloveapp.core.providers.errors import ModelConfigurationError, ModelProvide
 from gloveapp.core.tools import Tool
 from gloveapp.core.types import Message
 from gloveapp.live.transient import broadcast_transient
-from gloveapp.ormstore.store import DjangoStore
-from gloveapp.turns import services
+from gloveapp.turns import claim, fence, person_gate, submit
 from gloveapp.turns.extensions import model_provider_of, mount_extensions
 from gloveapp.turns.models import MeshPeer, Turn
 from gloveapp.turns.observe_turn import TurnObserver
+from gloveapp.turns.spending import Spending, SpendingStopped
+from gloveapp.turns.turn_store import TurnStore
+from gloveapp.versions.selectors import agent_spec_at
 from mesh.core import AgentIdentity, mount_mesh, unmount_mesh
 from mesh.layers import build_transport, get_mesh_transport, mesh_config
 from mesh.transports.database import DatabaseMeshTransport
@@ -62,9 +68,10 @@ def inbox_ttl() -> timedelta | None:
 
 
 def turn_agent(turn: Turn) -> AgentSpec:
-    """The agent of the turn's session (an unknown one raises ImproperlyConfigured)."""
+    """The agent of the turn's session as the turn's version makes it (an unknown agent
+    raises ImproperlyConfigured)."""
     agent_name = Session.objects.values_list("agent_name", flat=True).get(pk=turn.session_id)
-    return get_agent_spec(agent_name)
+    return agent_spec_at(agent_name, turn.agent_version_id)
 
 
 def model_provider(spec: AgentSpec) -> str:
@@ -91,12 +98,27 @@ async def answer_turn(
     the calls in `rerun` (they waited on a person) run again and find their answers.
     `observer` times and counts its model and tool calls (metrics, usage, timeline)."""
     session_id = turn.session_id
-    model = configured_model(agent=spec.name, spec=spec.model)
+    # The claim's gate: a turn of a chat a person answers never calls the model.
+    await sync_to_async(person_gate.check_agent_answers)(turn)
+    model = configured_model(agent=spec.name, spec=spec.model, model_settings=spec.model_settings)
     if observer is not None:
         model = observer.observe_model(model)
+    model = PersonGatedModel(model, turn)
+    adapter_name = getattr(model, "name", "")
+    if observer is not None:
+        observer.counts_on_store = True
+    # Fenced: once another worker took the turn back, or a person took the chat over, this
+    # attempt stores nothing more. Each reply's tokens are counted with it, on the session,
+    # the turn and its model.
+    store = TurnStore(
+        turn,
+        inbox_ttl=inbox_ttl(),
+        model=(lambda: observer.model) if observer is not None else (lambda: adapter_name),
+        stored=observer.stored if observer is not None else None,
+        fence=person_gate.gated_fence(turn, fence.turn_fence(turn)),
+    )
     glove = Glove(
-        # Fenced: once another worker took the turn back, this attempt stores nothing more.
-        store=DjangoStore(session_id, inbox_ttl=inbox_ttl(), fence=services.turn_fence(turn)),
+        store=store,
         model=model,
         display_manager=display,
         system_prompt=spec.system_prompt,
@@ -105,6 +127,8 @@ async def answer_turn(
     )
     for tool in tools.values():
         glove.fold(tool)
+    if handoff_of(spec).tool:
+        glove.fold(request_human_tool(turn, spec))
 
     readings: dict[str, dict[str, Any]] = {}
 
@@ -116,14 +140,15 @@ async def answer_turn(
 
     glove.add_subscriber(forward)
     if observer is not None:
+        observer.tool_names = glove.tool_names
         glove.add_subscriber(observer.on_event)
     glove.build()
-    resume = turn.continues and await sync_to_async(services.turn_request_stored)(turn)
+    resume = turn.continues and await sync_to_async(claim.turn_request_stored)(turn)
     if resume:
-        stored = await sync_to_async(services.turn_stored_reply)(turn)
+        stored = await sync_to_async(claim.turn_stored_reply)(turn)
         if stored is not None:
             return stored  # answered before its worker could finish it: not twice
-    if turn.source == services.MESH_SOURCE and not resume:
+    if turn.source == submit.MESH_SOURCE and not resume:
         if not await glove.store.get_resolved_inbox_items():
             # A wake-up whose mail an earlier turn already read: no model call for nothing.
             return ""
@@ -139,16 +164,72 @@ async def answer_turn(
             tools=tools,
             inbox_ttl=inbox_ttl(),
         ):
-            if resume:
-                result = await glove.resume_request(abort=abort, rerun=rerun)
-            else:
-                result = await glove.process_request(turn.text, abort=abort)
+            # Every model call of the turn (subagents' too) within its budgets.
+            spending = Spending(turn=turn, display=display, session_id=session_id).begin()
+            try:
+                if resume:
+                    result = await glove.resume_request(abort=abort, rerun=rerun)
+                else:
+                    result = await glove.process_request(turn.text, abort=abort)
+            except FencedOff:
+                if await sync_to_async(fence.turn_holds)(turn):
+                    # The turn is still this worker's: the gate refused it, a person
+                    # answers now. Its reply is withheld.
+                    raise person_gate.PersonAnswers(session_id) from None
+                raise
+            finally:
+                Spending.end(spending)
     finally:
         if leave_mesh is not None:
             await leave_mesh()
     if isinstance(result, Message):  # a hook ended the request with its own message
         return result.text
     return result.messages[-1].text if result.messages else ""
+
+
+class PersonGatedModel:
+    """The turn's model, asked only while the agent answers the chat: a person who took it
+    over meanwhile stops the turn before its next model call (`PersonAnswers`)."""
+
+    def __init__(self, inner: Any, turn: Turn) -> None:
+        self._inner = inner
+        self._turn = turn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def prompt(self, messages: Any, tools: Any, notify: Any, abort: Any = None) -> Any:
+        await sync_to_async(person_gate.check_agent_answers)(self._turn)
+        result = await self._inner.prompt(messages, tools, notify, abort)
+        if getattr(result, "stop_reason", None) in person_gate.REFUSALS:
+            self._turn.refused = True  # counts for the agent's "after N failed turns" rule
+        return result
+
+
+def request_human_tool(turn: Turn, spec: AgentSpec) -> Tool:
+    """`glove_request_human` for this turn: the chat goes to the agent's handoff group's
+    queue, asked by the agent (this turn's closing words still land, nothing after)."""
+    group = handoff_of(spec).group
+
+    def hand_off(reason: str) -> str:
+        try:
+            handoff.handoff_request(
+                session_id=turn.session_id,
+                reason=reason,
+                group=group,
+                actor=handoff.Actor(label=f"the agent ({spec.name})"),
+                via="tool",
+                turn_id=turn.pk,
+            )
+        except handoff.HandoffConflict:
+            # Asked by this turn already (a retried call): the same answer again; anything
+            # else (a person holds the chat) is the tool's error, which the model reads.
+            if not handoff.agent_answers(turn.session_id, turn.pk):
+                raise
+        who = f"a person from the {group}" if group else "a person"
+        return handoff.started_note(who=who, reason=reason, by="The agent")
+
+    return create_request_human_tool(sync_to_async(hand_off))
 
 
 async def read_tool_frame(
@@ -187,6 +268,8 @@ def slot_template(tools: dict[str, Tool], slot: Slot) -> str:
 
 def readable_error(error: BaseException) -> str:
     """What the page says about a failed turn: plain words, no internals."""
+    if isinstance(error, SpendingStopped):
+        return str(error)
     if isinstance(error, Session.DoesNotExist):
         return "This conversation no longer exists."
     if isinstance(error, ImproperlyConfigured):

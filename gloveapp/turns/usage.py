@@ -13,7 +13,7 @@ from gloveapp.conversations.models import Session
 from gloveapp.observe.cost import Cost, Usage, total_cost
 from gloveapp.turns.models import SessionUsage, Turn
 
-# Tokens a session counted that no turn recorded with its model.
+# Tokens a session counted that no turn recorded with its model (a remote client's loop).
 UNRECORDED_MODEL = "(model not recorded)"
 _USAGE_SUMS = {
     "tokens_in": Sum("tokens_in"),
@@ -41,7 +41,8 @@ def turn_cost(turn: Turn) -> Cost:
 def session_usage_cost(session: Session) -> Cost:
     """A session's cost: its turns' usage by model, priced. Tokens the session counted that
     no turn recorded (a remote client's own loop, a turn whose worker died) are of a model
-    nobody stored: their cost is said to be unknown."""
+    nobody stored: their cost is said to be unknown. (A server's turns count each reply's
+    tokens on their model as they store it: `turn_store`.)"""
     if not (session.tokens_in_total or session.tokens_out_total):
         return Cost()  # nothing used yet: no read of its turns
     # A row per model the session's turns used (kept by `turn_finish`), not its turns.

@@ -1,15 +1,16 @@
 """The admin's usage page: what a staff member reads at a glance, per day over a window.
 
 Turns per day (by how they ended), p50/p95 turn duration, tokens and cost per agent, tool
-failures, time waiting on a person and time in the queue, all read from the turn timeline
-(`TurnStep`, indexed by its start and kept GLOVE_RETAIN_TURN_STEPS_DAYS), plus the queue
-depth now. One bounded read: at most `MAX_STEPS` steps, the newest; the page says when the
-window held more. The charts are drawn by Chart.js, vendored (gloveapp/static/vendor).
+failures, time waiting on a person and time in the queue, read from the days' summaries
+(`UsageDay`, kept by `turns.usage_rollup` from the turn timeline): at most MAX_DAYS rows,
+whatever the steps' number, among them the handoffs' figures (`handoff_usage`: time to a
+person, handoff rate per agent, hand-backs); plus the queue depth now. Cost is priced here, from the tokens
+kept per agent and model, so a change of GLOVE_MODEL_PRICES shows at once. The charts are
+drawn by Chart.js, vendored (gloveapp/static/vendor).
 """
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -20,10 +21,9 @@ from django.utils import timezone
 
 from gloveapp.agents.config import model_prices
 from gloveapp.observe.cost import Usage, cost_of, price_for
-from gloveapp.turns.models import Turn, TurnStep
-
-MAX_STEPS = 100_000
-MAX_DAYS = 90
+from gloveapp.turns.handoff_usage import HandoffDay, handoff_usage
+from gloveapp.turns.models import Turn, UsageDay
+from gloveapp.turns.usage_rollup import MAX_DAYS, DaySummary
 
 
 @dataclass
@@ -32,89 +32,72 @@ class UsageReport:
     charts: dict[str, Any] = field(default_factory=dict)
     queued_now: int = 0
     running_now: int = 0
-    truncated: bool = False
+    waiting_now: int = 0  # parked on a person (an approval, a prompt): no worker holds them
+    # Days of the window not summed yet (a worker's scheduler, or `manage.py usage_rollup`).
+    missing_days: int = 0
+    summed_at: datetime | None = None
     unpriced_models: list[str] = field(default_factory=list)
-
-
-def _percentile(values: list[float], fraction: float) -> float | None:
-    if not values:
-        return None
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[int(fraction * 100) - 1]
+    # Time to a person, handoff rate per agent, hand-backs (`handoff_usage`).
+    handoffs: dict[str, Any] = field(default_factory=dict)
 
 
 def usage_report(*, days: int = 14) -> UsageReport:
     days = max(1, min(days, MAX_DAYS))
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)
-    since = timezone.make_aware(datetime.combine(first, datetime.min.time()))
     labels = [(first + timedelta(days=n)).isoformat() for n in range(days)]
-    rows = list(
-        TurnStep.objects.filter(started_at__gte=since)
-        .order_by("-started_at")
-        .values_list(
-            "kind",
-            "name",
-            "outcome",
-            "started_at",
-            "duration_ms",
-            "attempt",
-            "detail",
-            "turn__session__agent_name",
-            "turn__created_at",
-        )[: MAX_STEPS + 1]
-    )
-    truncated = len(rows) > MAX_STEPS
-    rows = rows[:MAX_STEPS]
+    rows = {
+        row.day.isoformat(): row
+        for row in UsageDay.objects.filter(day__gte=first, day__lte=today).only(
+            "day", "summary", "computed_at"
+        )
+    }
 
     turns: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    durations: dict[str, list[float]] = defaultdict(list)
-    queue_waits: dict[str, list[float]] = defaultdict(list)
+    durations: dict[str, dict[str, float | None]] = {"p50": {}, "p95": {}}
+    queue_p95: dict[str, float | None] = {}
     tokens: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     cost: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     tool_failures: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     waiting: dict[str, float] = defaultdict(float)
+    agent_turns: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    handoff_days: dict[str, HandoffDay] = {}
     unpriced: set[str] = set()
     prices = model_prices()
-    for kind, name, outcome, started_at, duration_ms, attempt, detail, agent, created in rows:
-        day = timezone.localtime(started_at).date().isoformat()
-        agent = agent or "(none)"
-        if kind == TurnStep.Kind.ATTEMPT:
-            if outcome:
-                turns[outcome][day] += 1
-            if duration_ms is not None and outcome == Turn.Status.DONE:
-                durations[day].append(duration_ms / 1000)
-            if attempt == 1 and created is not None:
-                queue_waits[day].append(max((started_at - created).total_seconds(), 0.0))
-        elif kind == TurnStep.Kind.MODEL and detail:
-            usage = Usage(
-                tokens_in=detail.get("input_tokens") or 0,
-                tokens_out=detail.get("output_tokens") or 0,
-                cache_read=detail.get("cache_read_tokens") or 0,
-                cache_write=detail.get("cache_write_tokens") or 0,
-            )
-            tokens[agent][day] += usage.tokens_in + usage.tokens_out
-            price = price_for(name, prices)
-            if price is None:
-                if not usage.empty:
-                    unpriced.add(name)
-            else:
-                cost[agent][day] += cost_of(usage, price)
-        elif kind == TurnStep.Kind.TOOL and outcome == "error":
-            tool_failures[name][day] += 1
-        elif kind == TurnStep.Kind.WAIT and duration_ms is not None:
-            waiting[day] += duration_ms / 60_000
+    for day, row in rows.items():
+        summary = DaySummary.of(row.summary)
+        for outcome, count in summary.turns.items():
+            turns[outcome][day] += count
+        durations["p50"][day] = summary.duration_p50
+        durations["p95"][day] = summary.duration_p95
+        queue_p95[day] = summary.queue_p95
+        for agent, per_model in summary.usage.items():
+            for model, (tokens_in, tokens_out, cache_read, cache_write) in per_model.items():
+                usage = Usage(
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
+                    cache_read=cache_read,
+                    cache_write=cache_write,
+                )
+                tokens[agent][day] += usage.tokens_in + usage.tokens_out
+                price = price_for(model, prices)
+                if price is None:
+                    if not usage.empty:
+                        unpriced.add(model)
+                else:
+                    cost[agent][day] += cost_of(usage, price)
+        for tool, count in summary.tool_failures.items():
+            tool_failures[tool][day] += count
+        waiting[day] += summary.waiting_minutes
+        for agent, count in summary.agent_turns.items():
+            agent_turns[agent][day] += count
+        handoff_days[day] = HandoffDay.of(summary.handoffs)
 
     def series(per_day: dict[str, Any], cast=float) -> list[Any]:
         return [cast(per_day.get(day, 0)) for day in labels]
 
-    def quantile_series(values: dict[str, list[float]], fraction: float) -> list[Any]:
-        out = []
-        for day in labels:
-            found = _percentile(values.get(day, []), fraction)
-            out.append(None if found is None else round(found, 3))
-        return out
+    def kept_series(per_day: dict[str, float | None]) -> list[float | None]:
+        return [per_day.get(day) for day in labels]
 
     charts = {
         "turns": {
@@ -133,8 +116,8 @@ def usage_report(*, days: int = 14) -> UsageReport:
             "type": "line",
             "unit": "s",
             "datasets": [
-                {"label": "p50", "data": quantile_series(durations, 0.5)},
-                {"label": "p95", "data": quantile_series(durations, 0.95)},
+                {"label": "p50", "data": kept_series(durations["p50"])},
+                {"label": "p95", "data": kept_series(durations["p95"])},
             ],
         },
         "tokens": {
@@ -177,17 +160,24 @@ def usage_report(*, days: int = 14) -> UsageReport:
             "title": "Time in the queue (s), p95",
             "type": "line",
             "unit": "s",
-            "datasets": [{"label": "p95", "data": quantile_series(queue_waits, 0.95)}],
+            "datasets": [{"label": "p95", "data": kept_series(queue_p95)}],
         },
     }
-    live = Turn.objects.filter(status__in=(Turn.Status.QUEUED, Turn.Status.RUNNING))
+    handoffs = handoff_usage(days=labels, summaries=handoff_days, agent_turns=agent_turns)
+    charts.update(handoffs.charts)
+    live = Turn.objects.filter(
+        status__in=(Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.WAITING)
+    )
     return UsageReport(
         days=labels,
         charts=charts,
         queued_now=live.filter(status=Turn.Status.QUEUED).count(),
         running_now=live.filter(status=Turn.Status.RUNNING).count(),
-        truncated=truncated,
+        waiting_now=live.filter(status=Turn.Status.WAITING).count(),
+        missing_days=days - len(rows),
+        summed_at=max((row.computed_at for row in rows.values()), default=None),
         unpriced_models=sorted(unpriced),
+        handoffs=handoffs.summary,
     )
 
 

@@ -2,7 +2,7 @@
 
 The domain lives here: models, paths (Django-free), services, selectors, exchange (JSONL),
 render (docs read from disk as safe HTML), tools (the MCP tools' contract), admin. Its edges
-sit in the edge packages: `gloveapp.api.workspace_mcp` (the MCP server at /mcp/<id>),
-`gloveapp.api.workspace_inbox` (REST), `gloveapp.pages.workspace_inbox` and
+sit in the edge packages: `gloveapp.api.mcp.server` (the MCP server at /mcp/<id>),
+`gloveapp.api.mcp.inbox` (REST), `gloveapp.pages.workspace_inbox` and
 `gloveapp.pages.workspace_consumer` (the page and its websocket).
 """

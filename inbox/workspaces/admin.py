@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from gloveapp.admin_lists import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
+from gloveapp.lib.admin import ExactValueFilter, FixedChoicesFilter, ScaleAdmin
 from inbox.workspaces.models import Notification, Workspace, WorkspaceEntry
 
 

@@ -176,6 +176,9 @@ class Notification(models.Model):
             models.Index(fields=["user", "created_at"], name="notification_user_time"),
             # The admin's list, newest first.
             models.Index(fields=["created_at", "id"], name="notification_created_idx"),
+            # The admin's filters, newest first, whatever the value.
+            models.Index(fields=["urgency", "created_at", "id"], name="notification_urgency_idx"),
+            models.Index(fields=["source", "created_at", "id"], name="notification_source_idx"),
         ]
 
     def __str__(self) -> str:

@@ -98,7 +98,7 @@ def check_relative(rel: object) -> str:
     if normal == ".." or normal.startswith("../") or os.path.isabs(normal):
         raise PathRefused(f"refused to escape workspace: {rel}")
     # One name per file: `note.txt/`, `./note.txt`, `a/../note.txt` and `a//note.txt` all
-    # open the same file as `note.txt` (or fail oddly), so they are refused (issue 22).
+    # open the same file as `note.txt` (or fail oddly), so they are refused.
     if rel.endswith("/"):
         raise PathRefused(f"must name a file, not end with a slash: {rel}")
     if any(segment in ("", ".", "..") for segment in rel.split("/")):

@@ -4,7 +4,8 @@ Every read goes through `paths.open_inside` (inside the root after resolving sym
 capped in size); Markdown and HTML are sanitised with nh3; code is highlighted server-side
 with Pygments, so the page needs no script from anywhere.
 
-Rendering is bounded (issue 22: a 750 KB file of nested `<div>`s cost the sanitiser 112 s).
+Rendering is bounded, because deeply nested HTML can hold the sanitiser for minutes (the
+figures: docs/explanation/workspace-inbox.md).
 Before anything is parsed, a linear scan estimates the cost: HTML nested deeper than
 `GLOVE_WORKSPACE_RENDER_MAX_DEPTH` or with more than `GLOVE_WORKSPACE_RENDER_MAX_ELEMENTS`
 tags (Markdown: twice as many markup characters) is not rendered ("too complex to render

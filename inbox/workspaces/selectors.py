@@ -49,7 +49,7 @@ def parse_limit(raw: Any, *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LI
     if value < 1:
         raise BadParameter("limit", "must be a positive integer")
     if value > maximum:
-        # Refused, not clamped: a caller asking for more would silently get less (issue 22).
+        # Refused, not clamped: a caller asking for more would silently get less.
         raise BadParameter("limit", f"must be at most {maximum}")
     return value
 

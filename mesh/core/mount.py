@@ -19,7 +19,7 @@ import time
 import weakref
 from typing import Any
 
-from gloveapp.core.store import InboxTransitionError, supports_inbox
+from gloveapp.core.store import InboxStore, InboxTransitionError, supports_inbox
 from gloveapp.core.types import InboxItem, now_iso
 from mesh.core.adapter import MeshAdapter, Unsubscribe
 from mesh.core.errors import MeshStoreUnsupportedError
@@ -58,7 +58,8 @@ class MeshMount:
     ) -> None:
         self.agent = agent
         self.receive = receive
-        self.store = agent.store
+        # An inbox store: `mount_mesh` refuses any other (MeshStoreUnsupportedError).
+        self.store: InboxStore = agent.store
         self.adapter = adapter
         self.identity = identity
         # message id -> waiting item id; a cache of what the store holds, never the truth.
@@ -87,8 +88,8 @@ class MeshMount:
         finder = getattr(self.store, "find_inbox_item_by_tag", None)
         tag = waiting_tag(message_id)
         if callable(finder):
-            item = await finder(tag)
-            return item.id if item is not None else None
+            found: InboxItem | None = await finder(tag)
+            return found.id if found is not None else None
         for item in await self.store.get_inbox_items():
             if item.tag == tag:
                 return item.id

@@ -1,5 +1,5 @@
 # The mesh's sender and delivery records become partitioned by day on PostgreSQL
-# (gloveapp/partitions.py): retention drops whole days instead of deleting rows. "One sender
+# (gloveapp/lib/db/partitions.py): retention drops whole days instead of deleting rows. "One sender
 # per message id" and "one delivery per message and recipient" stay: a unique index per
 # day, and across days the advisory lock every writer takes on the key (`mesh.services`).
 # SQLite keeps the plain tables and their keys. Reversible: the reverse puts the rows back
@@ -7,7 +7,7 @@
 
 from django.db import migrations
 
-from gloveapp.partitions import partition_table, unpartition_table
+from gloveapp.lib.db.partitions import partition_table, unpartition_table
 
 SENDERS = "mesh_meshsentmessage"
 SENDERS_UNIQUE = (("mesh_one_sender_per_message", ("message_id",)),)

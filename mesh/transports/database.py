@@ -23,9 +23,9 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from gloveapp.db import Backoff, healing
-from gloveapp.wake import MESH as WAKE_MESH
-from gloveapp.wake import WakeListener
+from gloveapp.lib.db.outages import Backoff, healing
+from gloveapp.lib.wake import MESH as WAKE_MESH
+from gloveapp.lib.wake import WakeListener
 from mesh import services
 from mesh.core.adapter import MeshHandler, Unsubscribe
 from mesh.core.errors import MeshAccessDeniedError, MeshUnknownAgentError, MeshUnknownMessageError
@@ -39,7 +39,7 @@ WAKE_RECHECK_SECONDS = 1.0
 
 def _run(function: Any) -> Any:
     # A call that fails because the database went away closes its thread's broken
-    # connection: the next one opens a new connection (gloveapp.db).
+    # connection: the next one opens a new connection (gloveapp.lib.db).
     return sync_to_async(healing(function), thread_sensitive=True)
 
 
@@ -216,7 +216,7 @@ class DatabaseMeshAdapter:
 
     async def _poll(self, cursor: int, handler: MeshHandler) -> None:
         backoff = Backoff(f"[mesh-db] {self.agent_id}'s deliveries", log=logger)
-        # SQLite: a sender on this machine wakes us (gloveapp.wake), so an idle recipient
+        # SQLite: a sender on this machine wakes us (gloveapp.lib.wake), so an idle recipient
         # looks only every WAKE_RECHECK_SECONDS (a lost wake-up's safety net), not every
         # poll_interval. Elsewhere (no wake-ups) it polls as before.
         arrived = asyncio.Event()

@@ -6,6 +6,7 @@ skill ("use the brew-guide skill")."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -61,6 +62,7 @@ async def results(session_id: str) -> list[dict]:
     return await sync_to_async(_results)(session_id)
 
 
+@pytest.mark.process
 async def test_it_asks_the_time_server_by_its_bare_command(session_id):
     await say(session_id, "time: what time is it in Tokyo?")
 
@@ -68,7 +70,10 @@ async def test_it_asks_the_time_server_by_its_bare_command(session_id):
     assert result["tool_name"] == "time__get_current_time"
     assert result["result"]["status"] == "success", result
     assert json.loads(result["result"]["data"])["timezone"] == "Asia/Tokyo"
-    assert "The time MCP server's get_current_time answered" in await last_reply(session_id)
+    reply = await last_reply(session_id)
+    # In words a customer reads: no JSON, no ISO timestamp.
+    assert "The time server answered (get current time): timezone Asia/Tokyo" in reply
+    assert "{" not in reply and not re.search(r"\d{4}-\d{2}-\d{2}T", reply), reply
 
 
 async def test_it_delegates_to_a_subagent_when_the_user_mentions_it(session_id):

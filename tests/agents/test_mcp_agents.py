@@ -91,6 +91,7 @@ async def newest_turn(session_id: str) -> Turn:
     return await sync_to_async(Turn.objects.filter(session_id=session_id).latest)("id")
 
 
+@pytest.mark.process
 async def test_it_reads_the_real_time_from_the_stdio_server(settings, script, session_id):
     configure(settings, time_server())
     script += [calls(("time__get_current_time", {"timezone": "Europe/Paris"})), "It is late."]
@@ -103,6 +104,7 @@ async def test_it_reads_the_real_time_from_the_stdio_server(settings, script, se
     assert (await newest_turn(session_id)).status == "done"
 
 
+@pytest.mark.process
 async def test_it_asks_before_an_mcp_tool_that_is_not_read_only(
     settings, script, session_id, everything
 ):
@@ -121,6 +123,7 @@ async def test_it_asks_before_an_mcp_tool_that_is_not_read_only(
     assert "logging" in result["data"].lower()
 
 
+@pytest.mark.process
 async def test_it_uses_one_session_per_server_and_closes_it_at_the_turns_end(
     settings, script, session_id, everything
 ):
@@ -139,6 +142,7 @@ async def test_it_uses_one_session_per_server_and_closes_it_at_the_turns_end(
     assert "Received session termination request" in everything.log()
 
 
+@pytest.mark.process
 async def test_it_says_on_the_page_that_a_server_is_down(settings, script, session_id, owner):
     configure(
         settings,
@@ -158,6 +162,7 @@ async def test_it_says_on_the_page_that_a_server_is_down(settings, script, sessi
     assert "The MCP server &#x27;weather&#x27; is unavailable" in page.content.decode()
 
 
+@pytest.mark.process
 async def test_it_gives_a_tool_error_when_the_server_dies_mid_turn(
     settings, script, session_id, everything
 ):

@@ -90,6 +90,7 @@ def stored_results(session_id: str) -> list[tuple[dict, int]]:
     ]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("tool", ["big__big_text", "big__big_structured"])
 async def test_a_20_mb_result_is_cut_for_the_model_the_row_and_the_page(
     session_id, owner, model_calls, tool
@@ -125,6 +126,7 @@ async def test_a_20_mb_result_is_cut_for_the_model_the_row_and_the_page(
     assert kept.size > TWENTY_MB and len(gzip.decompress(kept.content)) == kept.size
 
 
+@pytest.mark.process
 async def test_only_the_owner_and_staff_download_the_whole(session_id, owner, model_calls):
     replies, _ = model_calls
     replies += [calls(("big__big_text", {"megabytes": 1})), "Done."]

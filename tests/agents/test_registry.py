@@ -170,6 +170,21 @@ def test_it_reports_a_broken_mcp_server_and_an_unknown_subagent(settings):
     ]
 
 
+def test_it_reports_a_handoff_entry_it_cannot_read_instead_of_turning_the_handoff_off(settings):
+    settings.GLOVE_AGENTS = {
+        "coffee": {
+            "factory": "gloveapp.demo.coffee.build_agent",
+            "handoff": {"group": "baristas", "max_queue_wait_second": 600},
+        }
+    }
+
+    messages = [m.msg for m in run_checks(tags=["glove"]) if m.id == "glove.E010"]
+
+    assert messages == [
+        "GLOVE_AGENTS['coffee']['handoff']: unknown key(s) max_queue_wait_second",
+    ]
+
+
 def test_it_adds_the_settings_extensions_to_the_factorys_agent(settings):
     settings.GLOVE_AGENTS = {
         "ping": {

@@ -51,9 +51,10 @@ class LiveServer:
     ) -> None:
         """`sharing`: a second server process on the first one's database and secret key
         (it neither creates, migrates nor drops that database). `server`: daphne (as `make
-        run`), uvicorn (the websocket server of `make serve-prod`) or granian (ASGI)."""
-        if server not in ("daphne", "uvicorn", "granian"):
-            raise ValueError("server must be daphne, uvicorn or granian")
+        run`), uvicorn (the websocket server of `make serve-prod`), granian (ASGI) or
+        granian-wsgi (the HTTP server of `make serve-prod`: gloveapp.wsgi, no websockets)."""
+        if server not in ("daphne", "uvicorn", "granian", "granian-wsgi"):
+            raise ValueError("server must be daphne, uvicorn, granian or granian-wsgi")
         self.server = server
         self._shared = sharing is not None
         if sharing is not None:
@@ -118,6 +119,20 @@ class LiveServer:
         self.workers.append(worker)
         return worker
 
+    def start_process(self, *args: str) -> subprocess.Popen:
+        """Another `manage.py` process beside the server (`run_agent roastery ...`, as `make
+        run` starts the demo's mesh peer), stopped with the workers."""
+        log = open(self._folder / f"worker{len(self.workers)}.log", "wb")
+        process = subprocess.Popen(
+            [PYTHON, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.workers.append(process)
+        return process
+
     def _command(self) -> list[str]:
         if self.server == "uvicorn":  # the websocket server of `make serve-prod`
             return [
@@ -134,6 +149,20 @@ class LiveServer:
                 "--no-access-log",
                 "--backlog",
                 "2048",
+            ]
+        if self.server == "granian-wsgi":  # the HTTP server of `make serve-prod`
+            return [
+                GRANIAN,
+                "--interface",
+                "wsgi",
+                "gloveapp.wsgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--no-ws",
+                "--log-level",
+                "warning",
             ]
         if self.server == "granian":
             return [

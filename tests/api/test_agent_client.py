@@ -80,7 +80,7 @@ def answer_slot(
             assert second.value.status == 409
         answered.append(slot["renderer"])
     elif slot["answeredBy"] == "staff":
-        queue = staff._call("GET", "approvals/?view=all&status=open")["results"]
+        queue = staff._call("GET", "approvals/?view=all&status=open").json()["results"]
         [request] = [row for row in queue if row["tool"] == "checkout"]
         decided = staff.decide_approval(
             request["id"], "approve", fingerprint=request["fingerprint"]

@@ -200,7 +200,7 @@ def test_it_answers_503_naming_the_problem_when_the_model_is_misconfigured(
 
 
 async def test_its_done_frame_carries_both_cache_counts():
-    from gloveapp.api.chat import stream_model_turn
+    from gloveapp.api.store.chat import stream_model_turn
     from gloveapp.core.providers.scripted import ScriptedTurn
 
     model = ScriptedModel(

@@ -14,12 +14,10 @@ from rest_framework.test import APIClient
 from tests.api.test_chat import CHAT_BODY
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
-FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
-def ann(settings):
-    settings.PASSWORD_HASHERS = FAST_HASHERS
+def ann():
     return get_user_model().objects.create_user("ann", password="old-pw-123456")
 
 

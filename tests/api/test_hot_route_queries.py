@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from gloveapp.api.token_auth import CachedTokenAuthentication
+from gloveapp.api.common.token_auth import CachedTokenAuthentication
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

@@ -15,7 +15,7 @@ from django.core import signing
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from gloveapp.api.chat_url import SALT
+from gloveapp.api.store.chat_url import SALT
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.services import SERVER_ID_PREFIXES
 from gloveapp.core.types import InboxItem as CoreInboxItem

@@ -14,7 +14,7 @@ from django.db import connections
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from gloveapp.api.access import ChatRateThrottle
+from gloveapp.api.common.access import ChatRateThrottle
 from gloveapp.conversations.models import Message, Session
 from gloveapp.conversations.services import session_create
 from gloveapp.core import Message as CoreMessage
@@ -197,7 +197,7 @@ def test_two_writers_of_one_key_on_either_side_of_midnight_store_one_answer(
 
     from gloveapp.conversations.idempotency import idempotent_write
     from gloveapp.conversations.models import IdempotentRequest
-    from gloveapp.partitions import day_start, partition_name
+    from gloveapp.lib.db.partitions import day_start, partition_name
 
     table = IdempotentRequest._meta.db_table
     midnight = day_start(timezone.now())

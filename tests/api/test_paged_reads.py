@@ -4,10 +4,12 @@ pages (`limit`, `cursor` from the `Link` header)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
+from gloveapp.conversations import selectors
 from gloveapp.conversations.models import Message, Session
 from gloveapp.conversations.services import messages_append
 from gloveapp.core.types import Message as CoreMessage
@@ -154,6 +156,79 @@ def test_the_cap_counts_only_what_since_compaction_reads(owner_client, session_i
 
     assert response.status_code == 200
     assert [message["text"] for message in response.json()] == ["summary"]
+
+
+def _body(response) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def _seed_wired(session_id: str, texts: list[str]) -> None:
+    messages_append(
+        session_id=Session.objects.get(key=session_id).pk,
+        messages=[CoreMessage(sender="user", text=text) for text in texts],
+    )
+
+
+def test_the_unpaged_get_has_no_cap_unless_the_operator_sets_one(
+    owner_client, session_id, settings
+):
+    assert settings.GLOVE_HISTORY_UNPAGED_MAX is None
+    _seed(session_id, 2500)  # longer than one chunk (1,000): streamed
+
+    response = owner_client.get(URL)
+
+    assert response.status_code == 200
+    assert response.streaming
+    assert response["Content-Type"] == "application/json"
+    texts = [message["text"] for message in json.loads(_body(response))]
+    assert texts == [f"m{n}" for n in range(1, 2501)]
+
+
+def test_a_streamed_history_is_byte_for_byte_the_one_query_answer(
+    owner_client, session_id, monkeypatch
+):
+    _seed_wired(session_id, [f'm{n} é ☕ " \\ \u2028' for n in range(1, 24)])
+    _seed(session_id, 3)  # stored before Message.wire existed: rebuilt from the columns
+    _seed_wired(session_id, ["last"])
+    whole = owner_client.get(URL)
+    assert not whole.streaming
+
+    monkeypatch.setattr(selectors, "HISTORY_CHUNK", 5)
+    streamed = owner_client.get(URL)
+
+    assert streamed.streaming
+    assert _body(streamed) == whole.content
+    assert streamed["Content-Type"] == whole["Content-Type"]
+    assert len(json.loads(whole.content)) == 27
+
+
+def test_a_streamed_history_since_compaction_starts_at_the_marker(
+    owner_client, session_id, monkeypatch
+):
+    _seed(session_id, 12)
+    _seed_wired(session_id, ["older"])
+    messages_append(
+        session_id=Session.objects.get(key=session_id).pk,
+        messages=[CoreMessage(sender="user", text="summary", is_compaction=True)],
+    )
+    _seed_wired(session_id, [f"n{n}" for n in range(11)])
+    whole = owner_client.get(f"{URL}?since_compaction=1")
+    monkeypatch.setattr(selectors, "HISTORY_CHUNK", 4)
+
+    streamed = owner_client.get(f"{URL}?since_compaction=1")
+
+    assert streamed.streaming and not whole.streaming
+    assert _body(streamed) == whole.content
+    assert [m["text"] for m in json.loads(whole.content)] == ["summary"] + [
+        f"n{n}" for n in range(11)
+    ]
+
+
+def test_an_outsider_gets_404_for_a_long_history(other_client, session_id, monkeypatch):
+    monkeypatch.setattr(selectors, "HISTORY_CHUNK", 4)
+    _seed(session_id, 10)
+
+    assert other_client.get(URL).status_code == 404
 
 
 # -- GET /api/sessions ----------------------------------------------------------------------

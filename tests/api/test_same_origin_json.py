@@ -1,6 +1,6 @@
 """Same-origin JSON `fetch` with the session cookie needs no CSRF token; nothing else changes.
 
-The rule (gloveapp/api/auth.py): `Content-Type: application/json` and an `Origin` equal to
+The rule (gloveapp/api/common/auth.py): `Content-Type: application/json` and an `Origin` equal to
 the site's (or, with no Origin, `Sec-Fetch-Site: same-origin`). Everything else keeps
 Django's CSRF check, so these clients enforce it as a browser-facing server would.
 """

@@ -6,8 +6,11 @@ import itertools
 import json
 import time
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
+import httpx
 import pytest
 import schemathesis
 from django.test import Client
@@ -15,6 +18,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from schemathesis.core import NOT_SET
+
+from inbox.webhooks import sign
 
 # Every route times every way of bending a request: 100-200 s on a shared 2-core machine
 # (fuzzed first writes create sessions), past pytest's default 120 s.
@@ -91,6 +96,11 @@ def free_form_fields(schema: dict) -> frozenset[str]:
     return frozenset(names)
 
 
+def signed_route(operation) -> bool:
+    """Whether the operation takes a signed webhook request (`gloveSignature`)."""
+    return any("gloveSignature" in way for way in operation.definition.raw.get("security", []))
+
+
 def _dumps(body) -> str:
     # Deeply nested bodies are built by the test itself: encode them without recursion
     # limits getting in the way of the request the server must survive.
@@ -111,11 +121,31 @@ def test_it_serves_an_openapi_3_schema_and_its_docs(owner_client):
     assert owner_client.get("/api/docs/").status_code == 200
 
 
-# About 35 s of CPU; on a machine shared by several test runs that took over the default 120 s.
-@pytest.mark.timeout(600)
-def test_it_never_answers_a_fuzzed_request_with_a_5xx(owner_client, session_id, settings):
-    settings.GLOVE_WEBHOOK_SECRET = SECRET  # so signed-webhook headers are checked too
-    raw = owner_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+@dataclass
+class Fuzzed:
+    """What a fuzz run saw: 5xx answers, every status, and the credentialed ones."""
+
+    failures: list[str] = field(default_factory=list)
+    seen: list[int] = field(default_factory=list)
+    credentialed: list[int] = field(default_factory=list)
+
+    def check(self, operations: int, examples: int) -> None:
+        assert not self.failures, "\n".join(failure[:600] for failure in self.failures)
+        # The fuzz got past validation into the services, not only 400s and 404s: one
+        # answer in 50 is a success (of 10 cases for each way of bending, one per operation).
+        successes = sum(200 <= status < 300 for status in self.seen)
+        assert successes > operations * examples // 10, (successes, len(self.seen))
+        # The signed routes were reached past their credential, not only refused at it.
+        assert any(status != 401 for status in self.credentialed), self.credentialed[:20]
+
+
+# send(method, path, body or None, headers, as_owner) -> the status the server answered.
+Send = Callable[[str, str, "str | None", dict[str, str], bool], int]
+
+
+def fuzz(raw: dict, session_id: str, chat_token: str, send: Send, examples: int) -> Fuzzed:
+    """Every operation of the schema, `examples` times for each way of bending a request,
+    through `send` (in process or over HTTP to a running server)."""
     schema = schemathesis.openapi.from_dict(raw)
     free_form = free_form_fields(raw)
     assert {"input_args", "data", "renderData", "input", "parameters"} <= free_form
@@ -125,10 +155,7 @@ def test_it_never_answers_a_fuzzed_request_with_a_5xx(owner_client, session_id, 
         key=lambda operation: operation.method.upper() == "DELETE",
     )
     assert len(operations) >= 20
-    failures: list[str] = []
-    seen: list[int] = []
-    owner_client.raise_request_exception = False  # a 500 is collected, not raised
-    anonymous = Client(raise_request_exception=False)
+    found = Fuzzed()
 
     for operation, how in itertools.product(operations, HOSTILE):
         # Half the cases use the owner's real session, so the fuzz reaches the services
@@ -137,55 +164,111 @@ def test_it_never_answers_a_fuzzed_request_with_a_5xx(owner_client, session_id, 
             case=operation.as_strategy(),
             own_session=st.booleans(),
             how=st.just(how),
+            signed=st.just(signed_route(operation)),
             data=st.data(),
         )
         @hypothesis_settings(
-            max_examples=EXAMPLES_PER_OPERATION,
+            max_examples=examples,
             database=None,
             deadline=None,
             suppress_health_check=list(HealthCheck),
         )
-        def probe(case, own_session: bool, how: str, data) -> None:
+        def probe(case, own_session: bool, how: str, signed: bool, data) -> None:
             params = dict(case.path_parameters or {})
             if own_session and "session_id" in params:
                 params["session_id"] = session_id
+            if own_session and "token" in params:
+                params["token"] = chat_token
             path = case.path
             for name, value in params.items():
                 path = path.replace("{" + name + "}", quote(str(value), safe=""))
             if case.query:
                 path += "?" + urlencode(case.query, doseq=True)
-            client = owner_client
-            kwargs: dict = {}
+            as_owner = True
+            body = None
+            headers: dict[str, str] = {}
             if case.body is not NOT_SET:
-                kwargs = {
-                    "data": _dumps(bend(case.body, how, data.draw, free_form)),
-                    "content_type": "application/json",
-                }
+                body = _dumps(bend(case.body, how, data.draw, free_form))
             if how == "non-ASCII header":
                 # Headers arrive as latin-1: any byte 0x80-0xFF is a non-ASCII character.
-                kwargs["HTTP_X_GLOVE_SIGNATURE"] = data.draw(
+                headers["X-Glove-Signature"] = data.draw(
                     st.sampled_from(["sha256=caf\u00e9", "\u00ff" * 64, "sha256=" + "\u00e9" * 64])
                 )
-                kwargs["HTTP_X_GLOVE_TIMESTAMP"] = str(int(time.time()))
+                headers["X-Glove-Timestamp"] = str(int(time.time()))
                 # Anonymous: a logged-in caller is authenticated before the signature is read.
-                client = anonymous
-            with warnings.catch_warnings():
-                # The chat stream is async; the test client drains it synchronously.
-                warnings.simplefilter("ignore")
-                response = client.generic(case.method, path, **kwargs)
-                # An event stream (SSE) never ends by itself: its status and headers are
-                # the answer here (tests/api/test_agent_client.py reads its body).
-                if response.streaming and not response.get("Content-Type", "").startswith(
-                    "text/event-stream"
-                ):
-                    b"".join(response)
-            seen.append(response.status_code)
-            if response.status_code >= 500:
-                sent = kwargs.get("data", "")[:300]
-                failures.append(f"{how} -> {response.status_code}: {case.method} {path} {sent}")
+                as_owner = False
+            elif own_session and signed and body is not None:
+                stamp = str(int(time.time()))
+                headers["X-Glove-Timestamp"] = stamp
+                headers["X-Glove-Signature"] = sign(SECRET, stamp, body.encode())
+                as_owner = False
+            elif own_session and "token" in params:
+                as_owner = False  # the URL is the credential
+            status = send(case.method, path, body, headers, as_owner)
+            found.seen.append(status)
+            if not as_owner and how != "non-ASCII header":
+                found.credentialed.append(status)
+            if status >= 500:
+                sent = (body or "")[:300]
+                found.failures.append(f"{how} -> {status}: {case.method} {path} {sent}")
 
         probe()
 
-    assert not failures, "\n".join(failure[:600] for failure in failures)
-    # The fuzz got past validation into the services, not only 400s and 404s.
-    assert sum(200 <= status < 300 for status in seen) > len(operations)
+    found.check(len(operations), examples)
+    return found
+
+
+def in_process(owner_client) -> Send:
+    owner_client.raise_request_exception = False  # a 500 is collected, not raised
+    anonymous = Client(raise_request_exception=False)
+
+    def send(method, path, body, headers, as_owner) -> int:
+        client = owner_client if as_owner else anonymous
+        kwargs: dict = {f"HTTP_{name.upper().replace('-', '_')}": v for name, v in headers.items()}
+        if body is not None:
+            kwargs.update(data=body, content_type="application/json")
+        with warnings.catch_warnings():
+            # The chat stream is async; the test client drains it synchronously.
+            warnings.simplefilter("ignore")
+            response = client.generic(method, path, **kwargs)
+            # An event stream (SSE) never ends by itself: its status and headers are the
+            # answer here (tests/api/test_agent_client.py reads its body).
+            if response.streaming and not response.get("Content-Type", "").startswith(
+                "text/event-stream"
+            ):
+                b"".join(response)
+        return response.status_code
+
+    return send
+
+
+def over_http(base_url: str, token: str) -> Send:
+    def send(method, path, body, headers, as_owner) -> int:
+        # Header values as the bytes a client puts on the wire (latin-1: 0x80-0xFF too).
+        sent = {k: v.encode("latin-1", "replace") for k, v in headers.items()}
+        if as_owner:
+            sent["Authorization"] = f"Token {token}".encode()
+        if body is not None:
+            sent["Content-Type"] = b"application/json"
+        content = body.encode("utf-8", "surrogatepass") if body is not None else None
+        with httpx.Client(base_url=base_url, timeout=60) as client:
+            # Only the status and headers: an event stream never ends by itself.
+            with client.stream(method, path, content=content, headers=sent) as response:
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    response.read()
+                return response.status_code
+
+    return send
+
+
+# About 35 s of CPU; on a machine shared by several test runs that took over the default 120 s.
+@pytest.mark.timeout(600)
+def test_it_never_answers_a_fuzzed_request_with_a_5xx(owner_client, session_id, settings):
+    settings.GLOVE_WEBHOOK_SECRET = SECRET  # so signed-webhook headers are checked too
+    raw = owner_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    # The signed-URL routes too, with a real credential half the time: the chat URL's
+    # token, and a body signed with the webhook secret (each signature is accepted once).
+    minted = owner_client.post(f"/api/sessions/{session_id}/chat-url")
+    assert minted.status_code == 200, minted.content
+    chat_token = minted.json()["url"].rstrip("/").rsplit("/", 1)[1]
+    fuzz(raw, session_id, chat_token, in_process(owner_client), EXAMPLES_PER_OPERATION)

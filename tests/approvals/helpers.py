@@ -4,7 +4,7 @@ import dataclasses
 from typing import Any
 
 from gloveapp.approvals.services import approval_open
-from gloveapp.core.approvals import ApprovalPolicy, approval_prompt
+from gloveapp.core.approvals.policy import ApprovalPolicy, approval_prompt
 from tests.approvals.agents import ORDER, place_order
 
 

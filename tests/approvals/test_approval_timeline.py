@@ -8,7 +8,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from gloveapp.approvals.services import approval_decide
-from gloveapp.core.approvals import Decision
+from gloveapp.core.approvals.decisions import Decision
 from gloveapp.turns import public as turns
 from gloveapp.turns.models import TurnStep
 from tests.approvals.test_decision_runs_the_tool import _open_request

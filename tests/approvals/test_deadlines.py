@@ -10,7 +10,7 @@ import pytest
 
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
 from gloveapp.approvals.services import approval_open, approvals_sweep
-from gloveapp.core.approvals import ApprovalPolicy, approval_prompt
+from gloveapp.core.approvals.policy import ApprovalPolicy, approval_prompt
 from gloveapp.live.models import LiveEvent
 from gloveapp.turns import public as turns
 from tests.approvals.agents import ORDER, place_order

@@ -16,7 +16,7 @@ from gloveapp.approvals.services import (
     StaleDecision,
     approval_decide,
 )
-from gloveapp.core.approvals import Decision, fingerprint
+from gloveapp.core.approvals.decisions import Decision, fingerprint
 from tests.approvals.agents import ORDER
 from tests.approvals.helpers import open_request
 

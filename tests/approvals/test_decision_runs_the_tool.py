@@ -12,7 +12,7 @@ from django.db import connections
 from gloveapp.approvals.models import ApprovalDecision, ApprovalRequest
 from gloveapp.approvals.services import AlreadyDecided, StaleDecision, approval_decide
 from gloveapp.conversations.models import Message
-from gloveapp.core.approvals import Decision, fingerprint
+from gloveapp.core.approvals.decisions import Decision, fingerprint
 from gloveapp.turns import public as turns
 from gloveapp.turns.models import Turn
 from tests.approvals.agents import ORDER

@@ -10,7 +10,7 @@ import pytest
 
 from gloveapp.approvals.models import ApprovalDecision
 from gloveapp.approvals.services import approval_decide
-from gloveapp.core.approvals import Decision
+from gloveapp.core.approvals.decisions import Decision
 from gloveapp.core.escaping import csv_cell
 from tests.approvals.helpers import open_request
 from tests.approvals.mailserver import HookReceiver

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from urllib.parse import unquote
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from gloveapp.api.approvals import COUNT_CAP
+from gloveapp.api.webhooks.approvals import COUNT_CAP
 from gloveapp.approvals.models import ApprovalRequest
+from tests.api.test_forged_cursors import FORGERIES
 from tests.approvals.helpers import open_request
 from tests.approvals.test_rest import client_for
 
@@ -106,3 +110,26 @@ def test_it_refuses_a_bad_paging_parameter_naming_it(other_staff, query, field):
 
     assert response.status_code == 400
     assert response.json()["field"] == field
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_a_forged_cursor_is_a_400_naming_it(session_id, other_staff, name):
+    open_request(session_id)
+
+    response = client_for(other_staff).get("/api/approvals/", {"cursor": FORGERIES[name]})
+
+    assert response.status_code == 400
+    assert response.json()["field"] == "cursor"
+
+
+def test_another_lists_cursor_is_refused(session_id, customer, other_staff):
+    """A chat list's cursor (its tie a chat's key, not a request's UUID)."""
+    for n in range(2):
+        client_for(customer).post("/api/sessions", {"sessionId": f"c{n}"}, format="json")
+    link = client_for(customer).get("/api/sessions", {"limit": 1})["Link"]
+    handed = re.search(r"cursor=([^&>]+)", link).group(1)
+
+    response = client_for(other_staff).get("/api/approvals/", {"cursor": unquote(handed)})
+
+    assert response.status_code == 400
+    assert response.json()["field"] == "cursor"

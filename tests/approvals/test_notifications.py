@@ -133,6 +133,7 @@ def test_a_groups_webhook_gets_signed_slack_json_and_is_retried_with_backoff(
         assert payload["approval"]["event"] == "assigned"
 
 
+@pytest.mark.process
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(240)

@@ -11,7 +11,7 @@ from django.test import Client
 
 from gloveapp.approvals.models import ApprovalDecision
 from gloveapp.approvals.services import approval_decide
-from gloveapp.core.approvals import Decision, fingerprint
+from gloveapp.core.approvals.decisions import Decision, fingerprint
 from tests.approvals.agents import ORDER
 from tests.approvals.helpers import open_request
 
@@ -109,7 +109,7 @@ def test_a_stale_form_or_a_second_decision_says_why_in_place(session_id, barista
     assert again.status_code == 409
     assert "already decided: reject by bea" in again.content.decode()
     done = as_barista.get(f"/approvals/{row.pk}").content.decode()
-    assert "reject" in done and "No" in done
+    assert "Rejected" in done and "No" in done
 
 
 def _cookie(user) -> str:
@@ -123,7 +123,7 @@ async def test_the_live_socket_is_for_staff_only_and_carries_decisions(
     from channels.db import database_sync_to_async
 
     from gloveapp.asgi import application
-    from gloveapp.core.approvals import Decision
+    from gloveapp.core.approvals.decisions import Decision
 
     async def connect(user):
         cookie = await database_sync_to_async(_cookie)(user)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gloveapp.core.approvals import APPROVAL_RENDERER
+from gloveapp.core.approvals.policy import APPROVAL_RENDERER
 from gloveapp.core.display import PERMISSION_RENDERER
 from gloveapp.demo.coffee import checkout
 from tests.core.support import calls, make_glove

@@ -9,7 +9,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from gloveapp.approvals.models import ApprovalRequest
-from gloveapp.core.approvals import fingerprint
+from gloveapp.core.approvals.decisions import fingerprint
 from tests.approvals.agents import ORDER
 from tests.approvals.helpers import open_request
 

@@ -9,6 +9,7 @@ live.js) itself, as `make run` does.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,19 +48,26 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("server log", _servers[0].log_tail(8000)))
 
 
-# One server for the whole browser pass: starting one (migrations, the demo data, a turn
-# worker) cost more than most browser tests; each test makes the chats and items it reads.
-@pytest.fixture(scope="session")
-def server() -> Iterator[LiveServer]:
-    live = LiveServer(
+def demo_server(**extra_env: str) -> LiveServer:
+    """A server as the browser tests run it: DEBUG (it serves its static files), no Redis,
+    the demo users' passwords known; `extra_env` on top."""
+    return LiveServer(
         extra_env={
             "DEBUG": "1",
             "REDIS_URL": "",
             "DEMO_PASSWORD": DEMO_PASSWORD,
             "STAFF_PASSWORD": STAFF_PASSWORD,
             "BARISTA_PASSWORD": BARISTA_PASSWORD,
+            **extra_env,
         }
     )
+
+
+# One server for the whole browser pass: starting one (migrations, the demo data, a turn
+# worker) cost more than most browser tests; each test makes the chats and items it reads.
+@pytest.fixture(scope="session")
+def server() -> Iterator[LiveServer]:
+    live = demo_server()
     with live:
         live.manage("setup_demo")
         live.start_worker()
@@ -83,7 +91,15 @@ def browser():
 
 
 # The ones the README and docs/ show; the browser tests' other screenshots stay in their tmp_path.
-README_SCREENSHOTS = {"chat.png", "admin.png", "admin-session.png", "api-docs.png", "inbox.png"}
+README_SCREENSHOTS = {
+    "chat.png",
+    "admin.png",
+    "admin-session.png",
+    "api-docs.png",
+    "inbox.png",
+    "handoff-customer.png",
+    "handoff-console.png",
+}
 
 
 def screenshot_path(name: str, tmp_path: Path) -> Path:
@@ -95,3 +111,17 @@ def screenshot_path(name: str, tmp_path: Path) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         return SCREENSHOTS / name
     return tmp_path / name
+
+
+def wait_until(page, expression: str, timeout: float = 10.0) -> None:
+    """Poll a JavaScript expression until it is truthy.
+
+    Playwright's `wait_for_function` evaluates its string inside the page, which the pages'
+    Content Security Policy forbids (no 'unsafe-eval') once the first check is false;
+    `page.evaluate` goes through the debugging protocol, which the policy does not govern.
+    """
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {timeout} s: {expression}")
+        time.sleep(0.05)

@@ -52,7 +52,9 @@ def test_a_barista_edits_the_quantity_and_approves_and_the_customer_reads_what_c
     page.evaluate("window.stillTheSamePage = true")
     # Past GLOVE_TURN_PARK_AFTER_SECONDS the turn is parked (no worker holds it): the page
     # says so live, and keeps its Stop button.
-    expect(page.locator("#turn-status")).to_contain_text("Waiting for an answer")
+    expect(page.locator("#turn-status")).to_contain_text(
+        "Waiting for a staff member to approve your checkout"
+    )
     expect(page.locator('#turn-status [data-action="stop"]')).to_be_visible()
 
     staff = browser.new_context(viewport={"width": width, "height": height})
@@ -86,7 +88,10 @@ def test_a_barista_edits_the_quantity_and_approves_and_the_customer_reads_what_c
     expect(diff).to_contain_text("Colombia Huila · quantity: 6 \u2192 4")
     approvals.screenshot(path=screenshot_path(f"approvals-diff-{width}.png", tmp_path))
     approvals.get_by_role("button", name="Approve with changes").click()
-    expect(detail).to_contain_text("edit by barista via page")
+    expect(detail).to_contain_text("Approved with changes by barista via page")
+    # The record shows what was approved and charged, not the total first asked.
+    expect(detail.locator(".approval__total")).to_have_text("$64.00")
+    expect(detail.locator(".approval__approved")).to_contain_text("4 \u00d7 Colombia Huila, $64.00")
     # ... and in the audit, with a human time (no ISO, no microseconds).
     expect(detail.locator(".approval__audit")).to_contain_text("6 \u2192 4")
     decided = detail.locator(".approval__decision time")
@@ -112,7 +117,7 @@ def test_a_barista_edits_the_quantity_and_approves_and_the_customer_reads_what_c
 # on them): their ids, each on a line of its own after "opened".
 OPEN_REQUESTS = """
 from gloveapp.approvals.services import approval_open
-from gloveapp.core.approvals import approval_prompt
+from gloveapp.core.approvals.policy import approval_prompt
 from gloveapp.demo.coffee import LARGE_ORDER, checkout
 for bags in {bags}:
     order = {{"payment": "pickup", "lines": [{{"coffee": "Kenya AA", "quantity": bags}}]}}
@@ -122,7 +127,7 @@ for bags in {bags}:
 APPROVE = """
 from gloveapp.approvals.models import ApprovalRequest
 from gloveapp.approvals.services import approval_decide
-from gloveapp.core.approvals import Decision
+from gloveapp.core.approvals.decisions import Decision
 row = ApprovalRequest.objects.get(pk="{request_id}")
 approval_decide(request_id=row.pk, decision=Decision("approve", row.fingerprint), channel="python")
 """

@@ -60,7 +60,7 @@ def test_it_shows_a_staff_resolution_live_and_checks_out_in_the_page(server, bro
     expect(page).to_have_title("Do you have Yirgacheffe? · glove-django")
     say(page, "yes, notify me when it is back")
     watching = page.locator('[data-section="watching"]')
-    expect(watching).to_contain_text("restock_watch")
+    expect(watching).to_contain_text("Restock watch")
     # A mark that a reload would wipe: the sidebar must change without one.
     page.evaluate("window.stillTheSamePage = true")
 
@@ -78,7 +78,7 @@ def test_it_shows_a_staff_resolution_live_and_checks_out_in_the_page(server, bro
 
     # The customer's sidebar moves the item to Resolved, live.
     expect(page.locator('[data-section="resolved"]')).to_contain_text(RESTOCK_NEWS)
-    expect(watching).not_to_contain_text("restock_watch")
+    expect(watching).not_to_contain_text("Restock watch")
     assert page.evaluate("window.stillTheSamePage") is True
 
     # The next message brings the news into the conversation. Staff answered without

@@ -9,6 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import wait_until
 from tests.browser.test_coffee_shop import log_in, say
 from tests.browser.test_what_people_trip_over import NEW_USER
 from tests.browser.test_workspace_inbox import push
@@ -98,6 +99,6 @@ def test_the_chat_page_and_the_inbox_work_under_the_policy(server, browser, doc_
         "() => { const s = document.createElement('script');"
         " s.textContent = 'window.__injected = 3'; document.body.append(s); }"
     )
-    page.wait_for_function("window.__csp.length > 0")
+    wait_until(page, "window.__csp.length > 0")
     assert page.evaluate("window.__injected") is None
     context.close()

@@ -57,6 +57,7 @@ def test_staff_read_a_turns_waterfall_and_the_usage_charts_offline(server, brows
     bars = timeline.locator("rect.timeline__bar")
     widths = bars.evaluate_all("rs => rs.map(r => r.getBoundingClientRect().width)")
 
+    server.manage("usage_rollup")  # what the worker's scheduler does every few minutes
     admin.goto(f"{server.url}/admin/usage/")
     turns_chart = admin.locator('[data-chart="turns"]')
     expect(turns_chart).to_have_attribute("data-drawn", re.compile(r"[1-9]"))

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import DEMO_PASSWORD, screenshot_path
+from tests.browser.conftest import DEMO_PASSWORD, screenshot_path, wait_until
 from tests.browser.test_coffee_shop import log_in, open_live_page
 from tests.inbox.workspaces.conftest import make_workspace
 from tests.inbox.workspaces.test_mcp import call, result_json
@@ -111,7 +111,7 @@ def test_the_inbox_page_end_to_end(server, browser, workspace, tmp_path):
     expect(detail.locator(".doc--code .highlight")).to_contain_text("print")
     image = detail.locator(".doc--image img")
     expect(image).to_be_visible()
-    page.wait_for_function("document.querySelector('.doc--image img').naturalWidth === 16")
+    wait_until(page, "document.querySelector('.doc--image img').naturalWidth === 16")
     download = detail.locator(".doc__binary a")
     expect(download).to_have_text("Download dump.bin")
     with page.expect_download() as pending:

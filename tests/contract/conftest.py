@@ -49,7 +49,9 @@ STORE_KINDS = [
         marks=[pytest.mark.postgres, pytest.mark.django_db(transaction=True)],
     ),
     # RemoteStore over HTTP against a Daphne subprocess (tests/api/liveserver.py).
-    pytest.param(remote_store_factory, id="remote", marks=[pytest.mark.postgres]),
+    pytest.param(
+        remote_store_factory, id="remote", marks=[pytest.mark.postgres, pytest.mark.process]
+    ),
 ]
 
 

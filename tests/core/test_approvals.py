@@ -7,17 +7,16 @@ import asyncio
 import pytest
 
 from gloveapp.core import Tool, tool
-from gloveapp.core.approvals import (
-    APPROVAL_RENDERER,
-    ApprovalPolicy,
+from gloveapp.core.approvals.decisions import (
     Decision,
     DecisionRefused,
     StaleFingerprint,
     canonical_json,
     check_decision,
     fingerprint,
-    validate_edit,
 )
+from gloveapp.core.approvals.edits import validate_edit
+from gloveapp.core.approvals.policy import APPROVAL_RENDERER, ApprovalPolicy
 from tests.core.support import calls, make_glove
 
 ORDER = {"product": "Yirgacheffe", "quantity": 12}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gloveapp.core.approvals import args_changes, change_sentence
+from gloveapp.core.approvals.edits import args_changes, change_sentence
 from gloveapp.core.tools import CallSummary, tool
 
 

@@ -12,14 +12,9 @@ import pytest
 from pydantic import BaseModel
 
 from gloveapp.core import tool
-from gloveapp.core.approvals import (
-    APPROVAL_RENDERER,
-    MAX_EDIT_BYTES,
-    MAX_EDIT_DEPTH,
-    ApprovalPolicy,
-    DecisionRefused,
-    validate_edit,
-)
+from gloveapp.core.approvals.decisions import DecisionRefused
+from gloveapp.core.approvals.edits import MAX_EDIT_BYTES, MAX_EDIT_DEPTH, validate_edit
+from gloveapp.core.approvals.policy import APPROVAL_RENDERER, ApprovalPolicy
 from gloveapp.core.display import PERMISSION_RENDERER
 from tests.core.support import calls, make_glove
 

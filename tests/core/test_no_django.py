@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CORE = Path(__file__).resolve().parents[2] / "gloveapp" / "core"
 
 
+@pytest.mark.process
 def test_it_imports_without_django_installed_or_configured():
     # A fresh interpreter in which importing django fails outright.
     code = (

@@ -224,6 +224,7 @@ async def test_it_writes_a_summary_when_asked_to_compact():
     assert message.text.startswith("Summary by the offline demo model")
 
 
+@pytest.mark.process
 def test_it_imports_without_django():
     code = (
         "import sys\n"

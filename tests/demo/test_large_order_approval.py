@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 
 from gloveapp.approvals.models import ApprovalRequest
 from gloveapp.approvals.services import approval_decide
-from gloveapp.core.approvals import Decision
+from gloveapp.core.approvals.decisions import Decision
 from gloveapp.demo.bootstrap import demo_setup
 from gloveapp.demo.models import Order
 from gloveapp.turns import public as turns

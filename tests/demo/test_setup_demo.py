@@ -15,11 +15,6 @@ from gloveapp.demo.models import Coffee
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def setup_demo() -> str:
     out = StringIO()
     call_command("setup_demo", stdout=out)

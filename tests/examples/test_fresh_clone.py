@@ -91,14 +91,30 @@ def test_make_run_in_a_fresh_clone_serves_the_first_page_without_test_tools(tmp_
         for test_tool in ("pytest", "playwright", "ruff", "schemathesis"):
             assert not (site / test_tool).exists(), f"make docs installed {test_tool}"
     finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGTERM)
-            try:
-                run.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(run.pid, signal.SIGKILL)
-                run.wait()
+        stop_group(run)
         log.close()
+
+
+def stop_group(run: subprocess.Popen) -> None:
+    """Stop `make run` and every process of its group, even when make itself is gone (its
+    server and worker outlived it once and ran on through the rest of the suite)."""
+
+    def group_alive() -> bool:
+        try:
+            os.killpg(run.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    if group_alive():
+        os.killpg(run.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while group_alive() and time.monotonic() < deadline:
+        run.poll()  # reap make, so its entry does not keep the group "alive"
+        time.sleep(0.2)
+    if group_alive():
+        os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
 
 
 def readme_step_3(clone: Path) -> list[list[str]]:

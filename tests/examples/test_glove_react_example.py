@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -117,3 +118,62 @@ def test_it_runs_use_gloves_default_flow_with_a_session_id_made_up_in_the_browse
         headers={"Authorization": f"Token {live_token}"},
     ).json()
     assert out["sessionId"] in [session["sessionId"] for session in listed]
+
+
+HANDOFF_FLOW = Path(__file__).with_name("drive_glove_react_handoff.mjs")
+STAFF_PASSWORD = "pw-react-barista-1"
+
+
+def test_the_example_shows_a_persons_replies(node, live_server_process, live_token):
+    """A customer's glove-react app (unchanged) on the REST store: the chat goes to a
+    person, a barista claims it on the console and replies, and the history the app loads
+    holds the reply as an agent message Glove's frontends render, its author beside it."""
+    server = live_server_process
+    api = httpx.Client(base_url=server.url, headers={"Authorization": f"Token {live_token}"})
+    session_id = api.post("/api/sessions", json={"title": "a person answers"}).json()["sessionId"]
+    asked = api.post(f"/api/sessions/{session_id}/handoff", json={"reason": "a refund"})
+    assert asked.status_code == 200, asked.text
+    chat_pk = server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model as users; "
+        "from gloveapp.conversations.models import Session; "
+        "users().objects.filter(username='react-barista').exists() or "
+        "users().objects.create_user('react-barista', password="
+        f"'{STAFF_PASSWORD}', first_name='Bea', is_staff=True); "
+        f"print(Session.objects.get(key='{session_id}').pk)",
+    ).splitlines()[-1]
+    staff = _logged_in(server.url, "react-barista", STAFF_PASSWORD)
+    for action, data in (("claim", {}), ("reply", {"text": "Bea here: refunded."})):
+        done = staff.post(
+            f"/handoffs/{chat_pk}/{action}",
+            data={**data, "csrfmiddlewaretoken": staff.cookies.get("csrftoken")},
+        )
+        assert done.status_code == 302, (action, done.status_code, done.text[:300])
+
+    run = subprocess.run(
+        [node, str(HANDOFF_FLOW), server.url, live_token, session_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    messages = json.loads(run.stdout)["messages"]
+    replies = [message for message in messages if message["text"] == "Bea here: refunded."]
+    assert len(replies) == 1, messages
+    assert replies[0]["sender"] == "agent"
+    assert replies[0]["author"]["kind"] == "person"
+    assert replies[0]["author"]["name"] == "Bea"
+
+
+def _logged_in(base_url: str, username: str, password: str) -> httpx.Client:
+    client = httpx.Client(base_url=base_url, timeout=30)
+    page = client.get("/accounts/login/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token, "no CSRF token on the login page"
+    done = client.post(
+        "/accounts/login/",
+        data={"username": username, "password": password, "csrfmiddlewaretoken": token[1]},
+    )
+    assert done.status_code == 302, done.text[:300]
+    return client

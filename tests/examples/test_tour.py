@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 TOUR = ROOT / "examples" / "tour.py"
 
@@ -32,10 +34,12 @@ def _run(*args: str, env: dict | None = None) -> str:
     return done.stdout
 
 
+@pytest.mark.process
 def test_it_runs_the_tour_on_the_memory_store():
     assert "I'll watch for a restock" in _run()
 
 
+@pytest.mark.process
 def test_it_runs_the_tour_on_the_django_store(tmp_path):
     database = {"DATABASE_URL": f"sqlite:///{tmp_path / 'tour.sqlite3'}"}
     subprocess.run(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import httpx
 import pytest
@@ -134,3 +135,58 @@ def test_a_socket_opened_while_the_database_is_away_is_told_when_to_come_back(se
                 )
             )
             assert back and back[0] == "frame", back
+
+
+def test_postgresql_restarts_behind_pgbouncer_under_requests_answer_no_500():
+    """Requests in flight while PostgreSQL restarts behind PgBouncer meet whatever a cut
+    connection raises through psycopg (OperationalError, or PgBouncer's "received 2 results
+    from command 'BEGIN'", an InternalError): each is a 503 with Retry-After or an answer,
+    never a 500, over several restarts, and the server answers again after each."""
+    _needs_servers()
+    with PostgresServer() as postgres, PgBouncer(postgres) as bouncer:
+        server = LiveServer(
+            database_url=postgres.url(), extra_env={"REDIS_URL": "", "DB_POOL_SIZE": "4"}
+        )
+        with through_pgbouncer(server, bouncer):
+            token = server.token_for("ann")
+            headers = {"Authorization": f"Token {token}"}
+            api = httpx.Client(base_url=server.url, headers=headers, timeout=30)
+            session_id = api.post("/api/sessions", json={"title": "t"}).json()["sessionId"]
+            statuses: list[int] = []
+            unhinted: list[int] = []
+            stop = threading.Event()
+
+            def load() -> None:
+                with httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
+                    while not stop.is_set():
+                        for answer in (
+                            client.get(f"/api/sessions/{session_id}/messages"),
+                            client.post(
+                                f"/api/sessions/{session_id}/messages",
+                                json={"messages": [{"sender": "user", "text": "hi"}]},
+                            ),
+                            client.get("/api/sessions"),
+                        ):
+                            statuses.append(answer.status_code)
+                            if answer.status_code == 503 and "Retry-After" not in answer.headers:
+                                unhinted.append(answer.status_code)
+
+            threads = [threading.Thread(target=load) for _ in range(3)]
+            for thread in threads:
+                thread.start()
+            try:
+                for _ in range(3):
+                    until(lambda: len(statuses) > 20)
+                    postgres.restart()
+                    served = len(statuses)
+                    healed = until(lambda served=served: statuses[served:].count(200) > 10)
+                    assert healed, statuses[-50:]
+            finally:
+                stop.set()
+                for thread in threads:
+                    thread.join()
+
+            assert statuses.count(500) == 0, server.log_tail()
+            assert not unhinted
+            assert set(statuses) <= {200, 503}, sorted(set(statuses))
+            assert api.get("/api/sessions").status_code == 200

@@ -1,5 +1,5 @@
 """The one rule every long-running loop follows when the database goes away
-(`gloveapp.db`): what counts as an outage, the bounded backoff, one log line when it goes and
+(`gloveapp.lib.db`): what counts as an outage, the bounded backoff, one log line when it goes and
 one when it is back, and a broken connection replaced in the thread that holds it."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from django.db import IntegrityError, connection
 from django.db.utils import OperationalError
 
-from gloveapp import db
-from gloveapp.db import (
+from gloveapp.lib.db import outages
+from gloveapp.lib.db.outages import (
     Backoff,
     close_broken_connections,
     healing,
@@ -22,9 +22,9 @@ from gloveapp.db import (
 
 @pytest.fixture(autouse=True)
 def _no_outage_yet():
-    db._outage.since = None
+    outages._outage.since = None
     yield
-    db._outage.since = None
+    outages._outage.since = None
 
 
 def test_it_recognises_an_outage_whatever_wraps_it():
@@ -40,7 +40,7 @@ def test_it_recognises_an_outage_whatever_wraps_it():
 
 
 def test_it_says_once_that_the_database_went_and_once_that_it_came_back(caplog):
-    caplog.set_level(logging.WARNING, logger="gloveapp.db")
+    caplog.set_level(logging.WARNING, logger="gloveapp.lib.db")
     claims, relay = Backoff("claims"), Backoff("relay")
     delays = [claims.failed(OperationalError("connection refused")) for _ in range(8)]
     relay.failed(OperationalError("connection refused"))
@@ -51,7 +51,7 @@ def test_it_says_once_that_the_database_went_and_once_that_it_came_back(caplog):
     assert len(lines) == 2, lines
     assert lines[0].startswith("the database is unreachable (OperationalError: connection")
     assert lines[1].startswith("the database is back")
-    assert delays[0] == pytest.approx(0.1) and max(delays) == db.BACKOFF_MAX_SECONDS
+    assert delays[0] == pytest.approx(0.1) and max(delays) == outages.BACKOFF_MAX_SECONDS
     assert delays == sorted(delays)
 
 
@@ -65,7 +65,7 @@ def test_it_logs_any_other_failure_whole(caplog):
 
 
 async def test_it_retries_a_call_until_the_database_answers(monkeypatch):
-    monkeypatch.setattr(db, "BACKOFF_FIRST_SECONDS", 0.001)
+    monkeypatch.setattr(outages, "BACKOFF_FIRST_SECONDS", 0.001)
     outcomes = [OperationalError("refused"), OperationalError("starting up"), "claimed"]
 
     async def call():

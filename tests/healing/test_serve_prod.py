@@ -138,6 +138,7 @@ def test_serve_prod_with_a_proxy_port_serves_the_whole_topology_at_one_address()
     import subprocess
     import sys
     from types import SimpleNamespace
+    from urllib.parse import urlsplit
 
     from websockets.asyncio.client import connect
 
@@ -183,6 +184,12 @@ def test_serve_prod_with_a_proxy_port_serves_the_whole_topology_at_one_address()
         # The socket was accepted through the proxy and replays the chat's stored events.
         frame = json.loads(asyncio.run(first_frame()))
         assert frame["id"] >= 1 and frame["type"] in ("session.updated", "message.appended")
+        # The A2A server is ASGI only: the proxy sends its routes and the card there.
+        card = browser.client.get("/.well-known/agent-card.json")
+        assert card.status_code == 200 and card.json()["name"], card.text[:500]
+        rpc = urlsplit(card.json()["supportedInterfaces"][0]["url"]).path
+        reached = browser.client.post(rpc, json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})
+        assert reached.status_code == 401, reached.text[:500]  # the A2A server's, not a 404
         assert "proxy (nginx)" in stack.log_tail()
         # The documented servers start without a deprecation warning (uvicorn's legacy
         # `--ws websockets` printed one).

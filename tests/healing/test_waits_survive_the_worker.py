@@ -123,8 +123,10 @@ def shared_stack(postgres, pgbouncer) -> Iterator[Stack]:
             "GLOVE_TASKS_BACKEND": "db",
             "REDIS_URL": "",
             "GLOVE_TURN_LEASE_SECONDS": str(LEASE_SECONDS),
-            # Three faults on one turn, each a restart: the default (3) gives up at the third.
-            "GLOVE_TURN_MAX_ATTEMPTS": "5",
+            # Three faults on one turn, each at a wait on a person: none spends an attempt,
+            # so the default limit holds (it gave up at the third, the barista's approval
+            # decided and no order placed).
+            "GLOVE_TURN_MAX_ATTEMPTS": "3",
             "GLOVE_TURN_DB_THREADS": "2",
             "GLOVE_APPROVAL_SWEEP_SECONDS": "0.2",
             "GLOVE_PUBLIC_URL": "http://testserver",

@@ -1,7 +1,7 @@
 """A turn worker frozen (SIGSTOP) past its lease, mid-turn: the other worker takes the turn
 back and finishes it; when the frozen one resumes (SIGCONT), its turn must store nothing
 more (its model call came back meanwhile, its reply ready), only stop. Every write of a
-turn is fenced by the turn still being this worker's (`turns.services.turn_fence`).
+turn is fenced by the turn still being this worker's (`turns.fence.turn_fence`).
 Nothing lost, nothing duplicated, nothing stuck."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from gloveapp.core import CompactionConfig, Glove, ScriptedModel
-from gloveapp.core.approvals import DecisionRefused
+from gloveapp.core.approvals.decisions import DecisionRefused
 from gloveapp.core.builtin_tools import INBOX_TOOL_NAME, create_inbox_tool
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message, ToolCall

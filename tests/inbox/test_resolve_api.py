@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from inbox.models import InboxItem
 from inbox.services import inbox_item_resolve
-from inbox.webhooks import sign
+from inbox.webhooks import FUTURE_MARGIN_SECONDS, sign
 from tests.helpers import post_item, snapshot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -274,3 +274,29 @@ def test_it_refuses_signed_webhooks_when_no_secret_is_configured(settings):
     assert answer.status_code == 401
     assert "not configured" in answer.json()["error"]
     assert InboxItem.objects.get(pk="inbox_1_a").status == "pending"
+
+
+def test_it_refuses_a_timestamp_more_than_its_margin_ahead(webhook_secret):
+    """Ahead by a minute (inside the 300 s window): refused, so the used-signature record,
+    kept twice the window from its use, always outlives the signature."""
+    post_item("inbox_1_a")
+
+    ahead = signed_post({"itemId": "inbox_1_a", "response": "x"}, skew=FUTURE_MARGIN_SECONDS + 30)
+    near = signed_post({"itemId": "inbox_1_a", "response": "x"}, skew=FUTURE_MARGIN_SECONDS - 10)
+
+    assert ahead.status_code == 401
+    assert "ahead" in ahead.json()["error"]
+    assert near.status_code == 200, near.content
+
+
+def test_it_refuses_a_signed_body_that_repeats_a_key(webhook_secret):
+    post_item("inbox_1_a")
+    post_item("inbox_1_b")
+    before = snapshot()
+    raw = b'{"itemId": "inbox_1_a", "response": "x", "itemId": "inbox_1_b"}'
+
+    answer = signed_post(raw)
+
+    assert answer.status_code == 400
+    assert answer.json()["field"] == "itemId"
+    assert snapshot() == before

@@ -16,6 +16,7 @@ from django.test import Client
 from gloveapp.asgi import application
 from gloveapp.conversations.models import Session
 from gloveapp.live.eventlog import record_event
+from gloveapp.live.hub import stop_hub
 from gloveapp.live.relay import stop_relay
 from gloveapp.live.streams import session_stream
 from gloveapp.settings import channel_layers_for
@@ -42,6 +43,7 @@ async def layer(request, settings):
     settings.CHANNEL_LAYERS = channel_layers_for(url)
     yield request.param
     await stop_relay()
+    await stop_hub()
     channel_layer = get_channel_layer()
     if hasattr(channel_layer, "close_pools"):
         await channel_layer.close_pools()
@@ -51,6 +53,7 @@ async def layer(request, settings):
 async def _stop_relay_after_test():
     yield
     await stop_relay()
+    await stop_hub()
 
 
 @pytest.fixture

@@ -61,6 +61,7 @@ async def test_it_pushes_a_resolution_made_by_the_management_command(
     await communicator.disconnect()
 
 
+@pytest.mark.process
 async def test_it_pushes_a_resolution_made_in_another_process(
     layer, wake_ups, settings, chat, pending_item, owner_cookie
 ):

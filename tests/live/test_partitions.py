@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 from django.db import connection
 from django.utils import timezone
 
-from gloveapp import partitions
+from gloveapp.lib.db import partitions
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
 from tests.helpers import serve_worker_until

@@ -66,7 +66,7 @@ async def test_a_send_retried_across_midnight_is_still_delivered_once_by_its_fir
 
     from django.utils import timezone
 
-    from gloveapp.partitions import day_start
+    from gloveapp.lib.db.partitions import day_start
     from mesh.models import MeshSentMessage
     from mesh.services import mesh_sender_of
 

@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 DJANGO_FREE = ["mesh.core", "mesh.transports.inprocess", "mesh.transports.redis_pubsub"]
 
 
+@pytest.mark.process
 def test_it_imports_the_mesh_core_and_its_django_free_transports_without_django():
     code = (
         "import sys\n"

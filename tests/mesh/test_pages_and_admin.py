@@ -99,7 +99,7 @@ def test_outsiders_do_not_see_the_traffic(traffic):
     assert response.status_code == 302  # to the login page
 
 
-def test_the_chat_page_marks_mesh_items(db):
+def test_the_chat_page_names_each_inbox_items_kind_in_words(db):
     owner = get_user_model().objects.create_user("olive", password="x")
     session = session_create(owner=owner, agent_name="coffee")
     add(session.pk, "inbox_9_mesh", "mesh:from:roastery", text="12 bags of Kenya AA")
@@ -110,8 +110,10 @@ def test_the_chat_page_marks_mesh_items(db):
     mesh_item = html[html.index('data-item-id="inbox_9_mesh"') - 120 :]
     plain_item = html[html.index('data-item-id="inbox_8_plain"') - 120 :]
     assert "inbox-item--mesh" in mesh_item[:200]
-    assert '<span class="badge badge--mesh">mesh</span>' in mesh_item[:400]
+    assert '<strong class="inbox-item__title">Message from Roastery</strong>' in mesh_item[:400]
     assert "inbox-item--mesh" not in plain_item[:200]
+    assert '<strong class="inbox-item__title">Restock watch</strong>' in plain_item[:400]
+    assert "restock_watch" not in html and "mesh:" not in html
 
 
 def test_the_chat_page_shows_one_card_per_mesh_answer_without_internal_ids(db):

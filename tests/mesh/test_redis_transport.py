@@ -151,6 +151,7 @@ async def test_a_malformed_body_on_the_channel_is_ignored(raw, transport):
     await unmount_mesh(a)
 
 
+@pytest.mark.process
 async def test_agents_reconnect_resubscribe_and_reregister_after_redis_restarts(own_redis):
     from mesh.core import mount_mesh, unmount_mesh
 

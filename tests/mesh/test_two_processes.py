@@ -104,6 +104,7 @@ async def check_a_got_the_ack_and_the_reply(store_a, waiting) -> None:
     assert answer.request.endswith(f"] (replying to {msg_id})")
 
 
+@pytest.mark.process
 @pytest.mark.redis
 async def test_a_blocking_send_is_acked_and_answered_by_a_peer_whose_turn_runs_on_a_worker(
     redis_url, requires_postgres
@@ -138,6 +139,7 @@ async def test_a_blocking_send_is_acked_and_answered_by_a_peer_whose_turn_runs_o
         await sync_to_async(connections.close_all)()
 
 
+@pytest.mark.process
 async def test_a_message_waits_in_the_database_until_its_recipient_process_starts(
     requires_postgres,
 ):

@@ -19,8 +19,8 @@ from rest_framework.test import APIClient
 from gloveapp.conversations.services import session_create, tokens_add
 from gloveapp.core.types import TokenUsage
 from gloveapp.observe.cost import Usage
+from gloveapp.turns import claim, lifecycle, submit
 from gloveapp.turns import public as turns
-from gloveapp.turns import services
 from gloveapp.turns.models import Turn
 from gloveapp.turns.usage import session_usage_cost
 
@@ -47,9 +47,9 @@ def finished_turn(session_id: str, user, *, model: str, usage: Usage) -> Turn:
             cache_creation_input_tokens=usage.cache_write,
         ),
     )
-    services.turn_submit(session_id=session_id, text="hello", user_id=user.pk)
-    turn = services.turn_claim_next(session_id=session_id, worker_id="worker-a")
-    services.turn_finish(
+    submit.turn_submit(session_id=session_id, text="hello", user_id=user.pk)
+    turn = claim.turn_claim_next(session_id=session_id, worker_id="worker-a")
+    lifecycle.turn_finish(
         turn_id=turn.pk, worker_id="worker-a", status="done", model=model, usage=usage
     )
     return Turn.objects.get(pk=turn.pk)
@@ -132,7 +132,7 @@ def test_a_sessions_cost_outlives_its_pruned_turns_and_is_one_read(
     old = timezone.now() - timedelta(days=400)
     Turn.objects.filter(session_id=session.pk).update(created_at=old, finished_at=old)
 
-    assert services.turns_prune(older_than=timedelta(days=30)) == 4
+    assert lifecycle.turns_prune(older_than=timedelta(days=30)) == 4
     session.refresh_from_db()
     with django_assert_num_queries(1):
         found = session_usage_cost(session)

@@ -34,6 +34,7 @@ def database_url() -> str:
     return f"postgres://{db['USER']}@{host}:{port}/{db['NAME']}"
 
 
+@pytest.mark.process
 def test_a_requests_statements_are_spans_under_it(requires_postgres):
     ann = get_user_model().objects.create_user("ann")
     token = Token.objects.create(user=ann).key

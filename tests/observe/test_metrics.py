@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gloveapp.conversations.services import session_create
 from gloveapp.turns import public as turns
 from gloveapp.turns.models import Turn
+from tests.observe import made_up_tools
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
@@ -121,3 +122,64 @@ async def test_a_model_without_a_price_is_counted_unpriced_never_free(settings, 
     assert value(after, cost, gen_ai_request_model="demo") == value(
         before, cost, gen_ai_request_model="demo"
     )
+
+
+@pytest.mark.usefixtures("close_worker_connections")
+async def test_a_tool_the_model_made_up_is_counted_as_unknown(settings, turn_worker):
+    """The `tool` label takes the agent's tools only: made-up names add no series."""
+    made_up_tools.register()
+    settings.GLOVE_METRICS_TOKEN = TOKEN
+    settings.GLOVE_AGENTS = {
+        **settings.GLOVE_AGENTS,
+        "inventor": {
+            "factory": "tests.observe.made_up_tools.inventor_agent",
+            "model": "inventor-test",
+        },
+    }
+    owner = await sync_to_async(get_user_model().objects.create_user)("ivo", password="pw-1")
+    session = await sync_to_async(session_create)(owner=owner, agent_name="inventor")
+
+    before = samples((await scrape()).content.decode())
+    await turns.submit_message(session_id=session.pk, text="do something")
+    await turns.wait_until_idle(session.pk)
+    after = samples((await scrape()).content.decode())
+
+    def grew(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    agent = {"gen_ai_agent_name": "inventor"}
+    assert grew("glove_tool_calls_total", tool="(unknown)", **agent) == 3
+    assert grew("glove_tool_calls_total", tool="get_menu", outcome="success", **agent) == 1
+    tools = {dict(labels).get("tool") for (_, labels) in after if dict(labels).get("tool")}
+    assert not tools & set(made_up_tools.MADE_UP), tools
+
+
+def test_http_requests_are_counted_and_timed_by_route_template_never_by_path(settings):
+    settings.GLOVE_METRICS_TOKEN = TOKEN
+    owner = get_user_model().objects.create_user("dora")
+    client = Client()
+    client.force_login(owner)
+    route = "api/sessions/<str:session_id>/messages"
+
+    def scraped() -> dict:
+        text = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode()
+        return samples(text)
+
+    before = scraped()
+    for n in range(3):  # three sessions nobody has: three paths, one route, 404s
+        client.get(f"/api/sessions/no-such-{n}/messages")
+    client.generic("BREW", "/api/sessions")  # a method of the caller's making
+    client.get("/no/such/page/%E2%82%AC")
+    after = scraped()
+
+    def grew(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert grew("glove_http_requests_total", route=route, method="GET", status_class="4xx") == 3
+    assert grew("glove_http_request_duration_seconds_count", route=route, method="GET") == 3
+    assert grew("glove_http_requests_total", route="api/sessions", method="OTHER") == 1
+    assert grew("glove_http_requests_total", route="(unmatched)", status_class="4xx") == 1
+    routes = {
+        dict(labels).get("route") for (name, labels) in after if name.startswith("glove_http")
+    }
+    assert not any("no-such" in r or "€" in r or "no/such" in r for r in routes if r), routes

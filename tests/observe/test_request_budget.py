@@ -1,4 +1,4 @@
-"""Which requests are traced (`gloveapp.telemetry.TraceGate`): every one while requests come
+"""Which requests are traced (`gloveapp.lib.telemetry.TraceGate`): every one while requests come
 slowly, at most GLOVE_TRACED_REQUESTS_PER_SECOND a second when they come fast, always those a
 caller's sampled `traceparent` asks for, never those it says to leave out, nor probes."""
 
@@ -39,6 +39,13 @@ for _ in range(3):
 client.get("/api/sessions", HTTP_TRACEPARENT="00-{left_out}-{span}-00", **auth)
 client.get("/healthz")
 print(json.dumps({{"took": took}}))
+"""
+
+ANONYMOUS = """
+from django.test import Client
+client = Client()
+for _ in range(20):
+    client.get("/api/sessions", HTTP_TRACEPARENT="00-{caller}-{span}-01")
 """
 
 
@@ -105,10 +112,11 @@ def sqlite_url() -> str:
     return f"sqlite:///{connection.settings_dict['NAME']}"
 
 
-def serve(receiver: Receiver, script: str, per_second: str) -> str:
+def serve(receiver: Receiver, script: str, per_second: str, **more: str) -> str:
     """`script` in a process set up as a server is, its spans sent to `receiver`."""
     env = {
         **os.environ,
+        **more,
         "DATABASE_URL": sqlite_url(),
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
         "GLOVE_TRACED_REQUESTS_PER_SECOND": per_second,
@@ -144,6 +152,7 @@ def token(transactional_db) -> str:
     return Token.objects.create(user=ann).key
 
 
+@pytest.mark.process
 def test_a_server_traces_within_its_budget_and_as_callers_ask(token):
     with Receiver() as receiver:
         script = REQUESTS.format(
@@ -164,6 +173,30 @@ def test_a_server_traces_within_its_budget_and_as_callers_ask(token):
     assert not [span for span in requests if "healthz" in span["name"]]
 
 
+@pytest.mark.process
+def test_an_anonymous_callers_traceparent_is_not_obeyed(token):
+    """Twenty anonymous requests with a sampled `traceparent` and a budget of none: no trace
+    in the caller's trace id, and none past the budget."""
+    with Receiver() as receiver:
+        serve(receiver, ANONYMOUS.format(caller=CALLER_TRACE, span=CALLER_SPAN), "0")
+        received(receiver, "GET ", 1)
+
+    assert not receiver.named("GET ")
+    assert not [span for span in receiver.spans if span["trace"] == CALLER_TRACE]
+
+
+@pytest.mark.process
+def test_a_trusted_proxys_traceparent_is_obeyed(token):
+    with Receiver() as receiver:
+        script = ANONYMOUS.format(caller=CALLER_TRACE, span=CALLER_SPAN)
+        serve(receiver, script, "0", GLOVE_TRACE_TRUSTED_PROXIES="10.0.0.0/8,127.0.0.1")
+        requests = received(receiver, "GET ", 20)
+
+    assert len(requests) == 20
+    assert {span["trace"] for span in requests} == {CALLER_TRACE}
+
+
+@pytest.mark.process
 def test_a_request_that_posts_a_turn_is_traced_whatever_the_budget(token):
     with Receiver() as receiver:
         serve(receiver, TURNS.format(token=token), "0")

@@ -8,8 +8,8 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 
 from gloveapp.conversations.services import session_create
+from gloveapp.turns import claim, submit
 from gloveapp.turns import public as turns
-from gloveapp.turns import services
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
@@ -21,11 +21,11 @@ async def test_a_retried_turn_is_traced_as_a_retry_after_the_dead_worker(
     settings.GLOVE_TURN_LEASE_SECONDS = 0.5
     hana = await sync_to_async(get_user_model().objects.create_user)("hana")
     session = await sync_to_async(session_create)(owner=hana, agent_name="coffee")
-    await sync_to_async(services.turn_submit)(
+    await sync_to_async(submit.turn_submit)(
         session_id=session.pk, text="show me the menu", user_id=hana.pk
     )
     # A worker claims the turn (its claim stores the attempt's step), then dies.
-    await sync_to_async(services.turn_claim_next)(session_id=session.pk, worker_id="dead")
+    await sync_to_async(claim.turn_claim_next)(session_id=session.pk, worker_id="dead")
 
     await turns.wait_until_idle(session.pk)
 

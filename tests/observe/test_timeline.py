@@ -14,8 +14,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from gloveapp.conversations.services import session_create
+from gloveapp.turns import claim, steps, submit
 from gloveapp.turns import public as turns
-from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnStep
 from gloveapp.turns.retention import retention_apply
 
@@ -68,11 +68,11 @@ async def test_a_retried_turn_shows_each_attempt_with_the_worker_before_it(setti
     dora = await sync_to_async(get_user_model().objects.create_user)("dora")
     session = await sync_to_async(session_create)(owner=dora, agent_name="coffee")
     # A worker claimed the turn, then died: its lease runs out.
-    await sync_to_async(services.turn_submit)(
+    await sync_to_async(submit.turn_submit)(
         session_id=session.pk, text="show me the menu", user_id=dora.pk
     )
     # Its claim stored the attempt's step.
-    dead = await sync_to_async(services.turn_claim_next)(session_id=session.pk, worker_id="dead")
+    dead = await sync_to_async(claim.turn_claim_next)(session_id=session.pk, worker_id="dead")
 
     await turns.wait_until_idle(session.pk)
 
@@ -90,14 +90,14 @@ async def test_a_retried_turn_shows_each_attempt_with_the_worker_before_it(setti
 def test_a_worker_that_lost_its_turn_stores_no_step():
     owner = get_user_model().objects.create_user("erin")
     session = session_create(owner=owner, agent_name="coffee")
-    services.turn_submit(session_id=session.pk, text="hello", user_id=owner.pk)
-    mine = services.turn_claim_next(session_id=session.pk, worker_id="worker-a")
+    submit.turn_submit(session_id=session.pk, text="hello", user_id=owner.pk)
+    mine = claim.turn_claim_next(session_id=session.pk, worker_id="worker-a")
     # Taken back and claimed again by another worker (worker-a stalled past its lease).
     Turn.objects.filter(pk=mine.pk).update(status="queued", lease_until=None)
-    theirs = services.turn_claim_next(session_id=session.pk, worker_id="worker-b")
+    theirs = claim.turn_claim_next(session_id=session.pk, worker_id="worker-b")
 
-    assert not services.step_record(turn=mine, kind="model", name="demo", started_at=timezone.now())
-    assert services.step_record(turn=theirs, kind="model", name="demo", started_at=timezone.now())
+    assert not steps.step_record(turn=mine, kind="model", name="demo", started_at=timezone.now())
+    assert steps.step_record(turn=theirs, kind="model", name="demo", started_at=timezone.now())
     assert list(TurnStep.objects.filter(kind="model").values_list("worker_id", flat=True)) == [
         "worker-b"
     ]
@@ -112,11 +112,11 @@ def test_steps_older_than_the_retention_are_pruned_by_the_workers_retention(sett
     settings.GLOVE_RETAIN_TURN_STEPS_DAYS = 7
     owner = get_user_model().objects.create_user("finn")
     session = session_create(owner=owner, agent_name="coffee")
-    services.turn_submit(session_id=session.pk, text="hello", user_id=owner.pk)
-    turn = services.turn_claim_next(session_id=session.pk, worker_id="worker-a")
+    submit.turn_submit(session_id=session.pk, text="hello", user_id=owner.pk)
+    turn = claim.turn_claim_next(session_id=session.pk, worker_id="worker-a")
     old = timezone.now() - timedelta(days=8)
-    services.step_record(turn=turn, kind="model", name="old", started_at=old)
-    services.step_record(turn=turn, kind="model", name="new", started_at=timezone.now())
+    steps.step_record(turn=turn, kind="model", name="old", started_at=old)
+    steps.step_record(turn=turn, kind="model", name="new", started_at=timezone.now())
 
     assert retention_apply()["turn timeline steps"] == 1
     assert list(TurnStep.objects.values_list("name", flat=True)) == ["attempt 1", "new"]
@@ -155,3 +155,23 @@ async def test_staff_read_the_timeline_beside_the_chat_and_customers_do_not(
     assert "Turn timeline" not in own_page
     assert "Turn timeline (staff)" in staff_page
     assert 'timeline__step--tool"' in staff_page
+
+
+def test_staff_read_another_users_timeline_over_rest_and_outsiders_get_404():
+    hal = get_user_model().objects.create_user("hal")
+    ivy = get_user_model().objects.create_user("ivy", is_staff=True)
+    jo = get_user_model().objects.create_user("jo")
+    session = session_create(owner=hal, agent_name="coffee", session_id="hals-chat")
+    submit.turn_submit(session_id=session.pk, text="hello", user_id=hal.pk)
+    claim.turn_claim_next(session_id=session.pk, worker_id="worker-a")
+
+    by_staff = api_for(ivy).get(f"/api/sessions/{session.pk}/timeline")
+    by_owner = api_for(hal).get("/api/sessions/hals-chat/timeline")
+
+    assert by_staff.status_code == 200, by_staff.content
+    [turn] = by_staff.json()["turns"]
+    assert [s["workerId"] for s in turn["steps"] if s["kind"] == "attempt"] == ["worker-a"]
+    assert by_owner.status_code == 200
+    assert "workerId" not in by_owner.json()["turns"][0]["steps"][-1]
+    for path in (f"/api/sessions/{session.pk}/timeline", "/api/sessions/hals-chat/timeline"):
+        assert api_for(jo).get(path).status_code == 404

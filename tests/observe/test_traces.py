@@ -23,6 +23,7 @@ import json
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -135,6 +136,7 @@ class Story:
     killed_worker: str
     item: tuple  # the restock watch's inbox row
     asgi_port: int  # uvicorn's
+    usage: dict  # every count of the session's tokens, read at the end (REST, rows, /metrics)
 
     def trace_of(self, text: str) -> list[dict]:
         """Every span of the trace that posted `text`."""
@@ -162,6 +164,7 @@ class Story:
 
 WATCH, NEWS, ADD, CHECKOUT = "watch for Yirgacheffe", "any news?", "add 6 Colombia", "checkout"
 TURN_COLUMNS = "id, status, attempts, resumes, worker_id, tokens_in, tokens_out"
+METRICS_TOKEN = "metrics-token-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +180,9 @@ def story() -> Iterator[Story]:
             "GLOVE_TURN_PARK_AFTER_SECONDS": "60",
             "GLOVE_TURN_MAX_ATTEMPTS": "5",
             "GLOVE_TURNS_PER_USER_PER_MINUTE": "1000",
+            "GLOVE_METRICS_TOKEN": METRICS_TOKEN,
+            # The turn workers this test starts write their metrics where the servers do.
+            "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="glove-metrics-"),
         }
         with ServeProd(http_workers=1, ws_workers=2, turn_workers=0, extra_env=env) as serve:
             stack = Stack(serve)
@@ -302,6 +308,24 @@ def play(stack: Stack, receiver: Receiver) -> Story:
             "SELECT id, status, resolved_by, trace_parent FROM inbox_inboxitem WHERE id = ?",
             item_id,
         )[0],
+        usage={
+            "rest": stack.api(ann_token).get(f"/api/sessions/{session_id}").json(),
+            "session": stack.query(
+                "SELECT tokens_in_total, tokens_out_total FROM conversations_session WHERE key = ?",
+                session_id,
+            )[0],
+            "turns": stack.query(
+                "SELECT coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0) "
+                "FROM turns_turn t JOIN conversations_session s ON s.id = t.session_id "
+                "WHERE s.key = ?",
+                session_id,
+            )[0],
+            "metrics": httpx.get(
+                f"{stack.serve.url}/metrics",
+                headers={"Authorization": f"Bearer {METRICS_TOKEN}"},
+                timeout=30,
+            ).text,
+        },
     )
 
 
@@ -340,14 +364,17 @@ def test_a_turn_is_one_trace_from_the_posting_request_with_genai_spans(story):
 def test_the_chat_spans_token_counts_are_the_stored_ones(story):
     for text in (WATCH, CHECKOUT):
         turn_id, _, _, _, _, tokens_in, tokens_out = story.turns[text]
-        # Only attempts that ended export their `invoke_agent`: the killed one's tokens died
-        # with it, in the trace as on the turn (each attempt that parks or ends adds its own).
+        # Only attempts that ended export their spans (the killed one's died with it); the
+        # turn counts every reply stored, the killed attempt's too, as its steps do.
         agents = story.agents(text)
         chats = [chat for agent in agents for chat in story.under(agent, "chat ")]
         assert chats, text
-        assert sum(c["attributes"]["gen_ai.usage.input_tokens"] for c in chats) == tokens_in
-        assert sum(c["attributes"]["gen_ai.usage.output_tokens"] for c in chats) == tokens_out
-        # Each call's, as its timeline step stored it.
+        steps = [
+            detail_of(step) for step in story.steps if step[0] == turn_id and step[3] == "model"
+        ]
+        assert sum(step["input_tokens"] for step in steps) == tokens_in
+        assert sum(step["output_tokens"] for step in steps) == tokens_out
+        # Each traced call's, as its timeline step stored it.
         attempts = {agent["attributes"]["glove.turn.attempt"] for agent in agents}
         stored = sorted(
             (detail_of(step)["input_tokens"], detail_of(step)["output_tokens"])
@@ -453,3 +480,43 @@ def test_a_request_served_over_asgi_is_traced_too(story):
 
 def detail_of(step: tuple) -> dict:
     return json.loads(step[7]) if isinstance(step[7], str) else (step[7] or {})
+
+
+def test_no_span_of_the_killed_attempt_arrives_without_its_parent(story):
+    """Worker A died while the checkout waited on ann: the spans of its attempt (its model
+    calls, its tools) were exported before it died, under an `invoke_agent` that never
+    arrived. Now they go out with it or not at all: every span's parent is in the trace."""
+    ids = {span["id"] for span in story.spans}
+    orphans = [
+        (span["name"], span["attributes"].get("glove.turn.attempt"))
+        for span in story.spans
+        if span["parent"] and span["parent"] not in ids
+    ]
+    assert orphans == []
+    checkout = story.agents(CHECKOUT)
+    assert all(agent["attributes"]["glove.worker.id"] != story.killed_worker for agent in checkout)
+
+
+def test_the_killed_attempts_tokens_are_counted_once_and_alike_everywhere(story):
+    """Worker A stored the checkout's first reply, then died: its tokens were in the
+    session's counters but on no turn and under no model (the REST cost said "(model not
+    recorded)"), and the three totals differed. Each reply's tokens are now counted with it:
+    the session's counters, its turns, its REST usage and cost, and `/metrics` agree."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    tokens_in, tokens_out = story.usage["session"]
+    rest = story.usage["rest"]
+    assert tokens_in > 0
+    assert tuple(story.usage["turns"]) == (tokens_in, tokens_out)
+    assert (rest["usage"]["tokensIn"], rest["usage"]["tokensOut"]) == (tokens_in, tokens_out)
+    assert "(model not recorded)" not in rest["cost"]["unknownModels"]
+    assert "(model not recorded)" not in rest["cost"]["byModel"]
+    counted = {"input": 0.0, "output": 0.0}
+    for family in text_string_to_metric_families(story.usage["metrics"]):
+        for sample in family.samples:
+            if (
+                sample.name == "glove_model_tokens_total"
+                and sample.labels["gen_ai_token_type"] in counted
+            ):
+                counted[sample.labels["gen_ai_token_type"]] += sample.value
+    assert counted == {"input": tokens_in, "output": tokens_out}

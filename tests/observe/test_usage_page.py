@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -9,6 +10,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from gloveapp.conversations.services import session_create
 from gloveapp.turns import public as turns
@@ -30,6 +34,9 @@ async def test_a_days_turns_tokens_and_cost_are_in_the_charts(settings, turn_wor
     await turns.submit_message(session_id=session.pk, text="show me the menu")
     await turns.wait_until_idle(session.pk)
     await sync_to_async(async_client.force_login)(root)
+    # What the turn worker's scheduler does every few minutes; twice is once (idempotent).
+    await sync_to_async(call_command)("usage_rollup", stdout=io.StringIO())
+    await sync_to_async(call_command)("usage_rollup", stdout=io.StringIO())
 
     response = await async_client.get("/admin/usage/?days=7")
     data = chart_data(response.content.decode())
@@ -60,3 +67,87 @@ def test_only_staff_who_may_view_turns_read_it(client):
     client.force_login(viewer)
     assert client.get("/admin/usage/?days=abc").status_code == 200
     assert "Usage charts" in client.get("/admin/turns/turn/").content.decode()  # the way there
+
+
+@pytest.mark.parametrize("days", [7, 14, 30, 90])
+def test_every_range_reads_the_days_summaries_never_the_steps(client, days):
+    root = get_user_model().objects.create_superuser("root", password="pw-1")
+    client.force_login(root)
+    call_command("usage_rollup", stdout=io.StringIO())
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(f"/admin/usage/?days={days}")
+    assert response.status_code == 200
+    assert len(chart_data(response.content.decode())["days"]) == days
+    read = " ".join(q["sql"] for q in captured)
+    assert "turns_usageday" in read
+    assert "turns_turnstep" not in read
+    assert "conversations_handoffrecord" not in read
+
+
+def test_the_handoffs_of_each_day_are_summed_once_and_read_from_the_days(client):
+    """A claim's wait counts on the day of the claim, from the request before it (a request
+    of the day before too); a hand-back counts resolved when the agent's next turn answered;
+    the window's p50 and p95 come from the days' buckets, within their bucket's bounds."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from gloveapp.conversations.models import HandoffRecord
+    from gloveapp.turns.models import Turn
+
+    root = get_user_model().objects.create_superuser("root", password="pw-1")
+    client.force_login(root)
+    now = timezone.localtime()
+    today = now.replace(hour=12, minute=0, second=0, microsecond=0)
+    yesterday = today - timedelta(days=1)
+
+    def record(session, kind, at, from_state="agent"):
+        made = HandoffRecord.objects.create(session=session, kind=kind, from_state=from_state)
+        HandoffRecord.objects.filter(pk=made.pk).update(created_at=at)
+
+    waits = [20, 40, 100, 400]  # seconds: one each in four buckets
+    for n, wait in enumerate(waits):
+        chat = session_create(owner=root, agent_name="coffee")
+        asked = (yesterday if n == 0 else today) - timedelta(seconds=wait if n else 0)
+        record(chat, HandoffRecord.Kind.REQUESTED, asked)
+        # The first claim waited over midnight: asked yesterday, claimed today.
+        record(
+            chat,
+            HandoffRecord.Kind.CLAIMED,
+            today if n == 0 else asked + timedelta(seconds=wait),
+            "queued",
+        )
+        record(chat, HandoffRecord.Kind.HANDED_BACK, today + timedelta(minutes=5), "person")
+        if n % 2 == 0:  # half the chats: the agent's next turn answered
+            turn = Turn.objects.create(session=chat, status=Turn.Status.DONE)
+            Turn.objects.filter(pk=turn.pk).update(created_at=today + timedelta(minutes=6))
+    # A second claim after the first is no new wait.
+    record(chat, HandoffRecord.Kind.CLAIMED, today + timedelta(minutes=7), "queued")
+
+    call_command("usage_rollup", stdout=io.StringIO())
+    with CaptureQueriesContext(connection) as captured:
+        page = client.get("/admin/usage/?days=7").content.decode()
+    assert "conversations_handoffrecord" not in " ".join(q["sql"] for q in captured)
+
+    assert "data-hand-backs>4<" in page
+    assert "data-resolved-after-hand-back>2<" in page
+    assert "(4 claimed from the queue)" in page
+    charts = chart_data(page)["charts"]
+    assert charts["hand_backs"]["datasets"][0]["data"][-1] == 4
+    assert charts["hand_backs"]["datasets"][1]["data"][-1] == 2
+    p50, p95 = charts["handoff_wait"]["datasets"]
+    # The waits of 20, 40, 100 s and the one over midnight (about a day): p50 is in the
+    # 30-45 s bucket or the next, p95 in the longest ones.
+    assert 30 <= p50["data"][-1] <= 120
+    assert p95["data"][-1] >= 14400
+    assert p50["data"][-2] is None  # yesterday only asked
+    # The agent's handoffs, with no turn of its summed: a rate of nothing is no rate.
+    rates = {d["label"]: d["data"] for d in charts["handoff_rate"]["datasets"]}
+    assert rates == {"coffee": [None] * 7}
+
+
+def test_a_day_not_summed_yet_is_said_so(client):
+    root = get_user_model().objects.create_superuser("root", password="pw-1")
+    client.force_login(root)
+    page = client.get("/admin/usage/?days=7").content.decode()
+    assert "7 days of this window are not summed yet" in page

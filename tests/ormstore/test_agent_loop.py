@@ -81,6 +81,7 @@ def manage(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.process
 async def test_it_runs_the_coffee_shop_restock_flow_across_processes():
     store = DjangoStore("coffee_session")
     glove, model = agent_for(

@@ -12,12 +12,6 @@ from gloveapp.conversations.services import session_create
 PASSWORD = "correct horse battery staple"
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings) -> None:
-    # PBKDF2's deliberate slowness buys nothing in tests and dominated their run time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def _user(username: str, *, is_staff: bool = False):
     return get_user_model().objects.create_user(
         username=username, password=PASSWORD, is_staff=is_staff

@@ -95,7 +95,7 @@ def test_it_counts_the_messages_the_person_sent(owner, owner_client):
 
     html = owner_client.get("/").content.decode()
 
-    assert "2 turns" in html
+    assert "2 messages" in html
 
 
 def test_it_never_lists_another_users_chats(owner, other_user, owner_client):

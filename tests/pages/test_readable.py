@@ -80,8 +80,8 @@ def test_it_counts_turns_as_the_customer_sent_messages(session, owner_client):
 
     listing = owner_client.get("/").content.decode()
 
-    assert "2 turns" in listing
-    assert "8 turns" not in listing
+    assert "2 messages" in listing
+    assert "8 messages" not in listing
 
 
 def test_it_titles_a_chat_from_its_first_message(owner, owner_client):

@@ -65,6 +65,7 @@ SHOW = (
 )
 
 
+@pytest.mark.process
 @pytest.mark.postgres
 @pytest.mark.django_db
 @pytest.mark.skipif("connection.vendor != 'postgresql'")
@@ -75,6 +76,7 @@ def test_an_http_server_process_runs_under_a_statement_timeout():
     assert answer.stdout.strip() == f"{HTTP_STATEMENT_TIMEOUT_SECONDS}s"
 
 
+@pytest.mark.process
 @pytest.mark.postgres
 @pytest.mark.django_db
 @pytest.mark.skipif("connection.vendor != 'postgresql'")
@@ -86,6 +88,7 @@ def test_a_management_command_runs_unbounded_unless_told():
     assert plain.stdout.strip() == "0"
 
 
+@pytest.mark.process
 @pytest.mark.postgres
 @pytest.mark.django_db
 @pytest.mark.skipif("connection.vendor != 'postgresql'")

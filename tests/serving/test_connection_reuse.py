@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from django.core.checks import run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +73,7 @@ def settings_in_a_process(
     )
 
 
+@pytest.mark.process
 def test_it_will_not_serve_asgi_with_persistent_connections():
     done = settings_in_a_process(
         "gloveapp.asgi", DATABASE_URL="postgres://postgres@127.0.0.1:5432/x", DB_CONN_MAX_AGE="60"
@@ -81,6 +83,7 @@ def test_it_will_not_serve_asgi_with_persistent_connections():
     assert "leaks one connection per request under ASGI" in done.stderr
 
 
+@pytest.mark.process
 def test_it_pools_postgresql_connections_under_asgi():
     done = settings_in_a_process(
         "gloveapp.asgi", DATABASE_URL="postgres://postgres@127.0.0.1:5432/x"
@@ -90,6 +93,7 @@ def test_it_pools_postgresql_connections_under_asgi():
     assert done.stdout.split() == ["asgi", "0", "True"]
 
 
+@pytest.mark.process
 def test_it_keeps_connections_per_thread_under_wsgi():
     done = settings_in_a_process(
         "gloveapp.wsgi", DATABASE_URL="postgres://postgres@127.0.0.1:5432/x", DB_CONN_MAX_AGE="600"
@@ -99,6 +103,7 @@ def test_it_keeps_connections_per_thread_under_wsgi():
     assert done.stdout.split() == ["wsgi", "600", "False"]
 
 
+@pytest.mark.process
 def test_it_pools_postgresql_connections_under_granian():
     done = settings_in_a_process(
         "gloveapp.wsgi", under="granian", DATABASE_URL="postgres://postgres@127.0.0.1:5432/x"
@@ -108,6 +113,7 @@ def test_it_pools_postgresql_connections_under_granian():
     assert done.stdout.split() == ["granian", "0", "True"]
 
 
+@pytest.mark.process
 def test_it_will_not_serve_granian_with_persistent_connections():
     done = settings_in_a_process(
         "gloveapp.wsgi",
@@ -120,6 +126,7 @@ def test_it_will_not_serve_granian_with_persistent_connections():
     assert "leaks connections under granian" in done.stderr
 
 
+@pytest.mark.process
 def test_it_runs_sqlite_in_wal_with_normal_sync_and_immediate_transactions(tmp_path):
     done = subprocess.run(
         [

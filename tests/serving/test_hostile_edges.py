@@ -106,6 +106,7 @@ async def _handshake(live: LiveServer, path: str, cookie: str = "") -> int:
         return refused.response.status_code
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("kind", ["daphne", "uvicorn"])
 async def test_unrouted_and_malformed_websocket_paths_are_refused_at_the_handshake(request, kind):
     server = request.getfixturevalue(kind)
@@ -157,6 +158,7 @@ async def _sweep_socket(live: LiveServer, path: str, cookie: str) -> None:
     assert code != 1011, path  # 1011: the server's internal error
 
 
+@pytest.mark.process
 async def test_the_websocket_routes_survive_the_hostile_sweep(daphne):
     server = daphne
     live, cookie = server["live"], server["cookie"]
@@ -234,6 +236,7 @@ def _mcp_bodies() -> Iterator[bytes]:
     yield b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": Infinity}}'
 
 
+@pytest.mark.process
 async def test_the_mcp_edge_survives_the_hostile_sweep(daphne):
     server = daphne
     live = server["live"]

@@ -38,6 +38,7 @@ def _spend_the_budget_across(first: LiveServer, second: LiveServer) -> list[int]
     return [_chat(server, token) for server in (first, second, first, second, first)]
 
 
+@pytest.mark.process
 def test_two_processes_share_the_chat_budget_and_the_login_lockout_in_the_database():
     for first, second in _pair({"REDIS_URL": "", "AXES_FAILURE_LIMIT": "3"}):
         statuses = _spend_the_budget_across(first, second)
@@ -46,6 +47,7 @@ def test_two_processes_share_the_chat_budget_and_the_login_lockout_in_the_databa
         assert logins[-1] == 429 and 429 not in logins[:2]
 
 
+@pytest.mark.process
 @pytest.mark.redis
 def test_two_processes_share_the_chat_budget_in_redis(redis_url):
     redis.Redis.from_url(redis_url).flushdb()

@@ -26,6 +26,7 @@ def production_env() -> dict[str, str]:
     return values
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("tasks_backend", ["db", "rq"])
 def test_it_passes_check_deploy_under_the_documented_production_settings(tmp_path, tasks_backend):
     env = {
@@ -62,6 +63,7 @@ def _static_paths(page: str) -> list[str]:
     return re.findall(r'(?:href|src)="(/static/[^"]+\.(?:css|js))"', page)
 
 
+@pytest.mark.process
 def test_it_serves_the_apps_css_and_js_with_debug_off(production_server):
     with httpx.Client(base_url=production_server.url, timeout=10) as client:
         page = client.get("/accounts/login/")
@@ -78,6 +80,7 @@ def test_it_serves_the_apps_css_and_js_with_debug_off(production_server):
     assert css.headers["content-type"].startswith("text/css")
 
 
+@pytest.mark.process
 def test_it_sends_the_security_headers(production_server):
     with httpx.Client(base_url=production_server.url, timeout=10) as client:
         page = client.get("/accounts/login/")

@@ -42,6 +42,7 @@ def build(tmp_path_factory) -> tuple[Path, str]:
     return site, output
 
 
+@pytest.mark.process
 def test_it_builds_the_site_with_no_warning_and_no_broken_link(build):
     _, output = build
 
@@ -49,6 +50,7 @@ def test_it_builds_the_site_with_no_warning_and_no_broken_link(build):
     assert "ERROR" not in output
 
 
+@pytest.mark.process
 def test_it_loads_nothing_from_another_host(build):
     site, _ = build
     loads = re.compile(
@@ -66,6 +68,7 @@ def test_it_loads_nothing_from_another_host(build):
     assert offenders == []
 
 
+@pytest.mark.process
 def test_it_generates_every_declared_setting_into_the_reference(build):
     site, _ = build
     page = (site / "reference" / "settings.html").read_text()
@@ -73,6 +76,7 @@ def test_it_generates_every_declared_setting_into_the_reference(build):
     assert [var.name for var in DECLARATIONS if f'id="{var.name}"' not in page] == []
 
 
+@pytest.mark.process
 def test_it_pastes_the_tour_file_into_the_tutorial(build):
     site, _ = build
     page = (site / "tutorial" / "python.html").read_text()

@@ -29,7 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HOWTO = ROOT / "docs" / "howto" / "existing-project.md"
 FENCE = re.compile(r"```python\n(# (settings|urls|asgi)\.py[^\n]*\n.*?)```", re.DOTALL)
-RUN_IT = re.compile(r"## 4\. Run it\s+```sh\n(.*?)```", re.DOTALL)
+RUN_IT = re.compile(r"## 4\. Run it\s+(?:<!--.*?-->\s+)?```sh\n(.*?)```", re.DOTALL)
 
 # Drives the project through Django's test client, in the project's own process.
 DRIVE = r"""
@@ -84,7 +84,7 @@ out["first_reply"] = last_reply(session.pk)
 page = customer.get(chat_url)
 out["chat_page"] = page.status_code
 html = page.content.decode()
-out["page_posts_to"] = sorted(set(re.findall(r'(?:action|hx-post)="([^"]*)"', html)))
+out["page_posts_to"] = sorted(set(re.findall(r'(?<![\w-])(?:action|hx-post)="([^"]*)"', html)))
 
 item = inbox_item_add(
     session_id=session.pk,
@@ -161,6 +161,7 @@ def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return site, env
 
 
+@pytest.mark.process
 @pytest.mark.timeout(900)
 def test_it_runs_a_chat_turn_and_a_resolution_in_a_project_of_its_own(project):
     site, env = project
@@ -194,7 +195,7 @@ def test_it_runs_a_chat_turn_and_a_resolution_in_a_project_of_its_own(project):
     assert result["page_posts_to"]
     assert all(
         url.startswith("/glove/") or url == "/accounts/logout/" for url in result["page_posts_to"]
-    )
+    ), result["page_posts_to"]
     assert result["resolve"] == [200, {"ok": True, "itemId": "inbox_1_ask"}]
     assert result["api_sessions"] == 200
     assert result["api_refusal"] == [400, ["details", "error", "field"]]
@@ -208,6 +209,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.process
 @pytest.mark.timeout(600)
 def test_its_run_lines_serve_the_login_page_static_files_and_the_chats(project):
     site, env = project

@@ -14,8 +14,8 @@ from django.http import HttpResponse
 from django.test import Client, RequestFactory
 from django.utils.log import log_response
 
-from gloveapp import logs
-from gloveapp.logs import OutageLog
+from gloveapp.lib import logs
+from gloveapp.lib.logs import OutageLog
 
 pytestmark = pytest.mark.django_db
 

@@ -21,6 +21,7 @@ def taken_port():
         yield sock.getsockname()[1]
 
 
+@pytest.mark.process
 def test_it_refuses_to_start_on_a_taken_port_and_names_the_way_out(taken_port, tmp_path):
     if shutil.which("make") is None:
         pytest.skip("make is not installed")

@@ -56,6 +56,11 @@ def test_it_caps_a_concurrency_test_to_what_is_left_with_room_to_spare():
     assert concurrency_for(50, free=13) == 3
 
 
+def test_it_shares_what_is_left_among_the_test_processes():
+    assert concurrency_for(50, free=70, processes=3) == 20
+    assert concurrency_for(50, free=13, processes=3) == 2
+
+
 def test_it_fails_clearly_when_too_few_connections_are_left():
     with pytest.raises(pytest.fail.Exception, match="only 11 of its connections are free"):
         concurrency_for(50, free=11)

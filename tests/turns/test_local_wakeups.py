@@ -1,4 +1,4 @@
-"""SQLite: the processes of one machine wake each other (`gloveapp.wake`) instead of polling.
+"""SQLite: the processes of one machine wake each other (`gloveapp.lib.wake`) instead of polling.
 
 An idle turn worker and an idle mesh recipient sleep (their safety-net recheck is set to an
 hour here, so only a wake-up can be what moves them), and a stored message, an answered
@@ -14,8 +14,8 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.db import connection, connections, transaction
 
-from gloveapp import wake
 from gloveapp.conversations.services import session_create
+from gloveapp.lib import wake
 from gloveapp.turns import public as turns
 from gloveapp.turns.models import Turn
 from tests.turns.test_wakeups import _agent_texts, _checkout_prompt

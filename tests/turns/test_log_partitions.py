@@ -15,8 +15,8 @@ from django.db import connection
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from gloveapp import partitions
 from gloveapp.conversations.models import IdempotentRequest
+from gloveapp.lib.db import partitions
 from gloveapp.turns.checks import COLUMNS, task_results_schema_errors
 from gloveapp.turns.retention import task_results_prune
 from mesh.models import MeshDelivery, MeshSentMessage
@@ -67,6 +67,11 @@ def table_size(table: str) -> int:
         return cursor.fetchone()[0]
 
 
+def truncate(tables: list[str]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {', '.join(tables)}")
+
+
 def day_partitions(table: str) -> list[partitions.Partition]:
     return [p for p in partitions.partitions_of(table) if not p.default]
 
@@ -106,6 +111,9 @@ async def test_the_worker_drops_every_logs_expired_days_and_each_table_shrinks(
     on_postgres, settings
 ):
     user = await get_user_model().objects.acreate(username="keys")
+    # From empty tables: the suite's clean-up between tests DELETEs (their dead space would
+    # stay in the days that are kept and count in the sizes compared below).
+    await sync_to_async(truncate)(list(LOGS))
     before = {}
     for table in LOGS:
         await sync_to_async(fill)(table, user.pk)
@@ -256,3 +264,79 @@ def test_the_schema_check_fails_when_django_tasks_db_moves_on():
     more = task_results_schema_errors(current[0], {*COLUMNS, "attempts"}, *current[2:])
     assert [e.id for e in more] == ["glove.E030"]
     assert "attempts" in more[0].msg
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres
+def test_a_long_reader_delays_a_days_drop_to_the_next_round_and_blocks_no_other_reader(
+    on_postgres, monkeypatch, caplog
+):
+    """Dropping a partition takes an exclusive lock on it and on its table. A report that
+    holds the table open for minutes must neither make the drop wait for it (every reader
+    and writer would queue behind the waiting drop) nor fail the round: the drop gives up
+    after LOCK_TIMEOUT, a few times, and the day goes in the next round."""
+    import threading
+
+    import psycopg
+
+    monkeypatch.setattr(partitions, "DROP_PAUSE_SECONDS", 0.05)
+    table = MeshDelivery._meta.db_table
+    make_past_days(table, "delivered_at")
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        for age in (timedelta(days=5), timedelta(0)):
+            cursor.execute(
+                f"INSERT INTO {table} (message_id, recipient, sender, kind, body, delivered_at) "
+                "VALUES (%s, 'b', 'a', 'direct', '{}'::jsonb, %s)",
+                [f"m-{age.days}", now - age],
+            )
+    cut = partitions.day_start(now) - timedelta(days=3)
+    old_day = partitions.partition_name(table, partitions.day_start(now - timedelta(days=5)))
+    params = connection.get_connection_params()
+
+    # The long reader: a transaction that read the table and stays open.
+    reader = psycopg.connect(**params)
+    reader.execute(f"SELECT count(*) FROM {table}").fetchone()
+
+    # Meanwhile other readers come and go; none may wait longer than its statement timeout.
+    stop, failures, reads = threading.Event(), [], []
+
+    def read_on() -> None:
+        with psycopg.connect(**params, autocommit=True) as other:
+            other.execute("SET statement_timeout = '5s'")
+            while not stop.is_set():
+                try:
+                    reads.append(other.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+                except psycopg.Error as error:
+                    failures.append(error)
+
+    others = threading.Thread(target=read_on)
+    others.start()
+    try:
+        with caplog.at_level("WARNING", logger=partitions.logger.name):
+            dropped, _ = partitions.partitions_drop_older(table, cut=cut)
+    finally:
+        reader.rollback()
+        reader.close()
+    # The others read on while the drop tried; stop them once they have read after it too.
+    reads_then = len(reads)
+    for _ in range(200):
+        if len(reads) > reads_then:
+            break
+        others.join(0.05)
+    stop.set()
+    others.join(30)
+
+    assert old_day not in dropped
+    assert old_day in {p.name for p in partitions.partitions_of(table)}
+    assert any(
+        old_day in record.getMessage() and "next round" in record.getMessage()
+        for record in caplog.records
+    )
+    assert failures == []
+    assert reads and set(reads) == {2}
+
+    # The report is over: the next round drops the day, and today's row stays.
+    dropped, _ = partitions.partitions_drop_older(table, cut=cut)
+    assert old_day in dropped
+    assert list(MeshDelivery.objects.values_list("message_id", flat=True)) == ["m-0"]

@@ -21,7 +21,7 @@ from gloveapp.approvals.models import ApprovalNotification, ApprovalRequest
 from gloveapp.approvals.services import AlreadyDecided, approval_decide
 from gloveapp.conversations.models import Message
 from gloveapp.conversations.services import session_create
-from gloveapp.core.approvals import Decision
+from gloveapp.core.approvals.decisions import Decision
 from gloveapp.turns import public as turns
 from gloveapp.turns.models import Turn, TurnSlot
 from tests.turns import waiting_agent
@@ -220,9 +220,9 @@ async def test_a_quick_answer_goes_on_where_the_turn_runs(
 async def test_a_stopping_worker_parks_a_turn_waiting_on_a_person_at_once(
     session_id, customer, waiter, settings, turn_worker
 ):
+    from gloveapp.turns.engine import TurnEngine
     from gloveapp.turns.queue.fetch import fetcher_for_backend
     from gloveapp.turns.queue.tasks import enqueue_session
-    from gloveapp.turns.worker import TurnEngine
 
     settings.GLOVE_TURN_PARK_AFTER_SECONDS = 600
     await turns.submit_message(session_id=session_id, text="confirm please")

@@ -15,7 +15,7 @@ from django.db import connection, connections
 
 from gloveapp.conversations.models import Session
 from gloveapp.turns.models import Turn
-from gloveapp.turns.services import QueueFull, turn_submit
+from gloveapp.turns.submit import QueueFull, turn_submit
 from tests.pg_budget import django_concurrency_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]

@@ -13,7 +13,7 @@ from django.utils import timezone
 from gloveapp.approvals.models import ApprovalRequest
 from gloveapp.approvals.selectors import session_edits
 from gloveapp.conversations.models import Session
-from gloveapp.turns import services
+from gloveapp.turns import claim, leases, submit
 from gloveapp.turns.models import Turn
 from gloveapp.turns.selectors import ended_turn_notes
 
@@ -43,15 +43,15 @@ def plan(queryset) -> str:
 def running_turn(requires_postgres) -> Turn:
     user = get_user_model().objects.create_user("owner")
     Session.objects.create(id="chat", key="chat", owner=user)
-    services.turn_submit(session_id="chat", text="hello", user_id=user.pk, source="page")
-    return services.turn_claim_next(session_id="chat", worker_id="w1")
+    submit.turn_submit(session_id="chat", text="hello", user_id=user.pk, source="page")
+    return claim.turn_claim_next(session_id="chat", worker_id="w1")
 
 
 def test_a_heartbeat_is_a_hot_update(running_turn):
     updates, hot = turn_table_updates()
 
     for _ in range(5):
-        assert services.turns_heartbeat(turn_ids=[running_turn.pk], worker_id="w1") == {
+        assert leases.turns_heartbeat(turn_ids=[running_turn.pk], worker_id="w1") == {
             running_turn.pk
         }
 
@@ -60,15 +60,17 @@ def test_a_heartbeat_is_a_hot_update(running_turn):
     assert hot_after - hot == 5
 
 
-def test_the_turns_table_keeps_seven_indexes_none_on_the_lease(running_turn):
+def test_the_turns_table_keeps_ten_indexes_none_on_the_lease(running_turn):
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'turns_turn'")
         definitions = [row[0] for row in cursor.fetchall()]
 
-    assert len(definitions) == 7
+    assert len(definitions) == 10
     assert not [d for d in definitions if "lease_until" in d]
     # (session, id), the unfinished turns', the running one's, the ended-with-a-note ones'.
     assert len([d for d in definitions if "(session_id" in d]) == 4
+    # The admin's filters: the finished turns by status, by source, the retried ones.
+    assert len([d for d in definitions if "(status, id)" in d or "(source, id)" in d]) == 2
 
 
 def test_the_newest_turn_and_the_claim_read_an_index(running_turn):

@@ -20,8 +20,9 @@ from gloveapp.core.types import Message as CoreMessage
 from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
 from gloveapp.ormstore.store import DjangoStore
+from gloveapp.turns import claim, leases, lifecycle, slots, submit
 from gloveapp.turns import public as turns
-from gloveapp.turns import services
+from gloveapp.turns.fence import turn_fence
 from gloveapp.turns.models import Turn, TurnSlot
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -39,23 +40,23 @@ def session_id(customer) -> str:
 
 def test_it_lets_only_one_turn_of_a_session_run_whoever_claims_it(session_id, customer):
     for text in ("first", "second"):
-        services.turn_submit(session_id=session_id, text=text, user_id=customer.pk)
+        submit.turn_submit(session_id=session_id, text=text, user_id=customer.pk)
 
-    mine = services.turn_claim_next(session_id=session_id, worker_id="worker-a")
-    theirs = services.turn_claim_next(session_id=session_id, worker_id="worker-b")
+    mine = claim.turn_claim_next(session_id=session_id, worker_id="worker-a")
+    theirs = claim.turn_claim_next(session_id=session_id, worker_id="worker-b")
 
     assert mine is not None and mine.text == "first"
     assert theirs is None
-    services.turn_finish(turn_id=mine.pk, worker_id="worker-a", status=Turn.Status.DONE)
-    after = services.turn_claim_next(session_id=session_id, worker_id="worker-b")
+    lifecycle.turn_finish(turn_id=mine.pk, worker_id="worker-a", status=Turn.Status.DONE)
+    after = claim.turn_claim_next(session_id=session_id, worker_id="worker-b")
     assert after is not None and after.text == "second"
 
 
 def test_it_refuses_a_second_running_turn_in_the_database_itself(session_id, customer):
     from django.db import IntegrityError, transaction
 
-    first = services.turn_submit(session_id=session_id, text="a", user_id=customer.pk)
-    second = services.turn_submit(session_id=session_id, text="b", user_id=customer.pk)
+    first = submit.turn_submit(session_id=session_id, text="a", user_id=customer.pk).turn
+    second = submit.turn_submit(session_id=session_id, text="b", user_id=customer.pk).turn
     Turn.objects.filter(pk=first.pk).update(status=Turn.Status.RUNNING)
 
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -67,10 +68,11 @@ async def test_it_restarts_the_turn_of_a_dead_worker_without_storing_its_message
 ):
     settings.GLOVE_TURN_LEASE_SECONDS = 0.5
     # A worker claimed the turn, stored the request, then died: its lease runs out.
-    turn = await sync_to_async(services.turn_submit)(
+    queued = await sync_to_async(submit.turn_submit)(
         session_id=session_id, text="show me the menu", user_id=customer.pk
     )
-    await sync_to_async(services.turn_claim_next)(session_id=session_id, worker_id="dead")
+    turn = queued.turn
+    await sync_to_async(claim.turn_claim_next)(session_id=session_id, worker_id="dead")
     await DjangoStore(session_id).append_messages(
         [CoreMessage(sender="user", text="show me the menu")]
     )
@@ -99,10 +101,11 @@ async def test_it_finishes_a_restarted_turn_with_the_reply_its_dead_worker_store
     settings.GLOVE_TURN_LEASE_SECONDS = 0.5
     # A worker stored the request and the reply, then died before it could end the turn
     # (killed, or cut off from the database): the retry must not answer again.
-    turn = await sync_to_async(services.turn_submit)(
+    queued = await sync_to_async(submit.turn_submit)(
         session_id=session_id, text="hello", user_id=customer.pk
     )
-    await sync_to_async(services.turn_claim_next)(session_id=session_id, worker_id="dead")
+    turn = queued.turn
+    await sync_to_async(claim.turn_claim_next)(session_id=session_id, worker_id="dead")
     await DjangoStore(session_id).append_messages(
         [CoreMessage(sender="user", text="hello"), CoreMessage(sender="agent", text="Hi there.")]
     )
@@ -125,25 +128,25 @@ async def test_it_finishes_a_restarted_turn_with_the_reply_its_dead_worker_store
 
 
 def test_it_puts_a_turn_that_lost_the_database_back_on_the_queue(session_id, customer):
-    services.turn_submit(session_id=session_id, text="hello", user_id=customer.pk)
-    turn = services.turn_claim_next(session_id=session_id, worker_id="worker-a")
+    submit.turn_submit(session_id=session_id, text="hello", user_id=customer.pk)
+    turn = claim.turn_claim_next(session_id=session_id, worker_id="worker-a")
 
-    assert not services.turn_release(turn=turn, worker_id="worker-b")  # not theirs
-    assert services.turn_release(turn=turn, worker_id="worker-a")
+    assert not claim.turn_release(turn=turn, worker_id="worker-b")  # not theirs
+    assert claim.turn_release(turn=turn, worker_id="worker-a")
 
-    again = services.turn_claim_next(session_id=session_id, worker_id="worker-b")
+    again = claim.turn_claim_next(session_id=session_id, worker_id="worker-b")
     assert again is not None and again.pk == turn.pk and again.attempts == 2
 
 
 def test_a_plain_workers_task_fails_when_its_turns_could_not_run(session_id, customer, monkeypatch):
     from gloveapp.turns.queue.tasks import run_session_blocking
 
-    turn = services.turn_submit(session_id=session_id, text="hello", user_id=customer.pk)
+    turn = submit.turn_submit(session_id=session_id, text="hello", user_id=customer.pk).turn
 
     def broken_claim(**kwargs):
         raise ValueError("a bug in the claim")
 
-    monkeypatch.setattr(services, "turn_claim_next", broken_claim)
+    monkeypatch.setattr(claim, "turn_claim_next", broken_claim)
     # `db_worker` / `rqworker` run the task so: the backend must record a failure, not
     # a success for work not done.
     with pytest.raises(RuntimeError, match="could not run"):
@@ -154,10 +157,11 @@ def test_a_plain_workers_task_fails_when_its_turns_could_not_run(session_id, cus
 async def test_it_fails_a_turn_after_its_last_attempt(session_id, customer, settings, turn_worker):
     settings.GLOVE_TURN_LEASE_SECONDS = 0.5
     settings.GLOVE_TURN_MAX_ATTEMPTS = 1
-    turn = await sync_to_async(services.turn_submit)(
+    queued = await sync_to_async(submit.turn_submit)(
         session_id=session_id, text="hello", user_id=customer.pk
     )
-    await sync_to_async(services.turn_claim_next)(session_id=session_id, worker_id="dead")
+    turn = queued.turn
+    await sync_to_async(claim.turn_claim_next)(session_id=session_id, worker_id="dead")
 
     await turns.wait_until_idle(session_id)
 
@@ -223,14 +227,18 @@ async def test_it_answers_429_on_the_page_past_the_users_turns_per_minute(
     await turns.wait_until_idle(session_id)
 
 
-def test_it_counts_only_the_last_minute(session_id, customer, settings):
-    settings.GLOVE_TURNS_PER_USER_PER_MINUTE = 1
-    old = services.turn_submit(session_id=session_id, text="old", user_id=customer.pk)
-    Turn.objects.filter(pk=old.pk).update(
-        created_at=timezone.now() - timedelta(minutes=2), status=Turn.Status.DONE
-    )
+def test_it_counts_only_this_minutes_turns(session_id, customer, settings):
+    from unittest import mock
 
-    assert services.turn_submit(session_id=session_id, text="new", user_id=customer.pk)
+    settings.GLOVE_TURNS_PER_USER_PER_MINUTE = 1
+    submit.turn_submit(session_id=session_id, text="old", user_id=customer.pk)
+    with pytest.raises(submit.TurnLimitReached) as refused:
+        submit.turn_submit(session_id=session_id, text="too soon", user_id=customer.pk)
+    later = timezone.now() + timedelta(minutes=1)
+
+    with mock.patch("django.utils.timezone.now", return_value=later):
+        assert submit.turn_submit(session_id=session_id, text="new", user_id=customer.pk)
+    assert refused.value.budget == "turns-per-minute" and 0 < refused.value.retry_after <= 61
 
 
 def test_a_prompt_of_a_turn_whose_worker_died_stays_open_for_its_retry(
@@ -240,30 +248,66 @@ def test_a_prompt_of_a_turn_whose_worker_died_stays_open_for_its_retry(
     waits for another worker, and the retry finds the same row (and its answer)."""
     from gloveapp.core.display import Slot
 
-    turn = services.turn_submit(session_id=session_id, text="checkout", user_id=customer.pk)
-    turn = services.turn_claim_next(session_id=session_id, worker_id="dead")
+    turn = submit.turn_submit(session_id=session_id, text="checkout", user_id=customer.pk)
+    turn = claim.turn_claim_next(session_id=session_id, worker_id="dead")
     prompt = Slot(id="slot_1", renderer="checkout", waits_for_answer=True, tool_name="checkout")
-    services.slot_push(turn=turn, slot=prompt, template="tools/generic_slot.html")
+    slots.slot_push(turn=turn, slot=prompt, template="tools/generic_slot.html")
     Turn.objects.filter(pk=turn.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
 
-    services.turns_take_back()
+    leases.turns_take_back()
     client.force_login(customer)
     html = client.get(f"/sessions/{session_id}/").content.decode()
-    answered = services.slot_answer(
+    answered = slots.slot_answer(
         session_id=session_id, public_id=f"t{turn.pk}-slot_1", value="confirm"
     )
-    retry = services.turn_claim_next(session_id=session_id, worker_id="alive")
-    found = services.slot_push(turn=retry, slot=prompt, template="tools/generic_slot.html")
+    retry = claim.turn_claim_next(session_id=session_id, worker_id="alive")
+    found = slots.slot_push(turn=retry, slot=prompt, template="tools/generic_slot.html")
 
     assert "This prompt expired" not in html
     assert f"t{turn.pk}-slot_1" in html
     assert answered
     assert retry.pk == turn.pk
-    assert services.turn_slots_kept(retry) == [
+    assert slots.turn_slots_kept(retry) == [
         ("slot_1", None, "checkout", TurnSlot.Status.ANSWERED, True)
     ]
-    assert isinstance(found, services.Kept) and found.answered and found.answer == "confirm"
+    assert isinstance(found, slots.Kept) and found.answered and found.answer == "confirm"
     assert TurnSlot.objects.filter(turn_id=turn.pk).count() == 1
+
+
+def _die(session_id: str, turn_id: int) -> Turn:
+    """The turn's worker died: its lease runs out, the sweep takes it back."""
+    Turn.objects.filter(pk=turn_id).update(lease_until=timezone.now() - timedelta(seconds=1))
+    leases.turns_take_back()
+    return Turn.objects.get(pk=turn_id)
+
+
+def test_a_turn_waiting_on_a_person_survives_any_number_of_worker_deaths(
+    session_id, customer, settings
+):
+    """A death at a wait on a person spends no attempt (GLOVE_TURN_MAX_ATTEMPTS): the wait
+    is the database's. A death elsewhere does, and the limit still ends a turn that kills
+    its workers."""
+    from gloveapp.core.display import Slot
+
+    settings.GLOVE_TURN_MAX_ATTEMPTS = 2
+    turn = submit.turn_submit(session_id=session_id, text="checkout", user_id=customer.pk).turn
+    prompt = Slot(id="slot_1", renderer="checkout", waits_for_answer=True, tool_name="checkout")
+    for attempt in range(1, 6):
+        claimed = claim.turn_claim_next(session_id=session_id, worker_id=f"w{attempt}")
+        slots.slot_push(turn=claimed, slot=prompt, template="tools/generic_slot.html")
+        after = _die(session_id, turn.pk)
+        assert after.status == Turn.Status.QUEUED, (attempt, after.error)
+
+    slots.slot_answer(session_id=session_id, public_id=f"t{turn.pk}-slot_1", value="confirm")
+    claim.turn_claim_next(session_id=session_id, worker_id="w6")
+    # The answer taken: the turn waits on nobody now.
+    TurnSlot.objects.filter(turn_id=turn.pk).update(status=TurnSlot.Status.RESOLVED)
+    assert _die(session_id, turn.pk).status == Turn.Status.QUEUED  # the 1st of 2 real deaths
+    claim.turn_claim_next(session_id=session_id, worker_id="w7")
+    failed = _die(session_id, turn.pk)
+
+    assert failed.status == Turn.Status.FAILED
+    assert failed.attempts == 7
 
 
 def test_a_turn_taken_back_from_its_worker_stores_nothing_more(session_id, customer):
@@ -274,12 +318,12 @@ def test_a_turn_taken_back_from_its_worker_stores_nothing_more(session_id, custo
     from gloveapp.core.display import Slot
     from gloveapp.core.types import TokenUsage
 
-    services.turn_submit(session_id=session_id, text="hello", user_id=customer.pk)
-    stalled = services.turn_claim_next(session_id=session_id, worker_id="worker-a")
-    fence = services.turn_fence(stalled)
+    submit.turn_submit(session_id=session_id, text="hello", user_id=customer.pk)
+    stalled = claim.turn_claim_next(session_id=session_id, worker_id="worker-a")
+    fence = turn_fence(stalled)
     messages_append(session_id=session_id, messages=[CoreMessage("user", "hello")], fence=fence)
-    services.turns_take_back(now=timezone.now() + timedelta(hours=1))
-    retry = services.turn_claim_next(session_id=session_id, worker_id="worker-a")
+    leases.turns_take_back(now=timezone.now() + timedelta(hours=1))
+    retry = claim.turn_claim_next(session_id=session_id, worker_id="worker-a")
     late = [CoreMessage(sender="agent", text="late reply")]
     usage = TokenUsage(tokens_in=5, tokens_out=5)
 
@@ -288,12 +332,12 @@ def test_a_turn_taken_back_from_its_worker_stores_nothing_more(session_id, custo
     with pytest.raises(FencedOff):
         turn_record(session_id=session_id, messages=late, usage=usage, fence=fence)
     prompt = Slot(id="slot_1", renderer="checkout", waits_for_answer=True, tool_name="checkout")
-    assert services.slot_push(turn=stalled, slot=prompt, template="tools/generic_slot.html") is None
+    assert slots.slot_push(turn=stalled, slot=prompt, template="tools/generic_slot.html") is None
     turn_record(
         session_id=session_id,
         messages=[CoreMessage(sender="agent", text="the reply")],
         usage=usage,
-        fence=services.turn_fence(retry),
+        fence=turn_fence(retry),
     )
 
     texts = list(Message.objects.filter(session_id=session_id).values_list("text", flat=True))
@@ -307,9 +351,9 @@ def test_it_lists_running_queued_failed_and_retried_turns_in_the_admin(
     session_id, customer, client
 ):
     staff = get_user_model().objects.create_user("stella", is_staff=True, is_superuser=True)
-    running = services.turn_submit(session_id=session_id, text="now", user_id=customer.pk)
-    services.turn_submit(session_id=session_id, text="next", user_id=customer.pk)
-    services.turn_claim_next(session_id=session_id, worker_id="w1")
+    running = submit.turn_submit(session_id=session_id, text="now", user_id=customer.pk).turn
+    submit.turn_submit(session_id=session_id, text="next", user_id=customer.pk)
+    claim.turn_claim_next(session_id=session_id, worker_id="w1")
     Turn.objects.filter(pk=running.pk).update(attempts=2)
     client.force_login(staff)
 

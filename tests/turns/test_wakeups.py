@@ -17,8 +17,8 @@ from django.db import connection
 
 from gloveapp.conversations.models import Message
 from gloveapp.conversations.services import session_create
+from gloveapp.turns import claim, lifecycle, slots, submit, wakeups
 from gloveapp.turns import public as turns
-from gloveapp.turns import services
 from gloveapp.turns.models import Turn, TurnSlot
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -121,8 +121,8 @@ async def test_it_recovers_an_answer_whose_notification_was_lost(
 def test_the_answering_transaction_notifies_the_turn_at_commit(
     requires_postgres, session_id, customer
 ):
-    turn = services.turn_submit(session_id=session_id, text="hi", user_id=customer.pk)
-    services.turn_claim_next(session_id=session_id, worker_id="w")
+    turn = submit.turn_submit(session_id=session_id, text="hi", user_id=customer.pk).turn
+    claim.turn_claim_next(session_id=session_id, worker_id="w")
     TurnSlot.objects.create(
         turn=turn,
         session_id=session_id,
@@ -135,10 +135,10 @@ def test_the_answering_transaction_notifies_the_turn_at_commit(
     params.pop("cursor_factory", None)
     params.pop("context", None)
     with psycopg.connect(**params, autocommit=True) as listener:
-        listener.execute(f"LISTEN {services.TURNS_CHANNEL}")
+        listener.execute(f"LISTEN {wakeups.TURNS_CHANNEL}")
 
-        assert services.slot_answer(session_id=session_id, public_id=f"t{turn.pk}-s1", value="once")
-        assert services.turn_cancel(session_id=session_id)
+        assert slots.slot_answer(session_id=session_id, public_id=f"t{turn.pk}-s1", value="once")
+        assert lifecycle.turn_cancel(session_id=session_id)
         payloads = [n.payload for n in listener.notifies(timeout=5, stop_after=2)]
 
     assert payloads == [str(turn.pk), str(turn.pk)]

@@ -4,7 +4,7 @@ username, names and e-mail read every user without them (2.2x slower at 10,000 u
 
 from django.db import migrations
 
-from gloveapp.admin_lists import trigram_index_operations
+from gloveapp.lib.db.migrations import trigram_index_operations
 
 SEARCHED = ("username", "first_name", "last_name", "email")
 

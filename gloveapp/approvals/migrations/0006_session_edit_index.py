@@ -5,7 +5,7 @@
 
 from django.db import migrations, models
 
-from gloveapp.db import add_index_if_absent
+from gloveapp.lib.db.migrations import add_index_if_absent
 
 
 class Migration(migrations.Migration):

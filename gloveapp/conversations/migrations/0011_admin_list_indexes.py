@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db import migrations, models
 
-from gloveapp.admin_lists import trigram_index_operations
+from gloveapp.lib.db.migrations import trigram_index_operations
 
 
 class Migration(migrations.Migration):

@@ -1,4 +1,4 @@
-# The idempotency keys become partitioned by day on PostgreSQL (gloveapp/partitions.py):
+# The idempotency keys become partitioned by day on PostgreSQL (gloveapp/lib/db/partitions.py):
 # retention drops whole days instead of deleting rows. "One answer per user and key" stays:
 # a unique index per day, and across days the advisory lock every writer takes on the key
 # (`conversations.idempotency._claim`). SQLite keeps the plain table and its constraint.
@@ -6,7 +6,7 @@
 
 from django.db import migrations
 
-from gloveapp.partitions import partition_table, unpartition_table
+from gloveapp.lib.db.partitions import partition_table, unpartition_table
 
 TABLE = "conversations_idempotentrequest"
 UNIQUE = (("one_request_per_idempotency_key", ("user_id", "key")),)

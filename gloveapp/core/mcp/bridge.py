@@ -78,6 +78,7 @@ def bridge_mcp_tool(
         run=run,
         json_schema=tool.input_schema,
         requires_permission=_permission(server, tool, server_mode),
+        label=server.tool_label(tool.name, tool.title),
         extra={"mcp_server": server.name, "mcp_tool": tool.name},
     )
 

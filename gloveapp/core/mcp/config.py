@@ -49,6 +49,8 @@ class McpServerConfig:
     exclude_tools: tuple[str, ...] = ()
     # "auto" as glove-mcp: a prompt unless the tool is annotated read-only.
     permission: Permission = "auto"
+    # Un-namespaced tool name -> what people read for it (over the tool's own `title`).
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def transport(self) -> Literal["http", "stdio"]:
@@ -80,7 +82,7 @@ class McpServerConfig:
             raise McpConfigError(f"{where}: each server is a dict, got {type(raw).__name__}")
         known = {
             "name", "url", "headers", "command", "args", "env", "cwd", "timeout",
-            "connect_timeout", "exclude_tools", "permission",
+            "connect_timeout", "exclude_tools", "permission", "labels",
         }  # fmt: skip
         unknown = sorted(set(raw) - known)
         if unknown:
@@ -116,7 +118,17 @@ class McpServerConfig:
             ),
             exclude_tools=_str_tuple(raw.get("exclude_tools"), f"{where}.exclude_tools"),
             permission=permission,
+            labels=_str_map(raw.get("labels"), f"{where}.labels"),
         )
+
+    def tool_label(self, tool: str, title: str | None = None) -> str:
+        """What people read for this server's `tool`: its configured label, the tool's own
+        title, else its name in words without the server's namespace ("Get current time")."""
+        label = self.labels.get(tool) or title
+        if label:
+            return label
+        words = tool.replace("_", " ").replace("-", " ").split()
+        return " ".join(words).capitalize() if words else tool
 
 
 def expand_env(value: str) -> str:

@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -47,6 +48,8 @@ class McpToolDef:
     output_schema: dict[str, Any] | None = None
     read_only: bool = False
     destructive: bool = False
+    # What people read for it: the tool's own `title`, else its annotations' title.
+    title: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +215,8 @@ class McpConnection:
                         output_schema=dict(tool.outputSchema) if tool.outputSchema else None,
                         read_only=bool(annotations and annotations.readOnlyHint),
                         destructive=bool(annotations and annotations.destructiveHint),
+                        title=getattr(tool, "title", None)
+                        or (getattr(annotations, "title", None) if annotations else None),
                     )
                 )
             cursor = page.nextCursor
@@ -261,7 +266,9 @@ class _WatchedTransport(httpx.AsyncBaseTransport):
     a lost connection here: the call fails now and the next one connects again.
     """
 
-    def __init__(self, inner: Any, on_failure: Any) -> None:
+    def __init__(
+        self, inner: httpx.AsyncBaseTransport, on_failure: Callable[[Exception], Awaitable[None]]
+    ) -> None:
         self._inner = inner
         self._on_failure = on_failure
 
@@ -286,11 +293,11 @@ class _WatchedTransport(httpx.AsyncBaseTransport):
 
 
 class _WatchedStream(httpx.AsyncByteStream):
-    def __init__(self, inner: Any, on_failure: Any) -> None:
-        self._inner = inner
+    def __init__(self, inner: Any, on_failure: Callable[[Exception], Awaitable[None]]) -> None:
+        self._inner = inner  # the response's stream, async here (an async client's)
         self._on_failure = on_failure
 
-    async def __aiter__(self) -> Any:
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
             async for chunk in self._inner:
                 yield chunk

@@ -191,6 +191,7 @@ def _error_field(body: Any, key: str) -> str | None:
     """`{"type": "error", "error": {"type": ..., "message": ...}}` -> one inner field."""
     if isinstance(body, dict):
         inner = body.get("error")
-        if isinstance(inner, dict) and isinstance(inner.get(key), str):
-            return inner[key]
+        field = inner.get(key) if isinstance(inner, dict) else None
+        if isinstance(field, str):
+            return field
     return None

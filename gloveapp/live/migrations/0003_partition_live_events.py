@@ -1,9 +1,9 @@
-# The live event log becomes partitioned by day on PostgreSQL (gloveapp/partitions.py):
+# The live event log becomes partitioned by day on PostgreSQL (gloveapp/lib/db/partitions.py):
 # retention drops whole days instead of deleting rows. SQLite keeps the plain table.
 
 from django.db import migrations
 
-from gloveapp.partitions import partition_table, unpartition_table
+from gloveapp.lib.db.partitions import partition_table, unpartition_table
 
 TABLE = "conversations_liveevent"
 

@@ -11,9 +11,16 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
+from gloveapp.agents import labels
 from gloveapp.conversations.access import may_see_tool_data
 
 register = template.Library()
+
+
+@register.filter
+def agent_title(agent_name: str | None) -> str:
+    """An agent by its title ("Brew coffee shop"), never its internal name (`coffee`)."""
+    return labels.agent_title(agent_name)
 
 
 @register.filter

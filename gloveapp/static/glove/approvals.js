@@ -1,41 +1,14 @@
-// The approvals page: j/k/Enter as on the inbox (list_nav.js), a to approve, x to reject,
-// time left counting down, and live updates from /ws/approvals/ (the list and the open
-// request are fetched again from the server when an approval changes). The server renders
-// everything.
+// The approvals page: the live queue of list_nav.js (`queuePage`: j/k/Enter, the list and
+// the open request fetched again from the server when an approval changes, from
+// /ws/approvals/), a to approve, x to reject, the diff staff approve, time left counting
+// down. The server renders everything.
 (function () {
   "use strict";
 
   const root = document.getElementById("approvals");
   if (!root) return;
-  const list = document.getElementById("approvals-list");
   const detail = document.getElementById("approvals-detail");
-  const empty = document.getElementById("approvals-empty");
-
-  function detailUrl(id) {
-    return root.dataset.detailUrl.replace("APPROVAL_ID", encodeURIComponent(id));
-  }
-  function showDetail(html) {
-    detail.innerHTML = html;
-    if (window.htmx) window.htmx.process(detail);
-    if (window.GloveLocalTime) window.GloveLocalTime(detail);
-    tick();
-  }
-  function loadDetail(id, remember) {
-    nav.loadDetail(detailUrl(id), function (html) {
-      const editing = detail.querySelector(".approval__form :focus");
-      if (!remember && editing) return; // never swap a form out from under the person
-      showDetail(html);
-      if (remember) {
-        const params = new URLSearchParams(window.location.search);
-        params.set("request", id);
-        history.replaceState(null, "", "?" + params.toString());
-      }
-    });
-  }
-  function press(action) {
-    const button = detail.querySelector('[data-action="' + action + '"]');
-    if (button) button.click();
-  }
+  const list = document.getElementById("approvals-list");
 
   // -- the diff staff approve: every field that differs from the call, old -> new ----------
   function fieldValue(input) {
@@ -65,20 +38,6 @@
   detail.addEventListener("input", showDiff);
   detail.addEventListener("change", showDiff);
 
-  const nav = window.GloveListNav.listNav({
-    list: list,
-    rowSelector: ".approvals-row",
-    onSelect: function (row) { loadDetail(row.dataset.id, true); },
-    onKey: function (event) {
-      if (event.key === "a") { event.preventDefault(); press("approve"); }
-      else if (event.key === "x") {
-        event.preventDefault();
-        const reason = detail.querySelector(".approval__reason");
-        if (reason && !reason.value) reason.focus(); else press("reject");
-      }
-    },
-  });
-
   // -- time left -------------------------------------------------------------------------
   function left(el) {
     if (!el.dataset.secondsLeft) return null;
@@ -104,35 +63,33 @@
   }
   window.setInterval(tick, 1000);
 
-  // -- live --------------------------------------------------------------------------------
-  function refreshRows() {
-    fetch(root.dataset.rowsUrl, { credentials: "same-origin" })
-      .then(function (response) { return response.ok ? response.text() : Promise.reject(response); })
-      .then(function (html) {
-        list.innerHTML = html;
-        if (nav.selectedId) nav.markSelected(nav.selectedId);
-        empty.hidden = nav.rows().length > 0;
-        tick();
-      })
-      .catch(function () {});
-  }
-  let refreshTimer = null;
-  function changed(payload) {
-    // Several events in a burst (a sweep, a busy queue): one refresh.
-    window.clearTimeout(refreshTimer);
-    refreshTimer = window.setTimeout(refreshRows, 150);
-    if (payload && payload.id && payload.id === nav.selectedId) loadDetail(nav.selectedId, false);
-  }
-  window.GloveListNav.live({
-    lastEventId: root.dataset.lastEventId,
-    liveState: document.getElementById("live-state"),
-    onFrame: function (frame) {
-      if (frame.type === "resync") { refreshRows(); return; }
-      if (String(frame.type || "").indexOf("approval.") === 0) changed(frame.payload || {});
+  // -- the queue, live --------------------------------------------------------------------
+  window.GloveListNav.queuePage({
+    root: root,
+    list: list,
+    detail: detail,
+    empty: document.getElementById("approvals-empty"),
+    placeholder: "APPROVAL_ID",
+    param: "request",
+    rowSelector: ".approvals-row",
+    initialSelector: ".approval",
+    eventPrefix: "approval.",
+    eventId: function (payload) { return payload.id; },
+    editing: function (pane) { return Boolean(pane.querySelector(".approval__form :focus")); },
+    keys: {
+      a: function (event, page) { event.preventDefault(); page.press("approve"); },
+      x: function (event, page) {
+        event.preventDefault();
+        const reason = detail.querySelector(".approval__reason");
+        if (reason && !reason.value) reason.focus(); else page.press("reject");
+      },
     },
-  }).connect("/ws/approvals/");
+    afterShow: function (pane) {
+      if (window.GloveLocalTime) window.GloveLocalTime(pane);
+      tick();
+    },
+    afterRows: tick,
+  }).live.connect("/ws/approvals/");
 
-  const initial = detail.querySelector(".approval");
-  if (initial) nav.markSelected(initial.dataset.id);
   tick();
 })();

@@ -1,7 +1,8 @@
-// The list-and-detail pages' shared skeleton (/approvals/ and the workspace inbox): j/k/Enter
-// and clicks move the selection and load the server-rendered detail pane, and live sockets
-// hand each new event to the page. Each page's script keeps what is its own (its other keys,
-// what selecting a row does, what an event means) and builds on these two.
+// The list-and-detail pages' shared skeleton (/approvals/, /handoffs/ and the workspace
+// inbox): j/k/Enter and clicks move the selection and load the server-rendered detail pane,
+// and live sockets hand each new event to the page; the two live queues (/approvals/ and
+// /handoffs/) share the rest of their shape too (`queuePage`). Each page's script keeps what
+// is its own (its other keys, what selecting a row does, what an event means).
 window.GloveListNav = (function () {
   "use strict";
 
@@ -124,5 +125,86 @@ window.GloveListNav = (function () {
     };
   }
 
-  return { listNav: listNav, live: live };
+  // A live queue beside a detail pane (/approvals/ and /handoffs/): selecting a row loads
+  // its pane and names it in the address (?<param>=<id>); a pane is never swapped out from
+  // under a person typing in it; an event of the page's kind fetches the list again (once
+  // per burst) and the open pane too when the event is about it.
+  // options: root (with data-detail-url holding `placeholder`, data-rows-url and
+  // data-last-event-id), list, detail, empty, placeholder, param, rowSelector,
+  // initialSelector (the pane the server rendered open), eventPrefix ("approval."),
+  // eventId(payload) (the row an event is about), editing(detail) (true while a person
+  // types there), keys ({key: function (event, page)}), afterShow(detail), afterRows().
+  function queuePage(options) {
+    const root = options.root;
+    const list = options.list;
+    const detail = options.detail;
+    const page = {};
+
+    function detailUrl(id) {
+      return root.dataset.detailUrl.replace(options.placeholder, encodeURIComponent(id));
+    }
+    page.showDetail = function (html) {
+      detail.innerHTML = html;
+      if (window.htmx) window.htmx.process(detail);
+      if (options.afterShow) options.afterShow(detail);
+    };
+    page.loadDetail = function (id, remember) {
+      page.nav.loadDetail(detailUrl(id), function (html) {
+        if (!remember && options.editing(detail)) return;
+        page.showDetail(html);
+        if (remember) {
+          const params = new URLSearchParams(window.location.search);
+          params.set(options.param, id);
+          history.replaceState(null, "", "?" + params.toString());
+        }
+      });
+    };
+    page.press = function (action) {
+      const button = detail.querySelector('[data-action="' + action + '"]');
+      if (button) button.click();
+    };
+    page.nav = listNav({
+      list: list,
+      rowSelector: options.rowSelector,
+      onSelect: function (row) { page.loadDetail(row.dataset.id, true); },
+      onKey: function (event) {
+        const handle = options.keys && options.keys[event.key];
+        if (handle) handle(event, page);
+      },
+    });
+
+    function refreshRows() {
+      fetch(root.dataset.rowsUrl, { credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.text() : Promise.reject(response); })
+        .then(function (html) {
+          list.innerHTML = html;
+          if (page.nav.selectedId) page.nav.markSelected(page.nav.selectedId);
+          options.empty.hidden = page.nav.rows().length > 0;
+          if (options.afterRows) options.afterRows();
+        })
+        .catch(function () {});
+    }
+    let refreshTimer = null;
+    page.changed = function (payload) {
+      // Several events in a burst (a sweep, a busy queue): one refresh.
+      window.clearTimeout(refreshTimer);
+      refreshTimer = window.setTimeout(refreshRows, 150);
+      const id = payload ? options.eventId(payload) : null;
+      if (id && id === page.nav.selectedId) page.loadDetail(id, false);
+    };
+    page.live = live({
+      lastEventId: root.dataset.lastEventId,
+      liveState: document.getElementById("live-state"),
+      onFrame: function (frame) {
+        if (frame.type === "resync") { refreshRows(); return; }
+        if (String(frame.type || "").indexOf(options.eventPrefix) === 0) page.changed(frame.payload || {});
+      },
+    });
+
+    const initial = detail.querySelector(options.initialSelector);
+    if (initial) page.nav.markSelected(initial.dataset.id);
+    return page;
+  }
+
+  return { listNav: listNav, live: live, queuePage: queuePage };
 })();

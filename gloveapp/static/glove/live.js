@@ -35,6 +35,8 @@
     "turn.finished": ["messages", "slots", "tasks", "inbox", "turn-status", "permissions"],
     "turn.error": ["messages", "slots", "turn-status", "permissions"],
     "approval.decided": ["messages", "slots"],
+    // Who answers the chat changed (a person joined, handed it back): the banner and history.
+    "session.answerer": ["messages", "handoff", "turn-status"],
   };
 
   // One request per partial at a time; events arriving meanwhile mark it dirty and it is
@@ -118,6 +120,10 @@
         break;
       case "turn.finished":
         setStatus("");
+        break;
+      case "session.answerer":
+        // "Bea from the baristas joined the chat.": said at once, before the refresh lands.
+        setStatus(payload.text || "");
         break;
       case "turn.error":
         setStatus("Something went wrong: " + (payload.error || payload.message || "the turn failed") + ".");

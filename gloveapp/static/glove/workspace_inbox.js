@@ -314,6 +314,16 @@
       .catch(function () {});
   }, 20000);
 
+  // The reply box sends on Ctrl+Enter (Cmd+Enter on a Mac); Enter alone breaks the line.
+  detail.addEventListener("keydown", function (event) {
+    const text = event.target;
+    if (!text || !text.matches || !text.matches(".reply-bar textarea")) return;
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.isComposing) {
+      event.preventDefault();
+      text.form.requestSubmit();
+    }
+  });
+
   regroup();
   const initial = detail.querySelector(".entry");
   if (initial) nav.markSelected(initial.dataset.id);

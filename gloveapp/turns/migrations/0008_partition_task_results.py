@@ -1,5 +1,5 @@
 # The database queue's task results (django-tasks-db's table) become partitioned by day of
-# `enqueued_at` on PostgreSQL (gloveapp/partitions.py): retention drops a whole day once
+# `enqueued_at` on PostgreSQL (gloveapp/lib/db/partitions.py): retention drops a whole day once
 # every task in it finished before the cut; a day holding a queued or running task loses
 # its finished rows in batches instead. The table is django-tasks-db's: this depends on its
 # last migration, and `gloveapp.turns.checks` fails when the package's schema moves on
@@ -10,7 +10,7 @@
 
 from django.db import migrations
 
-from gloveapp.partitions import partition_table, unpartition_table
+from gloveapp.lib.db.partitions import partition_table, unpartition_table
 
 TABLE = "django_tasks_database_dbtaskresult"
 

@@ -19,7 +19,7 @@ from django.db import close_old_connections
 from django.db.utils import OperationalError
 from django.tasks import task_backends
 
-from gloveapp.db import Backoff, close_broken_connections
+from gloveapp.lib.db.outages import Backoff, close_broken_connections
 
 logger = logging.getLogger(__name__)
 # How often `turn_worker` refreshes its RQ worker record and checks `rq suspend`.

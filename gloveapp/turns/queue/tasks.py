@@ -15,9 +15,10 @@ from functools import partial
 from django.db import transaction
 from django.tasks import task
 
-from gloveapp.logs import OutageLog
-from gloveapp.turns.services import task_enqueued_notify, turn_unpark
-from gloveapp.turns.worker import TurnEngine, current_engine
+from gloveapp.lib.logs import OutageLog
+from gloveapp.turns.engine import TurnEngine, current_engine
+from gloveapp.turns.parking import turn_unpark
+from gloveapp.turns.wakeups import task_enqueued_notify
 
 logger = logging.getLogger(__name__)
 QUEUE_OUTAGE = OutageLog(logger, "the task queue")
@@ -43,14 +44,14 @@ def run_session_blocking(session_id: str) -> None:
 def enqueue_session(session_id: str) -> bool:
     """Enqueue the session's task (call after its turn is committed); False when the task
     backend refused (Redis frozen or gone, for RQ): the turn stays queued in the database,
-    and a worker's sweep (`services.sessions_waiting`) enqueues it again once the backend
+    and a worker's sweep (`leases.sessions_waiting`) enqueues it again once the backend
     answers. A message is never refused, nor a request held up, for want of the queue."""
     try:
         result = run_session_turns.enqueue(session_id)
         if type(result.task.get_backend()).__module__.startswith("django_tasks_db"):
             task_enqueued_notify()
     except Exception as error:
-        # One line per outage, not a traceback per accepted message (gloveapp/logs.py).
+        # One line per outage, not a traceback per accepted message (gloveapp/lib/logs.py).
         QUEUE_OUTAGE.failed(error, "turns stay queued in the database until a worker's sweep")
         return False
     QUEUE_OUTAGE.answered()
@@ -58,7 +59,7 @@ def enqueue_session(session_id: str) -> bool:
 
 
 def wake_turn(turn_id: int) -> None:
-    """`gloveapp.db.wake_turn` for the turns (set by `TurnsConfig.ready`): in the caller's
+    """`gloveapp.lib.turn_waking.wake_turn` for the turns (set by `TurnsConfig.ready`): in the caller's
     transaction, a turn parked on a person goes back on the queue and its session's task is
     enqueued when that transaction commits (a lost task: the sweep enqueues it again)."""
     session_id = turn_unpark(turn_id=turn_id)

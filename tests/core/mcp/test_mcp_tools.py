@@ -32,6 +32,7 @@ async def run_with(toolbox: McpToolbox, script: list, **options) -> tuple[Glove,
     return glove, model, store
 
 
+@pytest.mark.process
 async def test_it_offers_the_time_servers_tools_with_their_schemas():
     toolbox = McpToolbox([time_server()])
     _, model, _ = await run_with(toolbox, ["It is time."])
@@ -45,6 +46,7 @@ async def test_it_offers_the_time_servers_tools_with_their_schemas():
     )
 
 
+@pytest.mark.process
 async def test_it_reads_the_real_time_from_the_stdio_server():
     toolbox = McpToolbox([time_server()])
     script = [calls(("time__get_current_time", {"timezone": "Asia/Tokyo"})), "Done."]
@@ -58,6 +60,7 @@ async def test_it_reads_the_real_time_from_the_stdio_server():
     assert seen == result["data"]
 
 
+@pytest.mark.process
 async def test_it_returns_the_servers_text_to_the_model(everything):
     toolbox = McpToolbox([everything.entry()])
     script = [
@@ -71,6 +74,7 @@ async def test_it_returns_the_servers_text_to_the_model(everything):
     assert (await result_of(store, 1))["renderData"] == [{"type": "text", "text": "Echo: hi"}]
 
 
+@pytest.mark.process
 async def test_it_prefers_structured_content(everything):
     toolbox = McpToolbox([everything.entry()])
     script = [calls(("everything__get-structured-content", {"location": "New York"})), "Ok."]
@@ -83,6 +87,7 @@ async def test_it_prefers_structured_content(everything):
     assert ": " not in data  # JSON.stringify's compact form
 
 
+@pytest.mark.process
 async def test_it_uses_one_session_per_server_for_the_whole_turn(everything):
     toolbox = McpToolbox([everything.entry()])
     script = [
@@ -103,6 +108,7 @@ async def test_it_uses_one_session_per_server_for_the_whole_turn(everything):
     assert toolbox.open_sessions == 0
 
 
+@pytest.mark.process
 async def test_it_lists_the_tools_from_the_cache_until_refreshed(everything):
     cache = ToolListCache(ttl=3600)
     first = McpToolbox([everything.entry()], cache=cache)
@@ -121,6 +127,7 @@ async def test_it_lists_the_tools_from_the_cache_until_refreshed(everything):
     assert everything.sessions_started() == 2
 
 
+@pytest.mark.process
 async def test_it_connects_on_the_first_call_when_the_list_was_cached(everything):
     cache = ToolListCache(ttl=3600)
     async with McpToolbox([everything.entry()], cache=cache):
@@ -132,6 +139,7 @@ async def test_it_connects_on_the_first_call_when_the_list_was_cached(everything
     assert (await result_of(store))["data"] == "Echo: later"
 
 
+@pytest.mark.process
 async def test_it_keeps_the_agent_running_without_a_server_that_is_down():
     toolbox = McpToolbox(
         [time_server(), {"name": "gone", "url": "http://127.0.0.1:9/mcp", "connect_timeout": 5}]
@@ -144,6 +152,7 @@ async def test_it_keeps_the_agent_running_without_a_server_that_is_down():
     assert "time__get_current_time" in names and not any(n.startswith("gone__") for n in names)
 
 
+@pytest.mark.process
 async def test_it_gives_the_model_a_timeout_error(everything):
     toolbox = McpToolbox([everything.entry(timeout=0.5)])
     script = [
@@ -164,6 +173,7 @@ async def test_it_gives_the_model_a_timeout_error(everything):
 
 # Killed at once, or once its answer's event stream is open (the SDK then tries to resume
 # the stream and gives up silently; the call must still fail now, not at its timeout).
+@pytest.mark.process
 @pytest.mark.parametrize("after", [0, 0.5])
 async def test_it_gives_a_tool_error_when_the_server_is_killed_mid_call(everything, after):
     toolbox = McpToolbox([everything.entry(timeout=30)])
@@ -192,6 +202,7 @@ async def test_it_gives_a_tool_error_when_the_server_is_killed_mid_call(everythi
     assert outcome["message"].startswith("the connection to the MCP server was lost")
 
 
+@pytest.mark.process
 async def test_it_opens_a_lost_stdio_session_again_for_the_next_call():
     toolbox = McpToolbox([time_server()])
     await toolbox.start()
@@ -211,6 +222,7 @@ async def test_it_opens_a_lost_stdio_session_again_for_the_next_call():
     assert second_session is not first_session
 
 
+@pytest.mark.process
 async def test_it_passes_a_servers_error_to_the_model(everything):
     toolbox = McpToolbox([everything.entry()])
     script = [calls(("everything__get-sum", {"a": "two", "b": 3})), "Ok."]
@@ -221,6 +233,7 @@ async def test_it_passes_a_servers_error_to_the_model(everything):
     assert "a" in outcome["message"] and outcome["message"]
 
 
+@pytest.mark.process
 async def test_it_prompts_for_tools_not_marked_read_only(everything):
     toolbox = McpToolbox([everything.entry()])
     await toolbox.start()
@@ -231,6 +244,7 @@ async def test_it_prompts_for_tools_not_marked_read_only(everything):
     assert permission["everything__toggle-simulated-logging"] is True
 
 
+@pytest.mark.process
 async def test_a_bare_command_is_found_beside_python_when_the_path_lacks_the_virtualenv(
     monkeypatch,
 ):

@@ -270,6 +270,7 @@ async def test_stream_without_usage_chunk(openai_server: FakeOpenAI, recorder: R
         (500, "server_error", None, True),
     ],
 )
+@pytest.mark.process
 @pytest.mark.parametrize("stream", [True, False])
 async def test_provider_errors_become_model_provider_error(
     openai_server: FakeOpenAI,

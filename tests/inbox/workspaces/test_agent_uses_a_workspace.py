@@ -22,6 +22,7 @@ def workspace_server(live: dict, variable: str) -> dict:
     }
 
 
+@pytest.mark.process
 async def test_it_sends_the_headers_with_the_token_from_the_environment(live, monkeypatch):
     monkeypatch.setenv("GLOVE_TEST_WORKSPACE_TOKEN", live["ann"].token)
     toolbox = McpToolbox(
@@ -37,6 +38,7 @@ async def test_it_sends_the_headers_with_the_token_from_the_environment(live, mo
     assert "entries" in json.loads(result.data)
 
 
+@pytest.mark.process
 async def test_it_leaves_out_a_server_that_refuses_the_token(live, monkeypatch):
     monkeypatch.setenv("GLOVE_TEST_WORKSPACE_TOKEN", "not-the-token")
     toolbox = McpToolbox(

@@ -28,6 +28,7 @@ async def push_once(server: LiveServer, root) -> None:
     assert pushed["ok"] is True
 
 
+@pytest.mark.process
 async def test_it_starts_the_session_manager_from_the_lifespan_under_uvicorn(tmp_path):
     with LifespanUvicorn(server="uvicorn", extra_env={"LOG_LEVEL": "INFO"}) as server:
         await push_once(server, tmp_path)
@@ -37,11 +38,13 @@ async def test_it_starts_the_session_manager_from_the_lifespan_under_uvicorn(tmp
     assert "Application startup complete" in log
 
 
+@pytest.mark.process
 async def test_it_starts_the_session_manager_on_first_use_with_the_lifespan_off(tmp_path):
     with LiveServer(server="uvicorn") as server:
         await push_once(server, tmp_path)
 
 
+@pytest.mark.process
 async def test_any_server_process_answers_any_call_of_a_client(tmp_path):
     import httpx
 

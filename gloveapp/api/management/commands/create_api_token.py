@@ -1,7 +1,8 @@
 """`python manage.py create_api_token USER`: print a DRF token for the REST remote store.
 
 The same token is printed on every run (one token per user, as DRF's authtoken keeps it),
-so scripts can call this idempotently; `--rotate` replaces it.
+so scripts can call this idempotently; `--rotate` replaces it. `--webhook URL` gives the
+token's turns a completion webhook by default.
 """
 
 from __future__ import annotations
@@ -9,9 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.validators import URLValidator
 from django.db import transaction
 from rest_framework.authtoken.models import Token
+
+from gloveapp.api.models import TokenWebhook
 
 
 class Command(BaseCommand):
@@ -27,8 +32,21 @@ class Command(BaseCommand):
         parser.add_argument(
             "--rotate", action="store_true", help="Replace the existing token with a new one."
         )
+        parser.add_argument(
+            "--webhook",
+            help="An http(s) URL every turn started with this token tells when it ends (a "
+            "signed POST), unless the start names its own; an empty value removes it.",
+        )
 
-    def handle(self, *args: Any, username: str, create_user: bool, rotate: bool, **options: Any):
+    def handle(
+        self,
+        *args: Any,
+        username: str,
+        create_user: bool,
+        rotate: bool,
+        webhook: str | None = None,
+        **options: Any,
+    ):
         User = get_user_model()
         with transaction.atomic():
             try:
@@ -44,4 +62,17 @@ class Command(BaseCommand):
             if rotate:
                 Token.objects.filter(user=user).delete()
             token, _ = Token.objects.get_or_create(user=user)
+            if webhook is not None:
+                _set_webhook(token, webhook)
         self.stdout.write(token.key)
+
+
+def _set_webhook(token: Token, url: str) -> None:
+    if not url:
+        TokenWebhook.objects.filter(token=token).delete()
+        return
+    try:
+        URLValidator(schemes=["http", "https"])(url)
+    except ValidationError:
+        raise CommandError(f"--webhook: not an http(s) URL: {url!r}") from None
+    TokenWebhook.objects.update_or_create(token=token, defaults={"url": url})

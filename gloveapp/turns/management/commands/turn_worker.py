@@ -13,9 +13,9 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from gloveapp.turns import event_loop
+from gloveapp.turns.engine import TurnEngine
 from gloveapp.turns.queue.fetch import fetcher_for_backend
 from gloveapp.turns.queue.tasks import enqueue_session
-from gloveapp.turns.worker import TurnEngine
 
 
 class Command(BaseCommand):

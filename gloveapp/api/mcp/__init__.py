@@ -1,0 +1,1 @@
+"""The workspace's MCP server (`/mcp/<workspace_id>`) and the workspace inbox's REST routes."""

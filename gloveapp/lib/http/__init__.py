@@ -1,0 +1,1 @@
+"""The HTTP edge: middleware, the health probe, and unread request bodies."""
