@@ -108,13 +108,19 @@ def queue_handoff_notifications(record: Any, event: str) -> int:
     the queue, "handoff_late" past its bound): one e-mail per staff member of the group with
     an address, and the group's webhook (GLOVE_APPROVAL_WEBHOOKS). Called inside the
     transaction that queued the chat; a chat of no group notifies nobody."""
+    from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    group = Group.objects.filter(name=record.group).first() if record.group else None
-    if group is None:
+    if not record.group:
         return 0
     now = timezone.now()
-    members = group.user_set.filter(is_active=True, is_staff=True).exclude(email="")
+    # The members through the group's name (one query, not the group's row and then its
+    # users): every chat that enters a queue pays it, inside its transaction.
+    members = (
+        get_user_model()
+        .objects.filter(groups__name=record.group, is_active=True, is_staff=True)
+        .exclude(email="")
+    )
     notes = [
         ApprovalNotification(
             handoff=record,
@@ -127,13 +133,15 @@ def queue_handoff_notifications(record: Any, event: str) -> int:
         )
         for user in members.order_by("pk")[:MAX_GROUP_RECIPIENTS]
     ]
-    if (settings.GLOVE_APPROVAL_WEBHOOKS or {}).get(group.name):
+    hooked = bool((settings.GLOVE_APPROVAL_WEBHOOKS or {}).get(record.group))
+    # A group with members exists; one without is asked only when it has a webhook.
+    if hooked and (notes or Group.objects.filter(name=record.group).exists()):
         notes.append(
             ApprovalNotification(
                 handoff=record,
                 event=event,
                 channel=Channel.WEBHOOK,
-                recipient=group.name,
+                recipient=record.group,
                 next_attempt_at=now,
                 created_at=now,
             )

@@ -32,7 +32,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from gloveapp.agents.handoff_config import agent_handoff_group
@@ -230,14 +230,16 @@ def _conflict(session_id: str, wanted: str) -> HandoffConflict:
     return HandoffConflict(f"Cannot {wanted}: {words}.", current=answerer_of(session))
 
 
-def _note(session_id: str, text: str) -> None:
-    """A framework note in the history: the model reads it, the page shows it as a note."""
-    messages_append(
-        session_id=session_id,
+def _note(session: Session, text: str) -> None:
+    """A framework note in the history: the model reads it, the page shows it as a note.
+    `session` (the locked row) is kept current: its `last_seq` is the note's."""
+    appended = messages_append(
+        session_id=session.pk,
         messages=[
             CoreMessage(sender="user", text=text, framework_context=HANDOFF_FRAMEWORK_CONTEXT)
         ],
     )
+    session.last_seq = appended[-1].seq
 
 
 # The ways in a metric's `via` label takes (bounded: anything else counts as "api").
@@ -250,9 +252,19 @@ def _count(record: Any, session: Session, **labels: Any) -> None:
     transaction.on_commit(lambda: record(agent=agent, **labels))
 
 
-def _stretch_starts_next(session_id: str) -> None:
-    """The human stretch's first message is the next one (after the note just written)."""
-    Session.objects.filter(pk=session_id).update(handoff_from_seq=F("last_seq") + 1)
+def _note_then_stretch(session: Session, text: str) -> None:
+    """The note that starts a human stretch; the stretch's first message is the next one.
+    The transition set `handoff_from_seq` to the seq after the note's already (its row is
+    locked, so the note is the next message): only a different seq costs an UPDATE."""
+    _note(session, text)
+    if session.handoff_from_seq != session.last_seq + 1:
+        session.handoff_from_seq = session.last_seq + 1
+        Session.objects.filter(pk=session.pk).update(handoff_from_seq=session.handoff_from_seq)
+
+
+def _after_the_note(row: Session) -> int:
+    """The first message of a human stretch that a note (the next message) starts."""
+    return row.last_seq + 2
 
 
 def _announce(session: Session, record: HandoffRecord, words: str) -> None:
@@ -301,28 +313,54 @@ def _record(
     )
 
 
-def _move(
-    session_id: str, *, from_states: tuple[str, ...], extra: Q | None = None, **changes: Any
-) -> tuple[str, Session] | None:
-    """The conditional UPDATE every transition is: the chat's row changes only if it is in
-    one of `from_states` now (two claimants: exactly one gets its row). Returns the state it
-    left and the row as it is now, or None."""
-    before = (
-        Session.objects.select_for_update()
+def _locked(session_id: str) -> Session:
+    """The chat's row with its person, locked until the transaction ends (on SQLite the
+    transaction's BEGIN IMMEDIATE holds every writer off already)."""
+    session = (
+        Session.objects.select_for_update(of=("self",))
+        .select_related("answerer_person")
         .filter(pk=session_id)
-        .values_list("answerer", flat=True)
         .first()
     )
-    if before is None:
+    if session is None:
         raise Session.DoesNotExist(session_id)
+    return session
+
+
+@dataclass(frozen=True, slots=True)
+class Left:
+    """What a transition found in the chat's row before it changed it."""
+
+    state: str
+    group: str
+    since: Any
+    from_seq: int | None
+
+
+def _move(
+    session_id: str, *, from_states: tuple[str, ...], extra: Q | None = None, **changes: Any
+) -> tuple[Left, Session] | None:
+    """The conditional UPDATE every transition is: the chat's row changes only if it is in
+    one of `from_states` now (two claimants: exactly one gets its row). A change may be a
+    function of the locked row (`lambda row: row.last_seq + 1`). Returns what the row held
+    before and the row as the UPDATE left it, or None."""
+    session = _locked(session_id)
+    before = Left(
+        session.answerer, session.answerer_group, session.answerer_since, session.handoff_from_seq
+    )
+    values = {name: value(session) if callable(value) else value for name, value in changes.items()}
+    values["answerer_since"] = timezone.now()
     condition = Q(pk=session_id, answerer__in=from_states)
     if extra is not None:
         condition &= extra
     # The row is locked by the read above, so `before` is still its state; the condition
     # stays in the UPDATE all the same, the one rule of who wins.
-    if not Session.objects.filter(condition).update(answerer_since=timezone.now(), **changes):
+    if not Session.objects.filter(condition).update(**values):
         return None
-    return before, _current(session_id)
+    # Locked, the row is now the read one with these values: no need to read it back.
+    for name, value in values.items():
+        setattr(session, name, value)
+    return before, session
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,15 +403,13 @@ def _transition(
     text: str = "",
     extra: Q | None = None,
     **changes: Any,
-) -> tuple[Session, HandoffRecord]:
+) -> tuple[Session, HandoffRecord, Left]:
     """Every transition: the guarded UPDATE of `TRANSITIONS[kind]` (or `HandoffConflict`
     naming who answers) and its audit record, in the caller's transaction. `group`: the
-    record's, by default the chat's queue's after the change."""
+    record's, by default the chat's queue's (as the change left it; as it was when the
+    change leaves none, a hand-back). Returns the row as the change
+    left it, the record, and what the row held before."""
     rule = TRANSITIONS[kind]
-    first_seq = None
-    if rule.ends_stretch:
-        stretch = Session.objects.filter(pk=session_id).values_list("handoff_from_seq", flat=True)
-        first_seq = stretch.first() or 1
     moved = _move(
         session_id, from_states=rule.from_states, extra=extra, answerer=rule.to_state, **changes
     )
@@ -383,17 +419,17 @@ def _transition(
     record = _record(
         session_id,
         kind,
-        from_state=before,
+        from_state=before.state,
         to_state=rule.to_state,
         actor=actor,
         via=via,
-        group=session.answerer_group if group is None else group,
+        group=(session.answerer_group or before.group) if group is None else group,
         reason=reason,
         text=text,
-        from_seq=first_seq,
+        from_seq=(before.from_seq or 1) if rule.ends_stretch else None,
         to_seq=session.last_seq if rule.ends_stretch else None,
     )
-    return session, record
+    return session, record, before
 
 
 def handoff_request(
@@ -406,14 +442,15 @@ def handoff_request(
     turn_id: int | None = None,
 ) -> Session:
     """The agent stops answering; the chat waits for a person of `group` (by default its
-    agent's handoff group) (agent or closed -> queued). `turn_id`: the turn whose agent asked (its own closing writes still land)."""
+    agent's handoff group) (agent or closed -> queued). `turn_id`: the turn whose agent asked
+    (its own closing writes still land). Returns the chat's row as the change left it."""
     reason = _checked_text(reason, "reason", required=False, max_length=MAX_REASON)
     group = checked_group(group)
     with transaction.atomic():
         if not group:
             agent_name = Session.objects.values_list("agent_name", flat=True).filter(pk=session_id)
             group = agent_handoff_group(agent_name.first() or "")
-        session, record = _transition(
+        session, record, _ = _transition(
             session_id,
             HandoffRecord.Kind.REQUESTED,
             actor=actor,
@@ -423,7 +460,8 @@ def handoff_request(
             answerer_group=group,
             answerer_person=None,
             answerer_turn_id=turn_id,
-            handoff_from_seq=F("last_seq") + 1,
+            # The agent's own request writes no note: its stretch starts at the next message.
+            handoff_from_seq=(lambda row: row.last_seq + 1) if turn_id else _after_the_note,
             queue_told_at=None,
         )
         queue_entered(record, "handoff")
@@ -431,8 +469,7 @@ def handoff_request(
         if turn_id is None:
             # The agent's own request says so in its tool's result (a note between its call
             # and the result would break the call/result pairing a provider expects).
-            _note(session_id, started_note(who=who, reason=reason, by=actor.words))
-            _stretch_starts_next(session_id)
+            _note_then_stretch(session, started_note(who=who, reason=reason, by=actor.words))
         _announce(session, record, f"You will be answered by {who} here.")
         _count(metrics.handoff_requested, session, via=VIAS.get(via, "api"))
         if turn_id is None:
@@ -453,21 +490,15 @@ def handoff_claim(*, session_id: str, staff: Any, via: str = "console") -> Sessi
     """A staff member of the chat's group takes it from the queue (queued -> person).
     Several at once: exactly one wins; the others get `HandoffConflict` naming them."""
     with transaction.atomic():
-        found = (
-            Session.objects.filter(pk=session_id)
-            .values_list("answerer_group", "answerer_since")
-            .first()
-        )
-        group_name, queued_since = found or ("", None)
-        session, record = _transition(
+        session, record, before = _transition(
             session_id,
             HandoffRecord.Kind.CLAIMED,
             actor=Actor(user=staff),
             via=via,
-            group=group_name,
             answerer_person=staff,
             answerer_turn_id=None,
         )
+        queued_since = before.since
         waited = (timezone.now() - queued_since).total_seconds() if queued_since else 0.0
         _count(metrics.handoff_claimed, session, waited=waited)
         return _joined(session, record, staff)
@@ -480,39 +511,32 @@ def handoff_take_over(
     queued -> person). A turn running meanwhile stores nothing more (`agent_answers_fence`)."""
     reason = _checked_text(reason, "reason", required=False, max_length=MAX_REASON)
     with transaction.atomic():
-        current = _current(session_id)
-        group = (
-            current.answerer_group
-            or checked_group(group)
-            or agent_handoff_group(current.agent_name)
-        )
-        session, record = _transition(
+        session, record, _ = _transition(
             session_id,
             HandoffRecord.Kind.TAKEN_OVER,
             actor=Actor(user=staff),
             via=via,
-            group=group,
             reason=reason,
             answerer_person=staff,
-            answerer_group=group,
+            answerer_group=lambda row: (
+                row.answerer_group or checked_group(group) or agent_handoff_group(row.agent_name)
+            ),
             answerer_turn_id=None,
+            # From the agent, a note starts the stretch; from the queue, it has started.
+            handoff_from_seq=lambda row: (
+                _after_the_note(row) if row.answerer == Answerer.AGENT else row.handoff_from_seq
+            ),
         )
         if record.from_state == Answerer.AGENT:
             _count(metrics.handoff_requested, session, via="console")
-            _note(
-                session_id,
-                started_note(
-                    who=person_label(staff, group), reason=reason, by=person_label(staff, group)
-                ),
-            )
-            _stretch_starts_next(session_id)
-            session.refresh_from_db()
+            label = person_label(staff, record.group)
+            _note_then_stretch(session, started_note(who=label, reason=reason, by=label))
         return _joined(session, record, staff)
 
 
 def _joined(session: Session, record: HandoffRecord, staff: Any) -> Session:
     words = f"{person_label(staff, record.group)} joined the chat."
-    _note(session.pk, f"{HANDOFF_STARTED} {words} A person answers from here.")
+    _note(session, f"{HANDOFF_STARTED} {words} A person answers from here.")
     _announce(session, record, words)
     return session
 
@@ -531,7 +555,7 @@ def handoff_hand_back(
     the human stretch in the model's context: who handled which messages, their summary."""
     summary = _checked_text(summary, "summary", required=False, max_length=MAX_TEXT)
     with transaction.atomic():
-        session, record = _transition(
+        session, record, _ = _transition(
             session_id,
             HandoffRecord.Kind.HANDED_BACK,
             extra=_held_by(session_id, staff),
@@ -539,17 +563,17 @@ def handoff_hand_back(
             via=via,
             text=summary,
             answerer_person=None,
+            answerer_group="",
             answerer_turn_id=None,
+            handoff_from_seq=None,
         )
         who = person_label(staff, record.group)
         _note(
-            session_id,
+            session,
             ended_note(
                 who=who, from_seq=record.from_seq or 1, to_seq=record.to_seq or 0, summary=summary
             ),
         )
-        Session.objects.filter(pk=session_id).update(answerer_group="", handoff_from_seq=None)
-        session.refresh_from_db()
         _announce(session, record, f"{who} handed the chat back to the agent.")
         _count(metrics.handoff_handed_back, session)
     return session
@@ -572,7 +596,7 @@ def handoff_close(
     reason = _checked_text(reason, "reason", required=False, max_length=MAX_REASON)
     with transaction.atomic():
         held = _held_by(session_id, staff)
-        session, record = _transition(
+        session, record, _ = _transition(
             session_id,
             HandoffRecord.Kind.CLOSED,
             extra=Q(answerer=Answerer.QUEUED) | (Q(answerer=Answerer.PERSON) & held),
@@ -581,7 +605,7 @@ def handoff_close(
             reason=reason,
             answerer_turn_id=None,
         )
-        _note(session_id, f"{HANDOFF_ENDED} {person_name(staff)} closed the chat.")
+        _note(session, f"{HANDOFF_ENDED} {person_name(staff)} closed the chat.")
         _announce(session, record, f"{person_name(staff)} closed the chat.")
     return session
 

@@ -147,9 +147,8 @@ def _act(request: HttpRequest, session_id: str, change: Any) -> HttpResponse:
         return _detail(
             request, session, agent_group, error=f"{invalid.field}: {invalid}", status=400
         )
-    session = selectors.console_chat(session.pk) or session
-    if request.htmx:
-        return _detail(request, session, agent_group)
+    if request.htmx:  # the pane as the change left it (only a page reload needs no read)
+        return _detail(request, selectors.console_chat(session.pk) or session, agent_group)
     return redirect(f"{reverse('handoffs')}?chat={session.pk}")
 
 

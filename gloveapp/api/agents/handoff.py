@@ -93,7 +93,7 @@ class SessionHandoffApi(ApiView):
         if data.get("group") and not handoff.group_exists(data["group"]):
             raise ValidationError({"group": ["No such group."]})
         try:
-            handoff.handoff_request(
+            changed = handoff.handoff_request(
                 session_id=session.pk,
                 reason=data["reason"],
                 group=group,
@@ -104,4 +104,5 @@ class SessionHandoffApi(ApiView):
             raise ValidationError({invalid.field: [str(invalid)]}) from None
         except handoff.HandoffConflict as conflict:
             raise Conflict(str(conflict), answerer=conflict.current) from None
-        return _answer(session)
+        # The row as the change left it (who answers now): no need to read it again.
+        return Response({"answerer": handoff.answerer_of(changed)})
