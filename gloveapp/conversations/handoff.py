@@ -49,7 +49,7 @@ from gloveapp.conversations.models import Answerer, HandoffRecord, Session
 from gloveapp.conversations.services import messages_append
 from gloveapp.core import input_rules
 from gloveapp.core.types import Message as CoreMessage
-from gloveapp.live.eventlog import record_event
+from gloveapp.live.eventlog import record_event, record_stream_events
 from gloveapp.live.streams import handoffs_stream, session_stream
 from gloveapp.observe import metrics
 
@@ -275,11 +275,12 @@ def _announce(session: Session, record: HandoffRecord, words: str) -> None:
         "by": record.actor_label,
         "reason": record.reason,
     }
-    record_event(stream=session_stream(session.pk), type=SESSION_EVENT, payload=payload)
-    record_event(
-        stream=handoffs_stream(record.group),
-        type=CONSOLE_EVENT,
-        payload={"session": session.pk, **payload},
+    # One insert for both streams, the chat's first (the order every writer locks them in).
+    record_stream_events(
+        [
+            (session_stream(session.pk), SESSION_EVENT, payload),
+            (handoffs_stream(record.group), CONSOLE_EVENT, {"session": session.pk, **payload}),
+        ]
     )
 
 
@@ -314,17 +315,10 @@ def _record(
 
 
 def _locked(session_id: str) -> Session:
-    """The chat's row with its person, locked until the transaction ends (on SQLite the
-    transaction's BEGIN IMMEDIATE holds every writer off already)."""
-    session = (
-        Session.objects.select_for_update(of=("self",))
-        .select_related("answerer_person")
-        .filter(pk=session_id)
-        .first()
-    )
-    if session is None:
-        raise Session.DoesNotExist(session_id)
-    return session
+    """The chat's row, locked until the transaction ends (on SQLite the transaction's BEGIN
+    IMMEDIATE holds every writer off already). Its person is not joined: every transition
+    but a close names the person it leaves the chat to (or none)."""
+    return Session.objects.select_for_update().get(pk=session_id)
 
 
 @dataclass(frozen=True, slots=True)

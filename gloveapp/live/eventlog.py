@@ -25,7 +25,7 @@ from django.utils import timezone
 from gloveapp.lib.db.batches import delete_in_batches
 from gloveapp.lib.db.partitions import is_partitioned, partitions_prune
 from gloveapp.live.models import LiveEvent
-from gloveapp.live.outbox import before_event_insert
+from gloveapp.live.outbox import before_events_insert
 
 # PostgreSQL delivers a NOTIFY at commit (and drops it on rollback), so a relay that LISTENs
 # on this channel wakes as soon as an event is durable, without Redis and without polling.
@@ -39,18 +39,31 @@ def record_event(*, stream: str, type: str, payload: dict[str, Any]) -> LiveEven
 
 def record_events(*, stream: str, events: list[tuple[str, dict[str, Any]]]) -> list[LiveEvent]:
     """Several events of one stream in one insert (a batch of appended messages)."""
+    return record_stream_events([(stream, type_, payload) for type_, payload in events])
+
+
+def record_stream_events(events: list[tuple[str, str, dict[str, Any]]]) -> list[LiveEvent]:
+    """Events of one or more streams, `(stream, type, payload)`, in one insert: a change
+    announced on several streams (a chat's and its console's) pays one lock statement, one
+    INSERT and one NOTIFY, not one of each per stream. Each stream's events keep their order;
+    the streams are locked in the order they are first named."""
     if not connection.in_atomic_block:
         raise RuntimeError(
             "record_event() must be called inside the change's transaction.atomic() block, "
             "so the event commits or rolls back with it."
         )
-    before_event_insert(stream)  # per-stream commit order on PostgreSQL; wake relays on commit
-    rows = _insert(stream, events)
+    streams = list(dict.fromkeys(stream for stream, _, _ in events))
+    # Per-stream commit order on PostgreSQL; wake the relays on commit.
+    before_events_insert(streams)
+    rows = _insert(events)
     # Relays LISTEN only without Redis (which wakes them instead); a NOTIFY also takes a
     # global lock at commit, so it is sent only when someone listens.
     if rows and connection.vendor == "postgresql" and not settings.REDIS_URL:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [LIVE_EVENTS_CHANNEL, stream])
+            cursor.execute(
+                "SELECT " + ", ".join(["pg_notify(%s, %s)"] * len(streams)),
+                [value for stream in streams for value in (LIVE_EVENTS_CHANNEL, stream)],
+            )
     return rows
 
 
@@ -60,7 +73,7 @@ _CREATED_AT = LiveEvent._meta.get_field("created_at")
 _BATCH = 200  # rows per INSERT (4 parameters each: within every backend's limit)
 
 
-def _insert(stream: str, events: list[tuple[str, dict[str, Any]]]) -> list[LiveEvent]:
+def _insert(events: list[tuple[str, str, dict[str, Any]]]) -> list[LiveEvent]:
     """The rows `LiveEvent.objects.bulk_create` would write, by a plain INSERT ... RETURNING:
     every turn writes events, and compiling the ORM's insert cost more than running it."""
     now = timezone.now()
@@ -70,7 +83,7 @@ def _insert(stream: str, events: list[tuple[str, dict[str, Any]]]) -> list[LiveE
         for start in range(0, len(events), _BATCH):
             batch = events[start : start + _BATCH]
             params: list[Any] = []
-            for type_, payload in batch:
+            for stream, type_, payload in batch:
                 params += [
                     stream,
                     type_,
@@ -88,7 +101,7 @@ def _insert(stream: str, events: list[tuple[str, dict[str, Any]]]) -> list[LiveE
             # relies on); sorted anyway, since ids increase in that order.
             rows += [
                 LiveEvent(id=pk, stream=stream, type=type_, payload=payload, created_at=now)
-                for pk, (type_, payload) in zip(sorted(ids), batch, strict=True)
+                for pk, (stream, type_, payload) in zip(sorted(ids), batch, strict=True)
             ]
     return rows
 

@@ -35,10 +35,21 @@ def before_event_insert(stream: str, *, using: str | None = None) -> None:
     Then, once the transaction commits, the relays are woken. (On PostgreSQL without Redis
     the wake-up is the NOTIFY that `record_events` issues inside the transaction.)
     """
+    before_events_insert([stream], using=using)
+
+
+def before_events_insert(streams: list[str], *, using: str | None = None) -> None:
+    """`before_event_insert` for the events of several streams written together (a chat's
+    change announced on its stream and on its console's): their locks in one statement,
+    taken in the order the streams are named (PostgreSQL evaluates a select list left to
+    right), which is the order every writer of those streams takes them in."""
     connection = transaction.get_connection(using)
-    if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql" and streams:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [stream_lock_key(stream)])
+            cursor.execute(
+                "SELECT " + ", ".join(["pg_advisory_xact_lock(%s)"] * len(streams)),
+                [stream_lock_key(stream) for stream in streams],
+            )
     transaction.on_commit(notify_committed, using=using, robust=True)
 
 

@@ -9,7 +9,9 @@ import json
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from gloveapp.asgi import application
 from gloveapp.conversations import handoff
@@ -33,12 +35,16 @@ def _client(user=None) -> Client:
     return client
 
 
-def test_it_hands_a_chat_to_its_agents_group_over_rest(chat, customer):
-    answer = _client(customer).post(
+def _ask_over_rest(user, chat: Session, reason: str):
+    return _client(user).post(
         f"/api/sessions/{chat.key}/handoff",
-        data={"reason": "I want a refund"},
+        data={"reason": reason},
         content_type="application/json",
     )
+
+
+def test_it_hands_a_chat_to_its_agents_group_over_rest(chat, customer):
+    answer = _ask_over_rest(customer, chat, "I want a refund")
     assert answer.status_code == 200, answer.content
     assert answer.json()["answerer"]["state"] == "queued"
     assert answer.json()["answerer"]["group"] == "baristas"
@@ -364,3 +370,33 @@ def test_changes_of_who_answers_are_steps_of_the_staff_timeline(chat, customer, 
     page = _client(bea).get(f"/sessions/{chat.key}/").content.decode()
     assert "Bea claimed the chat" in page
     assert "Bea handed the chat back to the agent" in page
+
+
+def _chat_reads(queries) -> int:
+    """How many statements read a chat's row (not the appends' UPDATE ... RETURNING)."""
+    return sum(
+        query["sql"].startswith("SELECT") and 'FROM "conversations_session"' in query["sql"]
+        for query in queries
+    )
+
+
+def test_a_handoff_and_its_console_actions_read_the_chats_row_once_each(chat, customer, bea):
+    """The REST handoff reads the chat to check its owner and once more, locked, to change
+    it, and answers from what it changed; each console action (after the check of who may)
+    reads it once, locked: none reads the row back after its UPDATE."""
+    with CaptureQueriesContext(connection) as asked:
+        answer = _ask_over_rest(customer, chat, "a refund")
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["answerer"]["label"] == "This chat waits for a person from the baristas"
+    assert _chat_reads(asked.captured_queries) == 2
+    for change in (
+        lambda: handoff.handoff_claim(session_id=chat.pk, staff=bea),
+        lambda: handoff.staff_reply(session_id=chat.pk, staff=bea, text="Bea here"),
+        lambda: handoff.handoff_hand_back(session_id=chat.pk, staff=bea, summary="sorted"),
+        lambda: handoff.handoff_take_over(session_id=chat.pk, staff=bea),
+        lambda: handoff.handoff_close(session_id=chat.pk, staff=bea),
+    ):
+        with CaptureQueriesContext(connection) as changed:
+            change()
+        assert _chat_reads(changed.captured_queries) == 1
+    assert Session.objects.get(pk=chat.pk).answerer == "closed"
