@@ -335,9 +335,10 @@ def _move(
     session_id: str, *, from_states: tuple[str, ...], extra: Q | None = None, **changes: Any
 ) -> tuple[Left, Session] | None:
     """The conditional UPDATE every transition is: the chat's row changes only if it is in
-    one of `from_states` now (two claimants: exactly one gets its row). A change may be a
-    function of the locked row (`lambda row: row.last_seq + 1`). Returns what the row held
-    before and the row as the UPDATE left it, or None."""
+    one of `from_states` now (two claimants: exactly one gets its row). A change is a
+    value or a function of the locked row (`lambda row: row.last_seq + 1`), never an
+    expression such as `F(...)`: the row in memory is what was written, unread. Returns what
+    the row held before and the row as the UPDATE left it, or None."""
     session = _locked(session_id)
     before = Left(
         session.answerer, session.answerer_group, session.answerer_since, session.handoff_from_seq
