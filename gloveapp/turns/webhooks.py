@@ -16,6 +16,9 @@ A turn's end is due once (the conditional update in `turn_webhook_due`); a deliv
 claimed by one worker at a time (a lease) and retried with backoff until the receiver
 answers 2xx. A worker killed between the receiver's answer and the row's update sends it
 again, signed anew, with the same `deliveryId`: a receiver counts each `deliveryId` once.
+
+An A2A task's push config is a row here of kind `a2a` that is never sent itself: its end,
+like each prompt that asks its caller, is a push row of its own (`turns.task_pushes`).
 """
 
 from __future__ import annotations

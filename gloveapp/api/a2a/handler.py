@@ -8,7 +8,8 @@ the reply's text as the model writes it (chunks of the `reply` artifact), reads 
 again whenever the session's event log moves (this process's relay wakes it; a slow poll
 covers a wake-up it missed) and sends what changed; it ends when the task ends or asks the
 caller something (`input-required`), as A2A streams do. A push notification config is the
-turn's completion webhook (`turns.webhooks`, kind `a2a`): pushed once, when the task ends.
+address on the turn's completion webhook row (`turns.webhooks`, kind `a2a`); its pushes, one
+per change (input-required, the end), are `turns.task_pushes`'.
 """
 
 from __future__ import annotations

@@ -434,9 +434,10 @@ def _spoken_task(user: Any, agent: str, task_id: str) -> Found:
 def push_config_set(
     user: Any, agent: str, config: TaskPushNotificationConfig
 ) -> TaskPushNotificationConfig:
-    """The task tells `config.url` when it ends (A2A's push notification: the task, with
-    the client's `token` in `X-A2A-Notification-Token`, signed as every webhook we send).
-    One per task: a second replaces the first."""
+    """The task tells `config.url` when it asks its caller something and when it ends
+    (A2A's push notifications, `turns.task_pushes`: the task, with the client's `token` in
+    `X-A2A-Notification-Token`, signed as every webhook we send). One per task: a second
+    replaces the first."""
     found = _spoken_task(user, agent, config.task_id)
     url = config.url
     if (
