@@ -115,3 +115,42 @@ async def serve_worker_until(done: Callable[[], bool], *, worker_id: str, looks:
         with contextlib.suppress(asyncio.CancelledError):
             await serving
         await sync_to_async(connections.close_all)()
+
+
+@contextlib.contextmanager
+def connection_cut_after_commit(table: str) -> Iterator[list[str]]:
+    """The server ends this thread's PostgreSQL connection (`pg_terminate_backend`, as a
+    restart ends them all) right after a write into `table` has committed: at the first
+    statement outside a transaction that follows it. Yields the statements that met the
+    cut (empty if it never came)."""
+    import select
+    import time
+
+    from django.db import connection
+
+    cut: list[str] = []
+    armed = False
+
+    def wrapper(execute: Callable, sql: str, params: Any, many: bool, context: Any) -> Any:
+        nonlocal armed
+        if f'INSERT INTO "{table}"' in sql or f"INSERT INTO {table}" in sql:
+            armed = True
+        elif armed and not cut and not connection.in_atomic_block:
+            cut.append(sql)
+            pid = connection.connection.info.backend_pid
+            killer = connection.copy()
+            try:
+                with killer.cursor() as cursor:
+                    cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+            finally:
+                killer.close()
+            deadline = time.monotonic() + 10  # until the server's goodbye reached the socket
+            socket = connection.connection.pgconn.socket
+            while time.monotonic() < deadline and not select.select([socket], [], [], 0.1)[0]:
+                pass
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        yield cut
+    if cut:  # the test client keeps the request's connection: the test's next query opens one
+        connection.close()

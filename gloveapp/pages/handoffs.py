@@ -25,6 +25,7 @@ from gloveapp.conversations import access, handoff
 from gloveapp.conversations import handoff_selectors as selectors
 from gloveapp.conversations.models import Answerer, Session
 from gloveapp.lib import paging
+from gloveapp.lib.db.outages import answer_after_commit
 from gloveapp.live.replay import current_cursor
 from gloveapp.pages.context import console_entries
 
@@ -147,10 +148,15 @@ def _act(request: HttpRequest, session_id: str, change: Any) -> HttpResponse:
         return _detail(
             request, session, agent_group, error=f"{invalid.field}: {invalid}", status=400
         )
-    session = selectors.console_chat(session.pk) or session
-    if request.htmx:
-        return _detail(request, session, agent_group)
-    return redirect(f"{reverse('handoffs')}?chat={session.pk}")
+    console = f"{reverse('handoffs')}?chat={session.pk}"
+    if not request.htmx:
+        return redirect(console)
+    # The change is committed: if the database went away since, the pane is not re-read but
+    # the page is loaded again (a GET), never a 503 that would have the change sent twice.
+    return answer_after_commit(
+        lambda: _detail(request, selectors.console_chat(session.pk) or session, agent_group),
+        otherwise=lambda: HttpResponse(headers={"HX-Redirect": console}),
+    )
 
 
 def _take_over(request: HttpRequest, session: Session) -> Any:

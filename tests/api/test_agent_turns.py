@@ -7,6 +7,7 @@ import pytest
 
 from gloveapp.conversations.services import session_create
 from gloveapp.turns.models import Turn
+from tests.helpers import connection_cut_after_commit
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -160,3 +161,21 @@ def test_every_new_route_is_in_the_openapi_schema(owner_client):
     assert schema["components"]["schemas"]["LiveFrame"]["properties"]["type"]["$ref"]
     events = set(schema["components"]["schemas"]["LiveFrameTypeEnum"]["enum"])
     assert {"turn.finished", "slot.pushed", "inbox.changed", "text_delta", "resync"} <= events
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("requires_postgres")
+def test_a_start_whose_turn_committed_is_a_202_though_the_database_went_away_then(
+    owner_client, session_id
+):
+    # A 503 would say "nothing was done, send it again", and the client's second send would
+    # queue the same message twice (seen under a PostgreSQL restart, tests/handoff/test_load.py).
+    with connection_cut_after_commit("turns_turn") as cut:
+        response = _start(owner_client, session_id)
+    assert cut, "the connection was never cut after the turn's commit"
+    assert response.status_code == 202, response.content
+    body = response.json()
+    (turn,) = Turn.objects.all()
+    assert body["turnId"] == turn.pk and body["state"] == "queued"
+    assert body["text"] == turn.text and body["reply"] is None
+    assert body["streamUrl"].endswith(f"?last_event_id={body['lastEventId']}")

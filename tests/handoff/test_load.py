@@ -319,7 +319,12 @@ def check(server: LiveServer, chats: list[Chat], *, faults: bool) -> dict:
             if sender == "user" and context is None and not results
         ]
         person = [text for _, _, text, extra, _, _ in rows if (extra or {}).get("author")]
-        assert sorted(customer) == sorted(set(customer)), (chat.key, "stored twice", customer)
+        assert sorted(customer) == sorted(set(customer)), (
+            chat.key,
+            "stored twice",
+            customer,
+            _history(url, chat.pk),
+        )
         assert sorted(person) == sorted(set(person)), (chat.key, "stored twice", person)
         assert set(chat.said) <= set(customer), (chat.key, set(chat.said) - set(customer))
         assert set(chat.replied) <= set(person), (chat.key, set(chat.replied) - set(person))
@@ -328,6 +333,24 @@ def check(server: LiveServer, chats: list[Chat], *, faults: bool) -> dict:
         assert any(seq > asked_at for seq, _ in agent_own), (chat.key, "no answer after", rows)
     turns = dict(query(url, "SELECT status, count(*) FROM turns_turn GROUP BY 1"))
     return {"turns": turns, "settled_s": round(finished, 2)}
+
+
+def _history(url: str, session_pk: str) -> dict:
+    """What a failed promise is read against: the chat's messages and turns."""
+    return {
+        "messages": query(
+            url,
+            "SELECT seq, sender, left(text, 60), created_at FROM conversations_message "
+            "WHERE session_id = %s ORDER BY seq",
+            session_pk,
+        ),
+        "turns": query(
+            url,
+            "SELECT id, left(text, 60), status, attempts, base_seq, worker_id, error "
+            "FROM turns_turn WHERE session_id = %s ORDER BY id",
+            session_pk,
+        ),
+    }
 
 
 def test_fifty_chats_hand_off_and_back_under_a_turn_load(stack):

@@ -13,8 +13,9 @@ from django.test import Client
 
 from gloveapp.asgi import application
 from gloveapp.conversations import handoff
-from gloveapp.conversations.models import HandoffRecord, Session
+from gloveapp.conversations.models import HandoffRecord, Message, Session
 from gloveapp.conversations.services import session_create
+from tests.helpers import connection_cut_after_commit
 
 pytestmark = pytest.mark.django_db
 
@@ -364,3 +365,30 @@ def test_changes_of_who_answers_are_steps_of_the_staff_timeline(chat, customer, 
     page = _client(bea).get(f"/sessions/{chat.key}/").content.decode()
     assert "Bea claimed the chat" in page
     assert "Bea handed the chat back to the agent" in page
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("requires_postgres")
+def test_a_reply_stored_before_the_database_went_away_is_not_a_503_on_the_console(
+    chat, customer, bea
+):
+    # A 503 would have the console (or the person) send the reply again: stored twice.
+    handoff.handoff_request(
+        session_id=chat.pk, actor=handoff.Actor(user=customer), via="page", group="baristas"
+    )
+    handoff.handoff_claim(session_id=chat.pk, staff=bea)
+    staff = _client(bea)
+    with connection_cut_after_commit("conversations_message") as cut:
+        answer = staff.post(
+            f"/handoffs/{chat.pk}/reply", {"text": "Bea here"}, headers={"HX-Request": "true"}
+        )
+    assert cut, "the connection was never cut after the reply's commit"
+    assert answer.status_code == 200
+    assert answer["HX-Redirect"] == f"/handoffs/?chat={chat.pk}"
+    assert Message.objects.filter(session_id=chat.pk, text="Bea here").count() == 1
+    # Without htmx the answer is the redirect, which reads nothing after the change.
+    with connection_cut_after_commit("conversations_message") as cut:
+        again = staff.post(f"/handoffs/{chat.pk}/reply", {"text": "Bea again"})
+    assert again.status_code == 302
+    assert Message.objects.filter(session_id=chat.pk, text="Bea again").count() == 1

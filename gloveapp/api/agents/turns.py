@@ -50,6 +50,7 @@ from gloveapp.api.common.token_webhooks import turn_webhook_url
 from gloveapp.conversations import idempotency
 from gloveapp.conversations.access import address_of, viewable_session
 from gloveapp.core import input_rules
+from gloveapp.lib.db.outages import answer_after_commit
 from gloveapp.turns import public as turns
 from gloveapp.turns import selectors
 from gloveapp.turns.models import Turn
@@ -115,9 +116,12 @@ def _turn_urls(session_key: str, turn_id: int, last_event_id: int | None) -> dic
     }
 
 
-def _turn_answer(turn: Turn, session_key: str, **extra: Any) -> dict[str, Any]:
+def _turn_answer(
+    turn: Turn, session_key: str, *, reply: bool = True, **extra: Any
+) -> dict[str, Any]:
+    """The turn as the API says it; `reply=False` reads nothing (the reply is null)."""
     turn.sessionId = session_key  # type: ignore[attr-defined]
-    turn.reply = selectors.turn_reply(turn)  # type: ignore[attr-defined]
+    turn.reply = selectors.turn_reply(turn) if reply else None  # type: ignore[attr-defined]
     for key, value in _turn_urls(session_key, turn.pk, extra.get("lastEventId")).items():
         setattr(turn, key, value)
     return dict(TurnOutputSerializer(turn).data) | extra
@@ -283,6 +287,7 @@ class AgentTurnStartApi(ApiView):
             raise ValidationError({refused.field: [str(refused)]}) from None
         text = data["text"]
         key = request_key(request)
+        created: list[Turn] = []  # the turn this request queued (none when replayed)
 
         def perform() -> dict[str, Any]:
             queued = turns.start_turn_sync(
@@ -292,6 +297,7 @@ class AgentTurnStartApi(ApiView):
                 source="api",
                 webhook_url=turn_webhook_url(data.get("webhook"), request.auth),
             )
+            created.append(queued.turn)
             return {
                 "turnId": queued.turn.pk,
                 "ahead": queued.ahead,
@@ -316,15 +322,26 @@ class AgentTurnStartApi(ApiView):
         except turns.TurnLimitReached as exc:
             # The budget that refused says when its window opens again.
             raise _retry_after(exc, exc.retry_after or TURN_LIMIT_RETRY_AFTER) from None
-        answered = status.HTTP_202_ACCEPTED
-        if wait:
-            turn = wait_until_settled(started["turnId"], wait)
-            if selectors.turn_settled(turn):
-                answered = status.HTTP_200_OK
-        else:
-            turn = Turn.objects.get(pk=started["turnId"])
-        answer = _turn_answer(
-            turn, session.key, ahead=started["ahead"], lastEventId=started["lastEventId"]
+        extra = {"ahead": started["ahead"], "lastEventId": started["lastEventId"]}
+
+        def read_now() -> tuple[dict[str, Any], int]:
+            if wait:
+                turn = wait_until_settled(started["turnId"], wait)
+                if selectors.turn_settled(turn):
+                    return _turn_answer(turn, session.key, **extra), status.HTTP_200_OK
+            else:
+                turn = Turn.objects.get(pk=started["turnId"])
+            return _turn_answer(turn, session.key, **extra), status.HTTP_202_ACCEPTED
+
+        def as_queued() -> tuple[dict[str, Any], int]:
+            answer = _turn_answer(created[0], session.key, reply=False, **extra)
+            return answer, status.HTTP_202_ACCEPTED
+
+        # This request queued the turn and it is committed: the answer says so even if the
+        # database went away since (a 503 would make the client queue the message again).
+        # A replay wrote nothing: its 503 is true, and sending it again is safe.
+        answer, answered = (
+            answer_after_commit(read_now, otherwise=as_queued) if created else read_now()
         )
         response = Response(answer, status=answered)
         if replayed:

@@ -84,6 +84,20 @@ def is_database_outage(error: BaseException | None) -> bool:
     return any(isinstance(each, errors) or _is_client_side_error(each) for each in _chain(error))
 
 
+def answer_after_commit[T](read: Callable[[], T], *, otherwise: Callable[[], T]) -> T:
+    """`read()`: what a request whose write has committed reads for its answer; or, when the
+    database went away since, `otherwise()`, built without it from what the request holds.
+    A 503 says "nothing was done, send it again": after a commit that is untrue, and the
+    client's second send would do the write twice (a message stored twice)."""
+    try:
+        return read()
+    except Exception as error:
+        if not is_database_outage(error):
+            raise
+        logger.warning("answered from the committed write: %s", describe_database_error(error))
+        return otherwise()
+
+
 def describe_database_error(error: BaseException) -> str:
     """What a log line says about an outage or a conflict, in a few words."""
     if is_transaction_conflict(error):
