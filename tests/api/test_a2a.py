@@ -307,6 +307,20 @@ def _asks(task) -> dict:
     return next(part["data"] for part in question["parts"] if "data" in part)
 
 
+async def barista_approves_the_checkout(shop, barista: str) -> None:
+    """The barista (their API token `barista`) approves the open checkout over REST."""
+    async with httpx.AsyncClient(
+        base_url=shop.url, headers={"Authorization": f"Token {barista}"}
+    ) as staff:
+        queue = (await staff.get("/api/approvals/?view=all&status=open")).json()["results"]
+        [approval] = [row for row in queue if row["tool"] == "checkout"]
+        decided = await staff.post(
+            f"/api/approvals/{approval['id']}/decide",
+            json={"decision": "approve", "fingerprint": approval["fingerprint"]},
+        )
+        assert decided.status_code == 200, decided.text
+
+
 def test_the_coffee_demos_checkout_end_to_end_over_a2a(shop, customer_token):
     """A large order paid with the saved card: the customer's permission prompt and the
     "Confirm your order" slot answered over A2A, a barista's approval decided over REST
@@ -347,16 +361,7 @@ def test_the_coffee_demos_checkout_end_to_end_over_a2a(shop, customer_token):
                 ),
             )
             seen.append(waiting.status.state)
-            async with httpx.AsyncClient(
-                base_url=shop.url, headers={"Authorization": f"Token {barista}"}
-            ) as staff:
-                queue = (await staff.get("/api/approvals/?view=all&status=open")).json()["results"]
-                [approval] = [row for row in queue if row["tool"] == "checkout"]
-                decided = await staff.post(
-                    f"/api/approvals/{approval['id']}/decide",
-                    json={"decision": "approve", "fingerprint": approval["fingerprint"]},
-                )
-                assert decided.status_code == 200, decided.text
+            await barista_approves_the_checkout(shop, barista)
             confirm = await until(
                 client, task.id, lambda t: t.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
             )
