@@ -537,3 +537,23 @@ def test_a_fuzz_of_every_json_rpc_method_gets_no_server_error(shop, customer_tok
         if status >= 500 or "-32603" in text or "Internal" in text
     ]
     assert failures == [], failures[:5]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a_message_sent_again_without_a_context_starts_one_task(shop, customer_token, binding):
+    # A client that lost the answer sends the same message (same messageId) again; naming no
+    # context, it must not start a second conversation, nor a second turn.
+    async def scenario():
+        client = await client_for(shop, customer_token, binding, streaming=False)
+        request = user_message("Do you have Kenya AA?")
+        try:
+            first = final_task(await events_of(client.send_message(request)))
+            again = final_task(await events_of(client.send_message(request)))
+            listed = await client.list_tasks(ListTasksRequest(context_id=first.context_id))
+        finally:
+            await client.close()
+        return first, again, listed
+
+    first, again, listed = run(scenario())
+    assert again.id == first.id and again.context_id == first.context_id
+    assert [row.id for row in listed.tasks] == [first.id]

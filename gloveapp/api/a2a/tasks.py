@@ -292,9 +292,13 @@ def start_task(
     text, key = _checked_start(user, agent, message)
     try:
         with transaction.atomic():
-            chat = session or _owned_context(user, agent, message.context_id)
+            named = session or (
+                _owned_context(user, agent, message.context_id) if message.context_id else None
+            )
 
             def perform() -> dict[str, Any]:
+                # A message naming no context starts one: only when it is not a resend.
+                chat = named or _owned_context(user, agent, "")
                 queued = turns.start_turn_sync(
                     session_id=chat.pk,
                     text=text,
@@ -304,10 +308,17 @@ def start_task(
                 )
                 return {"turnId": queued.turn.pk}
 
+            # A resend (the same messageId) names the first send's task, and starts nothing,
+            # whether or not the client named a context: without one, the key's scope is the
+            # agent (each send would otherwise start a new context, and a new turn in it).
             started, _ = idempotency.idempotent_write(
                 user_id=user.pk,
                 key=key,
-                scope=f"a2a_send:{chat.pk}",
+                scope=(
+                    f"a2a_send:{named.pk}"
+                    if named is not None and message.context_id
+                    else f"a2a_send:new:{agent}"
+                ),
                 fingerprint=idempotency.request_fingerprint(text),
                 perform=perform,
             )
