@@ -253,6 +253,50 @@ class TurnWebhook(models.Model):
         return f"turn {self.turn_id} webhook ({self.status})"
 
 
+class TurnPush(models.Model):
+    """One A2A push notification of a turn whose task has a push config (its `TurnWebhook`
+    of kind `a2a`): a row per state change A2A pushes (`input-required` for each prompt
+    that asks its caller, and the end), written in the transaction of the change itself and
+    unique by `(turn, event)`, so each change is due once whatever retries around it; the
+    turn worker's scheduler delivers it as the completion webhook is delivered
+    (`turns.task_pushes`). Kept as long as its turn."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="pushes")
+    # What changed: "input-required:<slot id>", or "ended".
+    event = models.CharField(max_length=100)
+    # The task's state in A2A's words (TASK_STATE_INPUT_REQUIRED, TASK_STATE_COMPLETED...).
+    state = models.CharField(max_length=40)
+    happened_at = models.DateTimeField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["turn", "event"], name="turn_push_once_per_event")
+        ]
+        indexes = [
+            # The due deliveries: few rows, whatever the table's size.
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(status__in=["pending", "sending"]),
+                name="turn_push_due_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn_id} push {self.event} ({self.status})"
+
+
 class TurnSlot(models.Model):
     """A display slot (a prompt or a card) a running turn pushed; answered from any process."""
 

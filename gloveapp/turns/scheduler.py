@@ -21,6 +21,7 @@ from gloveapp.lib.db.batches import Stopped, stopping_when
 from gloveapp.lib.db.outages import Backoff, close_broken_connections
 from gloveapp.turns.retention import retention_apply
 from gloveapp.turns.spending import reservations_heal
+from gloveapp.turns.task_pushes import turn_pushes_deliver
 from gloveapp.turns.usage_rollup import usage_rollup
 from gloveapp.turns.webhooks import turn_webhooks_deliver
 from gloveapp.versions.promotion import publish_requests_settle
@@ -105,6 +106,8 @@ def _run_scheduled() -> None:
         publish_requests_settle()
         # The turns' completion webhooks that are due (or due again).
         turn_webhooks_deliver()
+        # The A2A tasks' push notifications (input-required, ended) that are due.
+        turn_pushes_deliver()
     finally:
         close_broken_connections()
 

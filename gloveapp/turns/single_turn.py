@@ -136,7 +136,9 @@ async def answer_turn(
         if event_type in TOOL_FRAMES:
             payload = await read_tool_frame(event_type, payload, tools, readings)
         if event_type in FORWARDED_EVENTS:
-            await broadcast(session_id, event_type, payload)
+            # Named by turn: a watcher of one turn (an A2A stream) tells its frames from
+            # those of the session's turn before it.
+            await broadcast(session_id, event_type, {**payload, "turnId": turn.pk})
 
     glove.add_subscriber(forward)
     if observer is not None:

@@ -21,6 +21,7 @@ from gloveapp.turns.events import turn_event
 from gloveapp.turns.fence import turn_holds
 from gloveapp.turns.models import LIVE_STATUSES, Turn, TurnSlot
 from gloveapp.turns.permissions import PERMISSION_ANSWERS
+from gloveapp.turns.task_pushes import INPUT_REQUIRED, input_required_event, task_push_due
 
 # What a slot's answer may land on: a turn running, parked on a person, or back on the queue
 # (answered meanwhile, or taken back from a dead worker): its next attempt finds the answer.
@@ -120,6 +121,13 @@ def slot_push(*, turn: Turn, slot: Any, template: str) -> TurnSlot | Kept | None
             template=template,
         )
         turn_event(turn, "slot.pushed", {"slot_id": slot_public_id(turn.pk, slot.id)})
+        if row.waits_for_answer and row.renderer != APPROVAL_RENDERER:
+            # The task now asks its caller (A2A's `input-required`): a push, if it has a config.
+            task_push_due(
+                turn_id=turn.pk,
+                event=input_required_event(slot_public_id(turn.pk, slot.id)),
+                state=INPUT_REQUIRED,
+            )
     return row
 
 

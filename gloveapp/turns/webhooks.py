@@ -16,27 +16,29 @@ A turn's end is due once (the conditional update in `turn_webhook_due`); a deliv
 claimed by one worker at a time (a lease) and retried with backoff until the receiver
 answers 2xx. A worker killed between the receiver's answer and the row's update sends it
 again, signed anew, with the same `deliveryId`: a receiver counts each `deliveryId` once.
+
+An A2A task's push config is a row here of kind `a2a` that is never sent itself: its end,
+like each prompt that asks its caller, is a push row of its own (`turns.task_pushes`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
-from gloveapp.lib import outbox, webhook_signing
+from gloveapp.lib import outbox
 from gloveapp.turns.models import Turn, TurnWebhook
+from gloveapp.turns.signed_posts import TURN_ENDED, post_signed, signing_secret
+from gloveapp.turns.task_pushes import A2A_STATES, ENDED_EVENT, task_push_due
 
 logger = logging.getLogger(__name__)
 
-EVENT = "turn.ended"
+EVENT = TURN_ENDED
 LEASE_SECONDS = 30
-SEND_TIMEOUT_SECONDS = 10
 ENDED = (Turn.Status.DONE, Turn.Status.FAILED, Turn.Status.CANCELLED)
 Status = TurnWebhook.Status
 
@@ -50,28 +52,39 @@ def turn_webhook_ask(
     token: str = "",
 ) -> TurnWebhook:
     """The turn tells `url` when it ends (already ended, as a turn a person answers is: due
-    now). One per turn: asking again replaces what was asked, unless it was sent."""
+    now). One per turn: asking again replaces what was asked, unless it was sent. An A2A
+    push config (`kind` a2a) is only the address: its pushes are rows of their own, one per
+    state change (`turns.task_pushes`), and the row stays `waiting`."""
     ended = turn.status in ENDED
+    a2a = kind == TurnWebhook.Kind.A2A
     TurnWebhook.objects.filter(turn=turn).exclude(status=Status.SENT).delete()
-    return TurnWebhook.objects.create(
+    row = TurnWebhook.objects.create(
         turn=turn,
         url=url,
         kind=kind,
         config_id=config_id,
         token=token,
-        status=Status.PENDING if ended else Status.WAITING,
+        status=Status.PENDING if ended and not a2a else Status.WAITING,
         outcome=turn.status if ended else "",
         ended_at=turn.finished_at if ended else None,
-        next_attempt_at=timezone.now() if ended else None,
+        next_attempt_at=timezone.now() if ended and not a2a else None,
     )
+    if ended and a2a:
+        task_push_due(turn_id=turn.pk, event=ENDED_EVENT, state=A2A_STATES[turn.status])
+    return row
 
 
 def turn_webhook_due(*, turn_id: int, outcome: str) -> bool:
     """The turn ended (`outcome`): its webhook, if it asked for one, is due. Conditional on
-    `waiting`, so a turn's end is due once, whoever ends it."""
+    `waiting`, so a turn's end is due once, whoever ends it. An A2A push config's end is a
+    push row of its own (`turns.task_pushes`), unique by event."""
     now = timezone.now()
+    rows = TurnWebhook.objects.filter(turn_id=turn_id, status=Status.WAITING)
+    if task_push_due(turn_id=turn_id, event=ENDED_EVENT, state=A2A_STATES.get(outcome, "")):
+        rows.filter(kind=TurnWebhook.Kind.A2A).update(outcome=outcome, ended_at=now)
+        return True
     return bool(
-        TurnWebhook.objects.filter(turn_id=turn_id, status=Status.WAITING).update(
+        rows.exclude(kind=TurnWebhook.Kind.A2A).update(
             status=Status.PENDING, outcome=outcome, ended_at=now, next_attempt_at=now
         )
     )
@@ -79,14 +92,6 @@ def turn_webhook_due(*, turn_id: int, outcome: str) -> bool:
 
 def delivery_id(turn_id: int) -> str:
     return f"turn-{turn_id}-ended"
-
-
-# An A2A push notification names the task's state in A2A's words.
-A2A_STATES = {
-    Turn.Status.DONE: "TASK_STATE_COMPLETED",
-    Turn.Status.FAILED: "TASK_STATE_FAILED",
-    Turn.Status.CANCELLED: "TASK_STATE_CANCELED",
-}
 
 
 def webhook_body(row: TurnWebhook) -> dict[str, Any]:
@@ -120,10 +125,8 @@ def webhook_body(row: TurnWebhook) -> dict[str, Any]:
 
 def turn_webhooks_deliver(*, now: datetime | None = None, limit: int = 50) -> int:
     """Send the due completion webhooks; returns how many the receivers took."""
-    secret = settings.GLOVE_TURN_WEBHOOK_SECRET
-    if not secret or secret == settings.GLOVE_WEBHOOK_SECRET:
-        # Unsigned, or signed with what we accept (a receiver could forge our webhooks):
-        # they wait until a key of their own is set.
+    secret = signing_secret()
+    if not secret:
         return 0
     return outbox.deliver_due(
         TurnWebhook,
@@ -139,19 +142,11 @@ def turn_webhooks_deliver(*, now: datetime | None = None, limit: int = 50) -> in
 
 
 def _send(row: TurnWebhook, secret: str) -> None:
-    import httpx
-
-    body = json.dumps(webhook_body(row), ensure_ascii=False).encode()
-    timestamp = str(int(time.time()))
-    headers = {
-        "Content-Type": "application/json",
-        webhook_signing.TIMESTAMP_HEADER: timestamp,
-        webhook_signing.SIGNATURE_HEADER: webhook_signing.sign(secret, timestamp, body),
-        "X-Glove-Event": EVENT,
-        "Idempotency-Key": delivery_id(row.turn_id),
-    }
-    if row.kind == TurnWebhook.Kind.A2A and row.token:
-        headers["X-A2A-Notification-Token"] = row.token  # what the A2A client asked back
-    response = httpx.post(row.url, content=body, headers=headers, timeout=SEND_TIMEOUT_SECONDS)
-    if response.status_code >= 300:
-        raise RuntimeError(f"the webhook answered {response.status_code}")
+    post_signed(
+        url=row.url,
+        body=webhook_body(row),
+        secret=secret,
+        delivery=delivery_id(row.turn_id),
+        a2a_token=row.token if row.kind == TurnWebhook.Kind.A2A else "",
+        event=EVENT,
+    )

@@ -307,6 +307,20 @@ def _asks(task) -> dict:
     return next(part["data"] for part in question["parts"] if "data" in part)
 
 
+async def barista_approves_the_checkout(shop, barista: str) -> None:
+    """The barista (their API token `barista`) approves the open checkout over REST."""
+    async with httpx.AsyncClient(
+        base_url=shop.url, headers={"Authorization": f"Token {barista}"}
+    ) as staff:
+        queue = (await staff.get("/api/approvals/?view=all&status=open")).json()["results"]
+        [approval] = [row for row in queue if row["tool"] == "checkout"]
+        decided = await staff.post(
+            f"/api/approvals/{approval['id']}/decide",
+            json={"decision": "approve", "fingerprint": approval["fingerprint"]},
+        )
+        assert decided.status_code == 200, decided.text
+
+
 def test_the_coffee_demos_checkout_end_to_end_over_a2a(shop, customer_token):
     """A large order paid with the saved card: the customer's permission prompt and the
     "Confirm your order" slot answered over A2A, a barista's approval decided over REST
@@ -347,16 +361,7 @@ def test_the_coffee_demos_checkout_end_to_end_over_a2a(shop, customer_token):
                 ),
             )
             seen.append(waiting.status.state)
-            async with httpx.AsyncClient(
-                base_url=shop.url, headers={"Authorization": f"Token {barista}"}
-            ) as staff:
-                queue = (await staff.get("/api/approvals/?view=all&status=open")).json()["results"]
-                [approval] = [row for row in queue if row["tool"] == "checkout"]
-                decided = await staff.post(
-                    f"/api/approvals/{approval['id']}/decide",
-                    json={"decision": "approve", "fingerprint": approval["fingerprint"]},
-                )
-                assert decided.status_code == 200, decided.text
+            await barista_approves_the_checkout(shop, barista)
             confirm = await until(
                 client, task.id, lambda t: t.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
             )
@@ -532,3 +537,23 @@ def test_a_fuzz_of_every_json_rpc_method_gets_no_server_error(shop, customer_tok
         if status >= 500 or "-32603" in text or "Internal" in text
     ]
     assert failures == [], failures[:5]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a_message_sent_again_without_a_context_starts_one_task(shop, customer_token, binding):
+    # A client that lost the answer sends the same message (same messageId) again; naming no
+    # context, it must not start a second conversation, nor a second turn.
+    async def scenario():
+        client = await client_for(shop, customer_token, binding, streaming=False)
+        request = user_message("Do you have Kenya AA?")
+        try:
+            first = final_task(await events_of(client.send_message(request)))
+            again = final_task(await events_of(client.send_message(request)))
+            listed = await client.list_tasks(ListTasksRequest(context_id=first.context_id))
+        finally:
+            await client.close()
+        return first, again, listed
+
+    first, again, listed = run(scenario())
+    assert again.id == first.id and again.context_id == first.context_id
+    assert [row.id for row in listed.tasks] == [first.id]

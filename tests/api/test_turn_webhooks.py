@@ -12,9 +12,10 @@ from django.core.management import CommandError, call_command
 from django.core.management.base import SystemCheckError
 from django.utils import timezone
 
-from gloveapp.turns.models import Turn, TurnWebhook
+from gloveapp.turns.models import Turn, TurnPush, TurnWebhook
 from gloveapp.turns.submit import turn_withdraw
-from gloveapp.turns.webhooks import turn_webhooks_deliver
+from gloveapp.turns.task_pushes import input_required_event, task_push_due, turn_pushes_deliver
+from gloveapp.turns.webhooks import turn_webhook_ask, turn_webhook_due, turn_webhooks_deliver
 from tests.webhook_receiver import Receiver
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -118,3 +119,66 @@ def test_a_tokens_webhook_is_every_turns_default_and_a_start_may_name_its_own(
     assert not TurnWebhook.objects.filter(pk=without).exists()
     with pytest.raises(CommandError):
         call_command("create_api_token", "owner", "--webhook", "ftp://x", stdout=io.StringIO())
+
+
+def _a2a_turn(client, session_id: str, receiver) -> Turn:
+    """A queued turn whose A2A task has a push config (as `CreateTaskPushNotificationConfig`
+    makes it)."""
+    response = client.post(
+        f"/api/sessions/{session_id}/agent/turns", {"text": "checkout"}, format="json"
+    )
+    assert response.status_code == 202, response.json()
+    turn = Turn.objects.get(pk=response.json()["turnId"])
+    turn_webhook_ask(
+        turn=turn, url=receiver.url, kind=TurnWebhook.Kind.A2A, config_id="c1", token="tok"
+    )
+    return turn
+
+
+def test_an_a2a_task_is_pushed_once_per_change_whoever_reports_it_twice(
+    owner_client, session_id, receiver
+):
+    turn = _a2a_turn(owner_client, session_id, receiver)
+    asks = input_required_event(f"t{turn.pk}-s1")
+    # A continuing attempt pushes the same prompt again: still one change.
+    assert task_push_due(turn_id=turn.pk, event=asks, state="TASK_STATE_INPUT_REQUIRED")
+    assert not task_push_due(turn_id=turn.pk, event=asks, state="TASK_STATE_INPUT_REQUIRED")
+    assert turn_withdraw(session_id=turn.session_id, turn_id=turn.pk)
+    assert not turn_webhook_due(turn_id=turn.pk, outcome=Turn.Status.CANCELLED)  # a 2nd ender
+    assert turn_webhooks_deliver() == 0  # the config itself is never sent
+    assert turn_pushes_deliver() == 2
+    assert turn_pushes_deliver() == 0
+    [asked] = [body for body in receiver.deliveries if "slotId" in body["task"]["metadata"]]
+    [ended] = [body for body in receiver.deliveries if body is not asked]
+    assert asked["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert asked["task"]["metadata"]["slotId"] == f"t{turn.pk}-s1"
+    assert ended["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert receiver.counted() == {
+        f"turn-{turn.pk}-input-required-t{turn.pk}-s1": 1,
+        f"turn-{turn.pk}-ended": 1,
+    }
+    assert TurnPush.objects.filter(turn=turn).count() == 2
+
+
+def test_a_push_refused_is_sent_again_later_and_one_whose_config_went_is_dropped(
+    owner_client, session_id, receiver
+):
+    receiver.failures = 1
+    turn = _a2a_turn(owner_client, session_id, receiver)
+    assert turn_withdraw(session_id=turn.session_id, turn_id=turn.pk)
+    assert turn_pushes_deliver() == 0
+    push = TurnPush.objects.get(turn=turn)
+    assert push.status == TurnPush.Status.PENDING and push.attempts == 1
+    assert turn_pushes_deliver(now=timezone.now() + timedelta(minutes=5)) == 1
+    assert receiver.counted() == {f"turn-{turn.pk}-ended": 1}
+    assert len(receiver.requests) == 2
+
+    other = _a2a_turn(owner_client, session_id, receiver)
+    assert task_push_due(
+        turn_id=other.pk, event=input_required_event("t-x"), state="TASK_STATE_INPUT_REQUIRED"
+    )
+    TurnWebhook.objects.filter(turn=other).delete()  # DeleteTaskPushNotificationConfig
+    assert turn_pushes_deliver() == 1  # taken off the outbox, not sent
+    assert len(receiver.requests) == 2
+    # A task without a config has nothing to push.
+    assert not task_push_due(turn_id=other.pk, event="ended", state="TASK_STATE_CANCELED")

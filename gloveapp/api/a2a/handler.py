@@ -2,18 +2,21 @@
 
 The SDK parses and answers both bindings (JSON-RPC and HTTP+JSON); each method here checks
 who asks (the user the server found for the token, `CALLER`), reads or writes through
-`gloveapp.api.a2a.tasks` on a database thread, and answers a task. A stream reads the task
+`gloveapp.api.a2a.tasks` on a database thread, and answers a task. A stream watches the
+session's stream from before its message is sent (`gloveapp.api.a2a.streaming`): it sends
+the reply's text as the model writes it (chunks of the `reply` artifact), reads the task
 again whenever the session's event log moves (this process's relay wakes it; a slow poll
 covers a wake-up it missed) and sends what changed; it ends when the task ends or asks the
 caller something (`input-required`), as A2A streams do. A push notification config is the
-turn's completion webhook (`turns.webhooks`, kind `a2a`): pushed once, when the task ends.
+address on the turn's completion webhook row (`turns.webhooks`, kind `a2a`); its pushes, one
+per change (input-required, the end), are `turns.task_pushes`'.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from a2a.server.context import ServerCallContext
@@ -33,7 +36,6 @@ from a2a.types import (
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
-    TaskArtifactUpdateEvent,
     TaskPushNotificationConfig,
     TaskState,
     TaskStatusUpdateEvent,
@@ -46,6 +48,7 @@ from a2a.utils.errors import (
 from django.conf import settings
 
 from gloveapp.api.a2a import tasks
+from gloveapp.api.a2a.streaming import ReplyChunks, Watch
 from gloveapp.live.sse import open_feed, run_db
 from gloveapp.live.streams import session_stream
 
@@ -105,14 +108,21 @@ class GloveRequestHandler(RequestHandler):
         return task
 
     # -- messages --------------------------------------------------------------------------
-    async def _sent(self, params: SendMessageRequest, context: ServerCallContext) -> tasks.Found:
+    async def _sent(
+        self, params: SendMessageRequest, context: ServerCallContext, *, session: Any = None
+    ) -> tasks.Found:
         user = self._user(context)
         message = params.message
         if message.task_id:
             found = await run_db(tasks.answer_task, user, self.agent, message)
         else:
             found = await run_db(
-                tasks.start_task, user, self.agent, message, token=context.state.get(TOKEN)
+                tasks.start_task,
+                user,
+                self.agent,
+                message,
+                token=context.state.get(TOKEN),
+                session=session,
             )
         if params.configuration.HasField("task_push_notification_config"):
             config = TaskPushNotificationConfig()
@@ -138,9 +148,15 @@ class GloveRequestHandler(RequestHandler):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any]:
-        found = await self._sent(params, context)
-        async for event in self._follow(found, self._user(context)):
-            yield event
+        user = self._user(context)
+        # Watched before the turn starts: a worker may write the first words of the reply
+        # before this stream would otherwise have joined the session's group.
+        session = await run_db(tasks.message_context, user, self.agent, params.message)
+        async with self._watch(session, user) as watch:
+            found = await self._sent(params, context, session=session)
+            watch.turn_id = found.turn.pk
+            async for event in self._follow(found, user, watch):
+                yield event
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
@@ -149,8 +165,9 @@ class GloveRequestHandler(RequestHandler):
         found = await run_db(tasks.find_task, user, self.agent, params.id)
         if found.turn.status in ("done", "failed", "cancelled"):
             raise UnsupportedOperationError(message="The task has ended: read it with GetTask.")
-        async for event in self._follow(found, user):
-            yield event
+        async with self._watch(found.session, user, turn_id=found.turn.pk) as watch:
+            async for event in self._follow(found, user, watch):
+                yield event
 
     # -- following a task ------------------------------------------------------------------
     async def _settled(
@@ -159,65 +176,57 @@ class GloveRequestHandler(RequestHandler):
         """The task once its state is in `until`, or as it is when `seconds` ran out."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
-        async with self._wakeups(found, user) as woken:
+        async with self._watch(found.session, user, turn_id=found.turn.pk) as watch:
             while True:
                 task = await run_db(lambda: tasks.task_of(tasks.reread(found), user))
                 left = deadline - loop.time()
                 if task.status.state in until or left <= 0:
                     return task
-                await woken(min(left, POLL_SECONDS))
+                await watch.stored(min(left, POLL_SECONDS))
 
-    async def _follow(self, found: tasks.Found, user: Any) -> AsyncGenerator[Any]:
-        """The task, then each change of its status (the reply as an artifact before the
-        last), until it ends or asks the caller something."""
-        async with self._wakeups(found, user) as woken:
+    async def _follow(self, found: tasks.Found, user: Any, watch: Watch) -> AsyncGenerator[Any]:
+        """The task, then the reply's text as it is written and each change of its status
+        (the whole reply settled by the last chunk before `completed`), until it ends or
+        asks the caller something."""
+        loop = asyncio.get_running_loop()
+        task = await run_db(lambda: tasks.task_of(tasks.reread(found), user))
+        read_at = loop.time()
+        yield task
+        chunks = ReplyChunks(task_id=task.id, context_id=task.context_id)
+        shown = task.status
+        while task.status.state not in tasks.TERMINAL | tasks.INTERRUPTED:
+            frames, stored = await watch.next(POLL_SECONDS - (loop.time() - read_at))
+            for kind, payload in frames:
+                if (chunk := chunks.on_frame(kind, payload)) is not None:
+                    yield chunk
+            if not stored and loop.time() - read_at < POLL_SECONDS:
+                continue  # words only: the task is read again on its log's move, or the poll
             task = await run_db(lambda: tasks.task_of(tasks.reread(found), user))
-            yield task
+            read_at = loop.time()
+            if (task.status.state, task.status.message) == (shown.state, shown.message):
+                continue
             shown = task.status
-            while task.status.state not in tasks.TERMINAL | tasks.INTERRUPTED:
-                await woken(POLL_SECONDS)
-                task = await run_db(lambda: tasks.task_of(tasks.reread(found), user))
-                if (task.status.state, task.status.message) == (shown.state, shown.message):
-                    continue
-                shown = task.status
-                if task.status.state == TaskState.TASK_STATE_COMPLETED:
-                    for artifact in task.artifacts:
-                        yield TaskArtifactUpdateEvent(
-                            task_id=task.id,
-                            context_id=task.context_id,
-                            artifact=artifact,
-                            last_chunk=True,
-                        )
-                yield TaskStatusUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, status=task.status
-                )
+            if task.status.state == TaskState.TASK_STATE_COMPLETED:
+                # The last words may have come in beside the end: sent before the last chunk.
+                for kind, payload in watch.arrived()[0]:
+                    if (chunk := chunks.on_frame(kind, payload)) is not None:
+                        yield chunk
+                for artifact in task.artifacts:
+                    yield chunks.last(artifact)
+            yield TaskStatusUpdateEvent(
+                task_id=task.id, context_id=task.context_id, status=task.status
+            )
 
     @contextlib.asynccontextmanager
-    async def _wakeups(self, found: tasks.Found, user: Any) -> Any:
-        """`await woken(seconds)`: returns when the session's log has a new stored event, or
-        after `seconds`."""
+    async def _watch(
+        self, session: Any, user: Any, *, turn_id: int | None = None
+    ) -> AsyncIterator[Watch]:
+        """The session's stream as one A2A stream reads it (`streaming.Watch`)."""
         feed = None
         with contextlib.suppress(Exception):  # no relay now: the poll still answers
-            feed = await open_feed(stream=session_stream(found.session.pk), user_pk=user.pk)
-
-        async def woken(seconds: float) -> None:
-            if feed is None:
-                await asyncio.sleep(seconds)
-                return
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + seconds
-            while (left := deadline - loop.time()) > 0:
-                try:
-                    kind, _ = await asyncio.wait_for(feed.queue.get(), left)
-                except (TimeoutError, TypeError, ValueError):
-                    return  # the wait ran out, or the feed ended
-                if kind == "stored":
-                    while not feed.queue.empty():
-                        feed.queue.get_nowait()
-                    return
-
+            feed = await open_feed(stream=session_stream(session.pk), user_pk=user.pk)
         try:
-            yield woken
+            yield Watch(feed, turn_id=turn_id)
         finally:
             if feed is not None:
                 feed.close()

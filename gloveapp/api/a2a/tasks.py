@@ -48,6 +48,7 @@ from google.protobuf.struct_pb2 import Value
 from rest_framework.exceptions import ValidationError
 
 from gloveapp.agents.config import AgentNotStartable, default_agent_name, startable_agent
+from gloveapp.api.a2a.streaming import REPLY_ARTIFACT, reply_artifact_id
 from gloveapp.api.common.slot_data import agent_tools, answer_schema, check_answer
 from gloveapp.api.common.token_webhooks import turn_webhook_url
 from gloveapp.conversations import idempotency
@@ -191,7 +192,11 @@ def task_of(found: Found, user: Any, *, history_length: int | None = None) -> Ta
         )
         history.append(status_message)
         artifacts.append(
-            Artifact(artifact_id=f"turn-{turn.pk}-reply", name="reply", parts=[Part(text=reply)])
+            Artifact(
+                artifact_id=reply_artifact_id(task_id),
+                name=REPLY_ARTIFACT,
+                parts=[Part(text=reply)],
+            )
         )
     elif state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED):
         status_message = _text_message(
@@ -249,10 +254,8 @@ def _owned_context(user: Any, agent: str, context_id: str) -> Session:
     return session
 
 
-def start_task(user: Any, agent: str, message: Message, *, token: Any = None) -> Found:
-    """A new turn of the message's context (the caller's session) with its text; a retried
-    message (the same `messageId`) starts nothing new and names the first one's task. The
-    token's default webhook (`create_api_token --webhook`) is told when it ends."""
+def _checked_start(user: Any, agent: str, message: Message) -> tuple[str, str]:
+    """The text and idempotency key of a message that starts a task, or the refusal."""
     try:
         startable_agent(agent, user)
     except AgentNotStartable:
@@ -263,16 +266,41 @@ def start_task(user: Any, agent: str, message: Message, *, token: Any = None) ->
     if len(text) > MAX_TEXT_CHARS or input_rules.unstorable_text_problem(text):
         raise InvalidParamsError(message="message: too long, or holds text that cannot be stored.")
     try:
-        key = idempotency.check_key(message.message_id)
+        return text, idempotency.check_key(message.message_id)
     except idempotency.IdempotencyKeyInvalid as refused:
         raise InvalidParamsError(message=f"messageId: {refused}") from None
+
+
+def message_context(user: Any, agent: str, message: Message) -> Session:
+    """The session a message speaks in, before it is sent (a stream watches it from before
+    its turn starts): its task's, or the context a new task starts in (created now, as
+    `start_task` would)."""
+    if message.task_id:
+        return find_task(user, agent, message.task_id).session
+    _checked_start(user, agent, message)
+    with transaction.atomic():
+        return _owned_context(user, agent, message.context_id)
+
+
+def start_task(
+    user: Any, agent: str, message: Message, *, token: Any = None, session: Session | None = None
+) -> Found:
+    """A new turn of the message's context (the caller's session, or `session` when
+    `message_context` found it) with its text; a retried message (the same `messageId`)
+    starts nothing new and names the first one's task. The token's default webhook
+    (`create_api_token --webhook`) is told when it ends."""
+    text, key = _checked_start(user, agent, message)
     try:
         with transaction.atomic():
-            session = _owned_context(user, agent, message.context_id)
+            named = session or (
+                _owned_context(user, agent, message.context_id) if message.context_id else None
+            )
 
             def perform() -> dict[str, Any]:
+                # A message naming no context starts one: only when it is not a resend.
+                chat = named or _owned_context(user, agent, "")
                 queued = turns.start_turn_sync(
-                    session_id=session.pk,
+                    session_id=chat.pk,
                     text=text,
                     user_id=user.pk,
                     source="a2a",
@@ -280,10 +308,17 @@ def start_task(user: Any, agent: str, message: Message, *, token: Any = None) ->
                 )
                 return {"turnId": queued.turn.pk}
 
+            # A resend (the same messageId) names the first send's task, and starts nothing,
+            # whether or not the client named a context: without one, the key's scope is the
+            # agent (each send would otherwise start a new context, and a new turn in it).
             started, _ = idempotency.idempotent_write(
                 user_id=user.pk,
                 key=key,
-                scope=f"a2a_send:{session.pk}",
+                scope=(
+                    f"a2a_send:{named.pk}"
+                    if named is not None and message.context_id
+                    else f"a2a_send:new:{agent}"
+                ),
                 fingerprint=idempotency.request_fingerprint(text),
                 perform=perform,
             )
@@ -410,9 +445,10 @@ def _spoken_task(user: Any, agent: str, task_id: str) -> Found:
 def push_config_set(
     user: Any, agent: str, config: TaskPushNotificationConfig
 ) -> TaskPushNotificationConfig:
-    """The task tells `config.url` when it ends (A2A's push notification: the task, with
-    the client's `token` in `X-A2A-Notification-Token`, signed as every webhook we send).
-    One per task: a second replaces the first."""
+    """The task tells `config.url` when it asks its caller something and when it ends
+    (A2A's push notifications, `turns.task_pushes`: the task, with the client's `token` in
+    `X-A2A-Notification-Token`, signed as every webhook we send). One per task: a second
+    replaces the first."""
     found = _spoken_task(user, agent, config.task_id)
     url = config.url
     if (

@@ -70,7 +70,7 @@ STORED_EVENTS: dict[str, str] = {
     "last_event_id}`): reload the state, then stream from `last_event_id`.",
 }
 TRANSIENT_EVENTS: dict[str, str] = {
-    "text_delta": "(no id) Streamed text of the reply: `{text}`.",
+    "text_delta": "(no id) Streamed text of the reply: `{text, turnId}`.",
     "tool_use": "(no id) The model called a tool: `{id, name, label, summary}` (the tool's "
     "label and the call's summary, as the chat page shows them); staff also get `input`, "
     "the raw arguments.",
