@@ -117,15 +117,30 @@ async def serve_worker_until(done: Callable[[], bool], *, worker_id: str, looks:
         await sync_to_async(connections.close_all)()
 
 
-@contextlib.contextmanager
-def connection_cut_after_commit(table: str) -> Iterator[list[str]]:
-    """The server ends this thread's PostgreSQL connection (`pg_terminate_backend`, as a
-    restart ends them all) right after a write into `table` has committed: at the first
-    statement outside a transaction that follows it. Yields the statements that met the
-    cut (empty if it never came)."""
+def server_ends_connection(connection: Any) -> None:
+    """The server ends `connection`'s backend (`pg_terminate_backend`, as a PostgreSQL restart
+    ends them all); returns once its goodbye reached the connection's socket."""
     import select
     import time
 
+    pid = connection.connection.info.backend_pid
+    killer = connection.copy()
+    try:
+        with killer.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    finally:
+        killer.close()
+    deadline = time.monotonic() + 10
+    socket = connection.connection.pgconn.socket
+    while time.monotonic() < deadline and not select.select([socket], [], [], 0.1)[0]:
+        pass
+
+
+@contextlib.contextmanager
+def connection_cut_after_commit(table: str) -> Iterator[list[str]]:
+    """The server ends this thread's PostgreSQL connection (`server_ends_connection`) right
+    after a write into `table` has committed: at the first statement outside a transaction
+    that follows it. Yields the statements that met the cut (empty if it never came)."""
     from django.db import connection
 
     cut: list[str] = []
@@ -137,17 +152,7 @@ def connection_cut_after_commit(table: str) -> Iterator[list[str]]:
             armed = True
         elif armed and not cut and not connection.in_atomic_block:
             cut.append(sql)
-            pid = connection.connection.info.backend_pid
-            killer = connection.copy()
-            try:
-                with killer.cursor() as cursor:
-                    cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
-            finally:
-                killer.close()
-            deadline = time.monotonic() + 10  # until the server's goodbye reached the socket
-            socket = connection.connection.pgconn.socket
-            while time.monotonic() < deadline and not select.select([socket], [], [], 0.1)[0]:
-                pass
+            server_ends_connection(connection)
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(wrapper):

@@ -18,6 +18,7 @@ from gloveapp.lib.db.outages import (
     is_database_outage,
     retry_while_unreachable,
 )
+from tests.helpers import server_ends_connection
 
 
 @pytest.fixture(autouse=True)
@@ -123,19 +124,6 @@ def test_it_opens_a_new_connection_when_the_server_closed_the_idle_one():
             return cursor.fetchone()[0]
 
     first = backend_pid()
-    killer = connection.copy()
-    try:
-        with killer.cursor() as cursor:
-            cursor.execute("SELECT pg_terminate_backend(%s)", [first])
-    finally:
-        killer.close()
-    import select
-    import time
-
-    deadline = time.monotonic() + 10  # until the server's goodbye reached our socket
-    while time.monotonic() < deadline:
-        if select.select([connection.connection.pgconn.socket], [], [], 0.1)[0]:
-            break
-
+    server_ends_connection(connection)
     second = backend_pid()  # no OperationalError: a new connection
     assert second != first
