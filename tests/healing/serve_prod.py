@@ -110,7 +110,11 @@ class ServeProd:
         self.log_path = self.folder / "serve-prod.log"
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 120.0) -> ServeProd:
+    def start(self, timeout: float = 300.0) -> ServeProd:
+        """Runs `make serve-prod` and waits until every process is up and both servers
+        answer. The default wait is long: under `make test`'s three passes on two cores, a
+        stack's first start (migrate on a new database, then eight processes importing
+        Django at once) took over 120 s."""
         http_workers, ws_workers, turn_workers = self.counts
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
@@ -137,17 +141,26 @@ class ServeProd:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"make serve-prod exited early:\n{self.log_tail()}")
-            if (
-                self.answers(self.url)
-                and self.answers(self.ws_url)
-                and len(self.http_workers()) == http_workers
-                and len(self.websocket_workers()) == ws_workers
-                and len(self.turn_workers()) == turn_workers
-            ):
+            if all(self.readiness().values()):
                 return self
             time.sleep(0.2)
+        seen = ", ".join(
+            f"{part}: {'yes' if ok else 'NO'}" for part, ok in self.readiness().items()
+        )
+        tail = self.log_tail()
         self.stop()
-        raise RuntimeError(f"make serve-prod did not come up in {timeout:.0f} s")
+        raise RuntimeError(f"make serve-prod did not come up in {timeout:.0f} s ({seen}):\n{tail}")
+
+    def readiness(self) -> dict[str, bool]:
+        """What `start` waits for, each part on its own (a timeout names the missing one)."""
+        http_workers, ws_workers, turn_workers = self.counts
+        return {
+            "http answers": self.answers(self.url),
+            "websockets answer": self.answers(self.ws_url),
+            f"{http_workers} http workers": len(self.http_workers()) == http_workers,
+            f"{ws_workers} websocket workers": len(self.websocket_workers()) == ws_workers,
+            f"{turn_workers} turn workers": len(self.turn_workers()) == turn_workers,
+        }
 
     def stop(self) -> None:
         if self.process is None:

@@ -67,7 +67,7 @@ def test_a_stream_resumes_once_and_in_order_after_its_serving_process_is_killed(
         database_url=database.database_url, http_workers=2, ws_workers=2, turn_workers=1
     )
     through_pgbouncer(stack, pgbouncer)
-    stack.start(timeout=300)  # a busy machine: the stack's first start is slow
+    stack.start()
     try:
         token = manage(stack, "create_api_token", "sse-customer", "--create-user").strip()
         with AgentClient(stack.url, token=token, timeout=10, stream_url=stack.ws_url) as glove:
