@@ -9,7 +9,9 @@
 
 A rule applies to a call by its scope: a user's own (`target` their username, or empty:
 each user apart), a group's (each group of the user, or the named one), an agent's, a
-session's, or everyone's. Its window is a calendar minute, day or month (UTC), or the turn.
+session's, or everyone's. An agent version's budgets (`version_rules`) are rules of that
+agent alone: `{"id": "daily", "scope": "user", ...}` in coffee's version counts each user's
+calls to coffee, as the budget `coffee/daily`, whichever version of coffee runs. Its window is a calendar minute, day or month (UTC), or the turn.
 A minute's cap on turns holds over any 60 s (a rolling counter), not per calendar minute.
 The per-user turns per minute (GLOVE_TURNS_PER_USER_PER_MINUTE) is the rule
 `turns-per-minute`, always there when the setting is above 0.
@@ -18,6 +20,7 @@ The per-user turns per minute (GLOVE_TURNS_PER_USER_PER_MINUTE) is the rule
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,7 +41,8 @@ TARGET_LENGTH = 200
 @dataclass(frozen=True, slots=True)
 class Rule:
     """One budget. `cap_usd` in US dollars (GLOVE_MODEL_PRICES' currency); None: no cap of
-    that kind. `source`: "admin" (a `Budget` row) or "settings"."""
+    that kind. `source`: "admin" (a `Budget` row), "settings" or "version" (an agent
+    version's, `agent`)."""
 
     key: str
     scope: str
@@ -50,6 +54,8 @@ class Rule:
     action: str = "refuse"
     name: str = ""
     source: str = "settings"
+    # An agent version's budget (source "version"): it counts this agent's calls only.
+    agent: str = ""
 
     @property
     def blocks(self) -> bool:
@@ -79,10 +85,14 @@ class Subject:
     agent: str
     session_id: str
     turn_id: int | None = None
+    # The budgets of the agent version the call runs on (`version_rules`).
+    version_rules: tuple[Rule, ...] = ()
 
     def subjects(self, rule: Rule) -> list[str]:
         """The counters' subject parts this rule counts the call under (none: it does not
         apply). Each group of the user's is one, when the rule is for each group."""
+        if rule.agent and rule.agent != self.agent:
+            return []
         if rule.scope == "everyone":
             return ["*"]
         if rule.scope == "user":
@@ -218,6 +228,44 @@ def parse_rules(raw: Any) -> tuple[Rule, ...]:
             raise RuleInvalid(f"GLOVE_BUDGETS[{index}]: id {rule.key} is taken", field="id")
         seen.add(rule.key)
         rules.append(rule)
+    return tuple(rules)
+
+
+def version_rules(agent: str, raw: Any) -> tuple[Rule, ...]:
+    """An agent version's `budgets` (a list in GLOVE_BUDGETS' form) as rules of that agent:
+    each one's key is `agent/id`, so its counters carry on from version to version, and
+    an agent-scoped one is the agent's own (its target, when given, must be the agent).
+    RuleInvalid names the budget's place, as `budgets[0]`."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list | tuple):
+        raise RuleInvalid("budgets must be a list of budgets", field="budgets")
+    rules: list[Rule] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(raw):
+        where = f"budgets[{index}]"
+        try:
+            rule = rule_from_dict(entry, source="version")
+        except RuleInvalid as error:
+            raise RuleInvalid(f"{where}: {error}", field=f"{where}.{error.field}") from None
+        key = f"{agent}/{rule.key}"
+        if len(key) > KEY_LENGTH:
+            raise RuleInvalid(
+                f"{where}: id is too long ({key!r} is over {KEY_LENGTH} characters)",
+                field=f"{where}.id",
+            )
+        if rule.key in seen:
+            raise RuleInvalid(f"{where}: id {rule.key} is taken", field=f"{where}.id")
+        target = rule.target
+        if rule.scope == "agent":
+            if target not in ("", agent):
+                raise RuleInvalid(
+                    f"{where}: a version's agent budget is its own agent's ({agent})",
+                    field=f"{where}.target",
+                )
+            target = agent
+        seen.add(rule.key)
+        rules.append(dataclasses.replace(rule, key=key, target=target, agent=agent))
     return tuple(rules)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -97,11 +98,14 @@ def _spend(rules: list[Rule], now: datetime) -> list[Spend]:
     return spends
 
 
-def budgets_spend_page(*, after: str = "", limit: int = PAGE) -> tuple[list[Spend], str | None]:
-    """A page of budgets by key with their spend (the settings' first, on the first page);
-    the key to ask the next page after, or None at the end."""
+def budgets_spend_page(
+    *, after: str = "", limit: int = PAGE, versions: Sequence[Rule] = ()
+) -> tuple[list[Spend], str | None]:
+    """A page of budgets by key with their spend (the settings' and the published agent
+    versions' `versions` first, on the first page); the key to ask the next page after, or
+    None at the end."""
     now = timezone.now()
-    rules = list(rules_in_settings()) if not after else []
+    rules = [*rules_in_settings(), *versions] if not after else []
     rows = Budget.objects.order_by("key")
     if after:
         rows = rows.filter(key__gt=after)
@@ -111,8 +115,10 @@ def budgets_spend_page(*, after: str = "", limit: int = PAGE) -> tuple[list[Spen
     return _spend(rules, now), following
 
 
-def budgets_spend_all() -> list[Spend]:
-    """Every budget's spend (`/metrics`: one series per budget id, no user in a label)."""
+def budgets_spend_all(*, versions: Sequence[Rule] = ()) -> list[Spend]:
+    """Every budget's spend (`/metrics`: one series per budget id, no user in a label),
+    the published agent versions' `versions` among them."""
     now = timezone.now()
-    rules = list(rules_in_settings()) + [_rule(row) for row in Budget.objects.order_by("key")]
+    rules = [*rules_in_settings(), *versions]
+    rules += [_rule(row) for row in Budget.objects.order_by("key")]
     return _spend(rules, now)

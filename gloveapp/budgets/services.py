@@ -88,9 +88,15 @@ class Held:
 
 # -- who a call is for, and which budgets apply --------------------------------------------
 def subject_for(
-    *, user_id: int | None, agent: str, session_id: str, turn_id: int | None = None
+    *,
+    user_id: int | None,
+    agent: str,
+    session_id: str,
+    turn_id: int | None = None,
+    version_rules: tuple[Rule, ...] = (),
 ) -> Subject:
-    """The call's subject: the user's name and groups read once (a turn keeps it)."""
+    """The call's subject: the user's name and groups read once (a turn keeps it), and the
+    budgets of the agent version it runs on."""
     username, groups = "", []
     if user_id is not None:
         rows = list(
@@ -110,6 +116,7 @@ def subject_for(
         agent=agent,
         session_id=session_id,
         turn_id=turn_id,
+        version_rules=version_rules,
     )
 
 
@@ -180,7 +187,7 @@ def rules_in_settings() -> tuple[Rule, ...]:
 def applicable(subject: Subject) -> list[tuple[Rule, str]]:
     """Every (budget, subject part) the subject's calls count under."""
     found: list[tuple[Rule, str]] = []
-    for rule in (*rules_in_settings(), *_admin_rules(subject)):
+    for rule in (*rules_in_settings(), *_admin_rules(subject), *subject.version_rules):
         found.extend((rule, part) for part in subject.subjects(rule))
     return found
 

@@ -20,6 +20,7 @@ from gloveapp.turns.submit import MESH_SOURCE
 from gloveapp.turns.timeline import session_timelines
 from gloveapp.turns.usage import session_usage_cost, turn_cost
 from gloveapp.turns.usage_report import MAX_DAYS, report_days, usage_report
+from gloveapp.versions.selectors import published_budget_rules
 
 
 class SourceFilter(FixedChoicesFilter):
@@ -155,7 +156,9 @@ def usage_page(request: HttpRequest) -> TemplateResponse:
     report = usage_report(days=days)
     # The budgets by id, a page at a time (`?budgets_after=<id>`).
     after = request.GET.get("budgets_after", "")
-    budgets, budgets_next = budgets_spend_page(after=after if usable(after) else "")
+    budgets, budgets_next = budgets_spend_page(
+        after=after if usable(after) else "", versions=published_budget_rules()
+    )
     context = {
         "budgets": budgets,
         "budgets_next": budgets_next,

@@ -37,6 +37,7 @@ from gloveapp.core.approvals.decisions import APPROVE, REJECT, fingerprint
 from gloveapp.core.approvals.policy import APPROVAL_RENDERER, ApprovalPolicy
 from gloveapp.observe.cost import MILLION, Usage, cost_of, price_for
 from gloveapp.turns.models import Turn
+from gloveapp.versions.selectors import version_budget_rules
 
 # The approval a `require_person` budget asks for, as the approvals pages show it.
 RAISE_LIMIT = "raise_budget_limit"
@@ -93,13 +94,18 @@ class Spending:
     async def _subject(self, agent: str) -> Any:
         found = self._subjects.get(agent)
         if found is None:
-            found = self._subjects[agent] = await sync_to_async(subject_for)(
-                user_id=self.turn.user_id,
-                agent=agent,
-                session_id=self.session_id,
-                turn_id=self.turn.pk,
-            )
+            found = self._subjects[agent] = await sync_to_async(self._read_subject)(agent)
         return found
+
+    def _read_subject(self, agent: str) -> Any:
+        return subject_for(
+            user_id=self.turn.user_id,
+            agent=agent,
+            session_id=self.session_id,
+            turn_id=self.turn.pk,
+            # The budgets of the version the turn runs on (they count its agent's calls).
+            version_rules=version_budget_rules(self.turn.agent_version_id),
+        )
 
     async def reserve(self, adapter: Any, messages: Any, tools: Any, *, agent: str) -> Held:
         """Reserve the call's worst case, or wait on a person, or raise `SpendingStopped`."""

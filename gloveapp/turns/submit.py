@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from gloveapp.agents.config import default_agent_name
 from gloveapp.budgets import services as budgets
 from gloveapp.conversations.models import Answerer, Session
 from gloveapp.observe import tracing
@@ -18,7 +19,7 @@ from gloveapp.turns import person_gate
 from gloveapp.turns.events import turn_event
 from gloveapp.turns.models import LIVE_STATUSES, Turn
 from gloveapp.turns.webhooks import turn_webhook_due
-from gloveapp.versions.selectors import published_version_id
+from gloveapp.versions.selectors import published_version
 
 # `Turn.source` of a mesh peer's wake-up.
 MESH_SOURCE = "mesh"
@@ -81,12 +82,19 @@ def turn_submit(
             )
             return QueuedTurn(turn=turn, ahead=0, queued_event=queued_event)
         since = timezone.now() - timedelta(minutes=1)
+        # The pointer as it is now: a version published after this runs from the next turn.
+        agent = agent_name or default_agent_name()
+        published = published_version(agent)
         # The budgets with a cap of turns count this one (the user's turns per minute is one
-        # of them), exactly: a counter row per window, locked, not a count read before.
+        # of them; the published version's are there too), exactly: a counter row per
+        # window, locked, not a count read before.
         try:
             budgets.budget_admit_turn(
                 subject=budgets.subject_for(
-                    user_id=user_id, agent=agent_name or "", session_id=session_id
+                    user_id=user_id,
+                    agent=agent,
+                    session_id=session_id,
+                    version_rules=published.budget_rules,
                 )
             )
         except budgets.BudgetExceeded as refused:
@@ -127,8 +135,7 @@ def turn_submit(
             user_id=user_id,
             source=source,
             trace_parent=tracing.current_traceparent(),
-            # The pointer as it is now: a version published after this runs from the next.
-            agent_version_id=published_version_id(agent_name or ""),
+            agent_version_id=published.version_id,
         )
         # Every page of the chat lists what waits (a second tab, after a reload). Its id is
         # where a client that follows the turn starts its stream (the REST start's answer).

@@ -40,8 +40,9 @@ REPLAY_SAMPLE = 20
 class JSONText(forms.CharField):
     """A JSON value typed as text (null allowed where `allow_null`)."""
 
-    def __init__(self, *, allow_null: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, allow_null: bool = False, empty: Any = None, **kwargs: Any) -> None:
         self.allow_null = allow_null
+        self.empty = {} if empty is None else empty
         super().__init__(widget=forms.Textarea(attrs={"rows": 4}), required=False, **kwargs)
 
     def prepare_value(self, value: Any) -> str:
@@ -54,7 +55,7 @@ class JSONText(forms.CharField):
         if not text or text == "null":
             if self.allow_null:
                 return None
-            return {}
+            return type(self.empty)()
         try:
             return json.loads(text)
         except ValueError as error:
@@ -73,6 +74,13 @@ class DraftForm(forms.Form):
     )
     approval_policies = JSONText(
         help_text='Per tool, approval parameters: {"checkout": {"assignee_group": "managers"}}.'
+    )
+    budgets = JSONText(
+        empty=[],
+        help_text="A JSON list of this agent's budgets, as GLOVE_BUDGETS writes them: "
+        '[{"id": "daily", "scope": "user", "window": "day", "cap_usd": "0.50", '
+        '"action": "refuse"}] caps each user\'s spend on this agent a day. They apply while '
+        "the version is published; an id keeps its counters from version to version.",
     )
     note = forms.CharField(required=False, help_text="What changed and why.")
 

@@ -1,7 +1,8 @@
 """Agent versions and the replays that try them, as rows every process shares.
 
 An `AgentVersion` is what staff may change of one agent (its system prompt, model and model
-settings, the tools and MCP servers it offers, its tools' approval parameters), frozen: a
+settings, the tools and MCP servers it offers, its tools' approval parameters, its budgets),
+frozen: a
 version is never edited, a change is a new version. The code's factory (GLOVE_AGENTS) stays
 the base; a version overrides what it sets (`spec.versioned_spec`).
 
@@ -36,6 +37,9 @@ class AgentVersion(models.Model):
     # Per tool, the approval parameters that replace the tool's declared ones
     # ({"checkout": {"assignee_group": "managers", "expire_after": 600}}).
     approval_policies = models.JSONField(default=dict, blank=True)
+    # Budgets of this agent, in GLOVE_BUDGETS' form (`budgets.rules.version_rules`): they
+    # apply while the version is the one a turn runs on.
+    budgets = models.JSONField(default=list, blank=True)
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -4,21 +4,59 @@ from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import dataclass
 from typing import Any
 
-from gloveapp.agents.config import AgentSpec, default_agent_name, get_agent_spec
+from gloveapp.agents.config import AgentSpec, get_agent_spec
+from gloveapp.budgets.rules import Rule, version_rules
 from gloveapp.versions.models import AgentPointer, AgentVersion
-from gloveapp.versions.spec import VERSION_FIELDS, spec_values, version_values, versioned_spec
+from gloveapp.versions.spec import (
+    VERSION_FIELDS,
+    budget_rules,
+    spec_values,
+    version_values,
+    versioned_spec,
+)
 
 
-def published_version_id(agent_name: str) -> int | None:
-    """The id of the version the agent's next turn runs on (None: the code's factory
-    alone). One primary-key probe: every queued turn asks."""
-    return (
-        AgentPointer.objects.filter(agent_name=agent_name or default_agent_name())
-        .values_list("published_id", flat=True)
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What an agent's next turn runs on: the version's id (None: the code's factory
+    alone) and the budgets it declares."""
+
+    version_id: int | None
+    budget_rules: tuple[Rule, ...] = ()
+
+
+def published_version(agent_name: str) -> Published:
+    """The agent's published version and its budgets, in one probe of its pointer (every
+    queued turn asks). `agent_name` is the agent's own (not empty for the default)."""
+    row = (
+        AgentPointer.objects.filter(agent_name=agent_name)
+        .values_list("published_id", "published__budgets")
         .first()
     )
+    if row is None or row[0] is None:
+        return Published(None)
+    return Published(row[0], version_rules(agent_name, row[1]) if row[1] else ())
+
+
+def published_budget_rules() -> tuple[Rule, ...]:
+    """The budgets of every agent's published version (one read: an agent pointer per agent
+    in GLOVE_AGENTS), for the usage page and `/metrics`."""
+    rows = (
+        AgentPointer.objects.exclude(published=None)
+        .order_by("agent_name")
+        .values_list("agent_name", "published__budgets")
+    )
+    return tuple(rule for name, raw in rows if raw for rule in version_rules(name, raw))
+
+
+def version_budget_rules(version_id: int | None) -> tuple[Rule, ...]:
+    """The budgets of version `version_id` (none for None: the code's factory alone)."""
+    if version_id is None:
+        return ()
+    return budget_rules(AgentVersion.objects.filter(pk=version_id).first())
 
 
 def version_labels(ids: list[int | None]) -> dict[int | None, str]:

@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from gloveapp.agents.config import agent_names
+from gloveapp.budgets.rules import RuleInvalid, version_rules
 from gloveapp.core.approvals.policy import ApprovalPolicy
 from gloveapp.versions.models import AgentPointer, AgentVersion, ReplayRun, VersionPublication
 from gloveapp.versions.spec import POLICY_FIELDS, VERSION_FIELDS, policy_params
@@ -38,7 +39,7 @@ def _checked_agent(agent_name: str) -> str:
     return agent_name
 
 
-def _checked_values(values: dict[str, Any]) -> dict[str, Any]:
+def _checked_values(agent_name: str, values: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(values) - set(VERSION_FIELDS))
     if unknown:
         raise ValueError(f"unknown version field(s): {', '.join(unknown)}")
@@ -63,6 +64,12 @@ def _checked_values(values: dict[str, Any]) -> dict[str, Any]:
             ApprovalPolicy(**policy_params(params))
         except (TypeError, ValueError) as error:
             raise ValueError(f"approval_policies[{tool_name!r}]: {error}") from None
+    try:
+        version_rules(agent_name, values.get("budgets"))
+    except RuleInvalid as error:
+        raise ValueError(str(error)) from None
+    if values.get("budgets", ()) is None:
+        values = {**values, "budgets": []}
     return values
 
 
@@ -76,7 +83,7 @@ def version_draft(
         pointer, _ = AgentPointer.objects.select_for_update().get_or_create(agent_name=agent_name)
         base = pointer.draft or pointer.published
         fields = {name: getattr(base, name) for name in VERSION_FIELDS} if base else {}
-        fields.update(_checked_values(values))
+        fields.update(_checked_values(agent_name, values))
         if "system_prompt" not in fields:
             raise ValueError("the agent's first version needs its system_prompt")
         # Under the pointer's row lock: the numbers of one agent are given out one at a time.

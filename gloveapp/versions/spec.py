@@ -1,6 +1,8 @@
 """An agent as a version makes it: the code's factory is the base, the version overrides
 what it sets. One function each way: a version applied to a spec, and a spec's values as the
-first version of an agent (what the admin's first draft starts from)."""
+first version of an agent (what the admin's first draft starts from). A version's budgets
+are not part of the spec: they are rules the turn's model calls count under
+(`budget_rules`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gloveapp.agents.config import AgentSpec
+from gloveapp.budgets.rules import Rule, version_rules
 from gloveapp.core.approvals.policy import ApprovalPolicy
 from gloveapp.core.tools import Tool
 from gloveapp.versions.models import AgentVersion
@@ -21,6 +24,7 @@ VERSION_FIELDS = (
     "tools",
     "mcp_servers",
     "approval_policies",
+    "budgets",
 )
 # The approval parameters a version may set (`ApprovalPolicy`'s, less its `when` rule,
 # which is code).
@@ -89,6 +93,8 @@ def spec_values(spec: AgentSpec) -> dict[str, Any]:
             for tool in spec.tools
             if tool.approval is not None
         },
+        # The code declares budgets in GLOVE_BUDGETS and the admin, never per version.
+        "budgets": [],
     }
 
 
@@ -99,6 +105,13 @@ def policy_values(policy: ApprovalPolicy) -> dict[str, Any]:
         for key, value in values.items()
         if value not in (None, ())
     }
+
+
+def budget_rules(version: AgentVersion | None) -> tuple[Rule, ...]:
+    """The budgets a turn on `version` counts under, beside the admin's and the settings'."""
+    if version is None or not version.budgets:
+        return ()
+    return version_rules(version.agent_name, version.budgets)
 
 
 def version_values(version: AgentVersion) -> dict[str, Any]:

@@ -23,7 +23,7 @@ def admin_client(staff) -> Client:
     return client
 
 
-def save_draft(client: Client, prompt: str, note: str = "") -> None:
+def save_draft(client: Client, prompt: str, note: str = "", budgets: str = "[]") -> None:
     response = client.post(
         AGENT_PAGE,
         {
@@ -34,6 +34,7 @@ def save_draft(client: Client, prompt: str, note: str = "") -> None:
             "tools": "null",
             "mcp_servers": "null",
             "approval_policies": "{}",
+            "budgets": budgets,
             "note": note,
         },
     )
@@ -61,6 +62,21 @@ def test_it_shows_the_drafts_diff_against_the_published_version(shop, admin_clie
 
     assert "+when &quot;refund&quot; reply &quot;Refunds take 5 days.&quot;" in page
     assert "--- shop v1 (published)" in page and "+++ shop v2" in page
+
+
+def test_staff_put_a_budget_in_a_draft_and_read_it_in_the_diff(shop, admin_client):
+    admin_client.get("/admin/versions/agentpointer/start/shop/")
+    save_draft(admin_client, replay_model.PROMPT, "as the code")
+    admin_client.post(AGENT_PAGE, {"action": "publish"})
+    cap = '[{"id": "daily", "scope": "user", "window": "day", "cap_usd": "0.50"}]'
+
+    save_draft(admin_client, replay_model.PROMPT, "a daily cap", budgets=cap)
+    page = admin_client.get(AGENT_PAGE).content.decode()
+
+    assert AgentPointer.objects.get().draft.budgets == [
+        {"id": "daily", "scope": "user", "window": "day", "cap_usd": "0.50"}
+    ]
+    assert "## budgets" in page and "+    &quot;cap_usd&quot;: &quot;0.50&quot;," in page
 
 
 def test_it_publishes_and_rolls_back_by_moving_the_pointer(shop, admin_client, staff):
@@ -132,6 +148,13 @@ def test_it_shows_outsiders_nothing(shop, customer):
         ("tools", '{"not": "a list"}'),
         ("model_settings", "[1, 2]"),
         ("model_settings", "{not json"),
+        ("budgets", '{"not": "a list"}'),
+        ("budgets", "[null]"),
+        ("budgets", '[{"id": "daily", "scope": "user", "window": "day"}]'),
+        (
+            "budgets",
+            '[{"id": "d", "scope": "agent", "target": "coffee", "window": "day", "cap_usd": "1"}]',
+        ),
     ],
 )
 def test_it_refuses_a_draft_it_could_not_run(shop, admin_client, field, value):

@@ -25,6 +25,7 @@ from gloveapp.budgets.selectors import budgets_spend_all
 from gloveapp.observe import metrics
 from gloveapp.observe.catalogue import BY_NAME
 from gloveapp.turns.models import Turn, TurnSlot
+from gloveapp.versions.selectors import published_budget_rules
 from mesh.models import MeshRefusal
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ class DatabaseGauges:
                 turn__status__in=(Turn.Status.RUNNING, Turn.Status.WAITING),
             ).aggregate(count=Count("id"), oldest=Min("created_at"))
             refusals = list(MeshRefusal.objects.values_list("reason", "count"))
-            spends = budgets_spend_all()
+            spends = budgets_spend_all(versions=published_budget_rules())
         except Exception:
             logger.exception("the metrics read from the database are left out of this scrape")
             return
