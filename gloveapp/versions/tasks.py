@@ -6,9 +6,11 @@ each conversation is still replayed and counted once (`runs`)."""
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from django.tasks import task
+from django.utils import timezone
 
 from gloveapp.versions.models import AgentVersion, ReplayRun
 from gloveapp.versions.replay import UNSEEN_MARK
@@ -52,9 +54,44 @@ def replay_run_start(
     )
 
 
+class WorkerLost(Exception):
+    """What a replay batch's task row says when its worker stopped in the middle of it."""
+
+
 def replay_runs_resume() -> int:
-    """Enqueue again the runs that stopped with their worker; how many."""
+    """Enqueue again the runs that stopped with their worker; how many. The task row the
+    dead worker held is marked failed first (the database queue has no worker registry to
+    notice: it would say "running" forever)."""
     stalled = replay_runs_stalled()
     for run_id in stalled:
+        _dead_task_failed(run_id)
         replay_run_enqueue(run_id)
     return len(stalled)
+
+
+def _dead_task_failed(run_id: int) -> None:
+    backend = replay_run_task.get_backend()
+    if not type(backend).__module__.startswith("django_tasks_db"):
+        return  # RQ's registry of started jobs fails an abandoned job itself
+    from django_tasks_db.compat import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    stored = ReplayRun.objects.filter(pk=run_id).values_list("task_id", flat=True).first()
+    try:
+        task_id = uuid.UUID(stored or "")
+    except ValueError:
+        return  # never enqueued, or by another backend (an RQ job's id)
+    error = WorkerLost(
+        f"The worker running replay run {run_id}'s batch stopped in the middle of it (no "
+        "progress for GLOVE_REPLAY_STALLED_SECONDS); the sweep handed the run to a worker "
+        "again, which replays only what was not stored."
+    )
+    # By its primary key, and only while still running: a batch that finished meanwhile
+    # keeps its own outcome.
+    DBTaskResult.objects.filter(pk=task_id, status=TaskResultStatus.RUNNING).update(
+        status=TaskResultStatus.FAILED,
+        finished_at=timezone.now(),
+        exception_class_path=f"{WorkerLost.__module__}.{WorkerLost.__qualname__}",
+        traceback=f"{WorkerLost.__module__}.{WorkerLost.__qualname__}: {error}\n",
+        return_value=None,
+    )

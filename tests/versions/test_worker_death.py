@@ -4,7 +4,8 @@ pass, else a SQLite file), the scripted shop agent (tests/versions/live_settings
 
 - A worker SIGKILLed in the middle of a replay batch: the run stalls, the other worker's
   scheduler hands it on after GLOVE_REPLAY_STALLED_SECONDS, and the run finishes there with
-  every conversation's result stored once and counted once, nothing left queued or running.
+  every conversation's result stored once and counted once, nothing left queued or running
+  (the dead worker's task row is failed, naming why).
 - A worker SIGKILLed as a publication's approval is decided: the version is published once,
   by whichever worker's scheduler settles it.
 """
@@ -131,11 +132,17 @@ def test_a_replay_whose_worker_is_killed_mid_batch_finishes_on_the_other_once(se
         server, "SELECT count(*), count(DISTINCT session_id) FROM versions_replayresult"
     )
     assert results == (CONVERSATIONS, CONVERSATIONS)
+    # No batch is left queued, and none says "running": the dead worker's is failed, saying so.
     assert query(
         server,
-        "SELECT count(*) FROM django_tasks_database_dbtaskresult "
-        "WHERE status = 'READY' AND task_path LIKE '%replay_run_task'",
-    ) == [(0,)]
+        "SELECT status, count(*) FROM django_tasks_database_dbtaskresult "
+        "WHERE task_path LIKE '%replay_run_task' AND status <> 'SUCCESSFUL' GROUP BY status",
+    ) == [("FAILED", 1)]
+    assert query(
+        server,
+        "SELECT exception_class_path FROM django_tasks_database_dbtaskresult "
+        "WHERE status = 'FAILED'",
+    ) == [("gloveapp.versions.tasks.WorkerLost",)]
     # The recording's messages were never written to.
     assert query(server, "SELECT count(*) FROM versions_replayresult WHERE error <> ''") == [(0,)]
 
