@@ -1,8 +1,11 @@
 """Handoffs: "talk to a person" -> the console's socket, a person's reply -> the customer's
 socket, with many chats at once; and /handoffs/ at N queued chats against 100.
 
-Starts its own server (Daphne, one process, as `make run`) on a fresh database with the
-demo (`setup_demo`). This process is the customers and the barista: for each of `--chats`
+Starts its own server on a fresh database with the demo (`setup_demo`): Daphne, one
+process, as `make run` (`--topology daphne`, the default), or the production topology as
+`make serve-prod` starts it (`--topology serve-prod`: granian's WSGI workers for HTTP,
+uvicorn's for the sockets, a turn worker; its two servers on two ports, as the proxy routes
+them). This process is the customers and the barista: for each of `--chats`
 chats at once, the customer asks for a person over REST (`POST /api/sessions/<id>/handoff`)
 while the barista's console socket (`/ws/handoffs/`) is open: the time until its
 `handoff.changed` frame arrives is "talk to a person -> console". The barista claims the chat
@@ -17,16 +20,21 @@ cost at any queue length.
 
     .venv/bin/python bench/handoff.py
     .venv/bin/python bench/handoff.py --database-url postgres://postgres@127.0.0.1:5432/glove_bench
+    .venv/bin/python bench/handoff.py --topology serve-prod --database-url postgres://... \
+        --redis-url redis://127.0.0.1:6379/9
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -37,7 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.approvals import BARISTA_PASSWORD, page_client  # noqa: E402
 from bench.lib.report import goal, percentile  # noqa: E402
-from tests.api.liveserver import LiveServer  # noqa: E402
+from tests.api.liveserver import PYTHON, LiveServer  # noqa: E402
+from tests.healing.serve_prod import ServeProd  # noqa: E402
 
 REQUESTS = 30
 WARMUP = 5
@@ -58,6 +67,58 @@ def summary(latencies: list[float]) -> dict:
         "p50_ms": round(percentile(latencies, 0.5) * 1000, 2),
         "p95_ms": round(percentile(latencies, 0.95) * 1000, 2),
     }
+
+
+class ProdServer:
+    """`make serve-prod` with what the bench asks of a `LiveServer`: `url` (HTTP, granian),
+    `ws_url` (the sockets, uvicorn), `database_url`, `manage`, `token_for`."""
+
+    def __init__(self, stack: ServeProd) -> None:
+        self.stack = stack
+        self.url, self.database_url = stack.url, stack.database_url
+        self.ws_url = stack.ws_url
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [PYTHON, "manage.py", *args],
+            cwd=ROOT,
+            env=self.stack.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)}: {done.stderr[-2000:]}")
+        return done.stdout
+
+    def token_for(self, username: str) -> str:
+        return self.manage("create_api_token", username, "--create-user").strip()
+
+
+@contextlib.contextmanager
+def started(topology: str, database_url: str | None, env: dict[str, str]) -> Iterator:
+    """The server of `topology` on a fresh, migrated database (on the PostgreSQL server of
+    `database_url`, else a SQLite file)."""
+    if topology == "daphne":
+        with LiveServer(database_url=database_url, extra_env=env) as server:
+            server.ws_url = server.url
+            yield server
+        return
+    # A migrated copy made as the tests make one; serve-prod migrates it (nothing to do).
+    database = LiveServer(database_url=database_url)
+    database._create_migrated_database()
+    stack = ServeProd(
+        database_url=database.database_url,
+        http_workers=2,
+        ws_workers=2,
+        turn_workers=1,
+        extra_env=env,
+    )
+    try:
+        with stack:
+            yield ProdServer(stack)
+    finally:
+        database.stop()  # drops the database it made (never started: nothing else to stop)
 
 
 def barista_client(server: LiveServer) -> httpx.AsyncClient:
@@ -129,7 +190,7 @@ async def time_chats(
 ) -> dict:
     staff = barista_client(server)
     cookie = "; ".join(f"{k}={v}" for k, v in staff.cookies.items())
-    ws = server.url.replace("http://", "ws://")
+    ws = server.ws_url.replace("http://", "ws://")
     console = Socket(f"{ws}/ws/handoffs/", cookie, server.url, cursor)
 
     def console_key(frame: dict) -> str | None:
@@ -269,6 +330,7 @@ def main() -> None:
     parser.add_argument(
         "--redis-url", default="", help="the server's channel layer (default: none)"
     )
+    parser.add_argument("--topology", choices=("daphne", "serve-prod"), default="daphne")
     args = parser.parse_args()
     env = {
         "BARISTA_PASSWORD": BARISTA_PASSWORD,
@@ -278,7 +340,7 @@ def main() -> None:
         # past the per-user cap of open streams (20) they would be refused with 4429.
         "GLOVE_MAX_OPEN_STREAMS_PER_USER": "0",
     }
-    with LiveServer(database_url=args.database_url, extra_env=env) as server:
+    with started(args.topology, args.database_url, env) as server:
         server.manage("setup_demo")
         setup_django(server.database_url)
         token = server.token_for("demo")
@@ -292,6 +354,7 @@ def main() -> None:
         large = asyncio.run(time_queue_page(server))
     worst = max(timed["to_console"]["p95_ms"], timed["to_customer"]["p95_ms"])
     results = {
+        "topology": args.topology,
         "database": "postgresql" if args.database_url else "sqlite",
         "redis": bool(args.redis_url),
         "concurrent_chats": args.chats,
