@@ -1233,6 +1233,16 @@ DECLARATIONS: tuple[EnvVar, ...] = (
         RETENTION,
     ),
     EnvVar(
+        "GLOVE_RETAIN_LOGIN_RECORDS_DAYS",
+        "float",
+        90.0,
+        "Days django-axes' records of logins are kept: each login and logout (access logs), "
+        "each failure (access failure logs, when enabled) and each counted attempt (never one "
+        "younger than AXES_COOLOFF_HOURS, which may still lock a login out). `0` keeps them "
+        "forever.",
+        RETENTION,
+    ),
+    EnvVar(
         "GLOVE_REPLAY_STALLED_SECONDS",
         "float",
         120.0,

@@ -17,6 +17,7 @@ import uuid
 from typing import Any
 
 import pytest
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
 from django.contrib.admin.templatetags.admin_list import result_headers
 from django.contrib.auth import get_user_model
@@ -42,7 +43,7 @@ from mesh.models import MeshAgent, MeshDelivery
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(900)]
 
 # The third-party admins the project registers (re-registered bounded).
-THIRD_PARTY = (DBTaskResult, TokenProxy)
+THIRD_PARTY = (DBTaskResult, TokenProxy, AccessAttempt, AccessLog, AccessFailureLog)
 
 ROWS = 12_000  # far past the exact count's cap (COUNT_CAP), on every big table
 MESSAGES = 2 * ROWS
@@ -66,6 +67,9 @@ BIG_TABLES = {
         get_user_model(),
         DBTaskResult,
         Token,
+        AccessLog,
+        AccessAttempt,
+        AccessFailureLog,
     )
 }
 HEAVY_SESSION = "s_heavy"
@@ -88,6 +92,10 @@ SEARCH_TERMS = {
     "user": ["alice", "customer0004", "@brew.test"],
     "dbtaskresult": [str(uuid.UUID(int=7))],
     "tokenproxy": ["alice", "customer0004"],
+    # A username, an address (both exact), a word that is neither found nor an address.
+    "accesslog": ["alice", "10.0.0.7", "nobody"],
+    "accessattempt": ["alice", "10.0.0.7", "2001:db8::7"],
+    "accessfailurelog": ["alice", "10.0.0.7"],
 }
 EXACT_FILTER_VALUES = {
     "session__id__exact": HEAVY_SESSION,
@@ -286,6 +294,31 @@ def _seed() -> None:
         ],
         batch_size=5_000,
     )
+
+    # django-axes' records: a login or a failure from one of 250 addresses, for five users.
+    def access(model: Any, i: int, **extra: Any) -> Any:
+        return model(
+            username=users[i % 5].username,
+            ip_address=f"10.0.{i % 250 // 100}.{i % 100}",
+            user_agent=f"browser {i % 7}",
+            path_info="/accounts/login/",
+            http_accept="text/html",
+            **extra,
+        )
+
+    AccessLog.objects.bulk_create([access(AccessLog, i) for i in range(ROWS)], batch_size=5_000)
+    AccessFailureLog.objects.bulk_create(
+        [access(AccessFailureLog, i, locked_out=not i % 100) for i in range(ROWS)],
+        batch_size=5_000,
+    )
+    AccessAttempt.objects.bulk_create(
+        [
+            access(AccessAttempt, i, get_data="", post_data="", failures_since_start=i % 9)
+            for i in range(ROWS)
+        ],
+        batch_size=5_000,
+        ignore_conflicts=True,  # (username, address, browser) is unique
+    )
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             for table in sorted(BIG_TABLES | {Workspace._meta.db_table}):
@@ -294,6 +327,9 @@ def _seed() -> None:
 
 def _empty() -> None:
     for model in (
+        AccessAttempt,
+        AccessLog,
+        AccessFailureLog,
         DBTaskResult,
         Token,
         Notification,
@@ -492,6 +528,10 @@ def test_the_messages_list_is_read_only(staff):
         "/admin/inbox/inboxitem/?q=restock",
         "/admin/auth/user/",
         "/admin/auth/user/?q=customer0004",
+        "/admin/axes/accesslog/",
+        "/admin/axes/accesslog/?q=alice",
+        "/admin/axes/accessattempt/",
+        "/admin/axes/accessfailurelog/?q=alice",
     ],
 )
 def test_on_postgresql_a_page_is_an_index_scan_not_a_sort_of_the_table(staff, url):

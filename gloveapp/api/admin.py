@@ -1,9 +1,12 @@
 """The users admin at any size: Django's own, with the changelist of `ScaleAdmin` (estimated
 or bounded counts, no facets), its search through trigram indexes (migration 0001) and its
-filters through partial indexes (0002); DRF's API tokens the same way."""
+filters through partial indexes (0002); DRF's API tokens and django-axes' records of logins
+the same way."""
 
 from __future__ import annotations
 
+import axes.admin  # registers axes' admins (if AXES_ENABLE_ADMIN), replaced below
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
@@ -44,3 +47,30 @@ class ScaleTokenAdmin(ScaleAdmin, TokenAdmin):
     search_fields = ()
     search_usernames = ("user",)
     search_help_text = "A user's exact username."
+
+
+class ScaleLoginRecords(ScaleAdmin):
+    """django-axes' lists, bounded: newest first through the time index (migration 0004;
+    axes' own sorted the table), found by an exact username or address (both indexed; axes
+    searched `%term%` in four columns), no date hierarchy and no filters (each a `SELECT
+    DISTINCT` over the table, or a walk of it for a rare value)."""
+
+    ordering = ("-attempt_time",)
+    sortable_by = ()
+    list_filter = ()
+    search_fields = ()
+    search_exact = ("username", "ip_address")
+    search_help_text = "An exact username or IP address."
+
+
+for _model, _axes_admin in (
+    (AccessAttempt, axes.admin.AccessAttemptAdmin),
+    (AccessLog, axes.admin.AccessLogAdmin),
+    (AccessFailureLog, axes.admin.AccessFailureLogAdmin),
+):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+        extra = {"list_select_related": ("expiration",)} if _model is AccessAttempt else {}
+        admin.site.register(
+            _model, type(f"Scale{_axes_admin.__name__}", (ScaleLoginRecords, _axes_admin), extra)
+        )

@@ -26,6 +26,7 @@ changelist of the project takes its shape from `ScaleAdmin` instead:
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import uuid
 from typing import Any
@@ -174,7 +175,7 @@ class FixedChoicesFilter(admin.SimpleListFilter):
 
 def _coerced(model: Any, path: str, term: str) -> Any:
     """`term` as the value of the field at `path` (a column of `model` or of a model it
-    points to), or None when it cannot be one (a word is no integer id or UUID)."""
+    points to), or None when it cannot be one (a word is no integer id, UUID or address)."""
     field = None
     opts = model._meta
     for part in path.split("__"):
@@ -192,6 +193,8 @@ def _coerced(model: Any, path: str, term: str) -> Any:
             return number if -(2**63) <= number < 2**63 else None
         if internal == "UUIDField":
             return uuid.UUID(term)
+        if internal == "GenericIPAddressField":
+            return str(ipaddress.ip_address(term))
     except ValueError:
         return None
     max_length = getattr(field, "max_length", None)

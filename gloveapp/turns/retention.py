@@ -30,6 +30,7 @@ from gloveapp.conversations.idempotency import idempotency_keys_prune
 from gloveapp.lib.db import partitions
 from gloveapp.lib.db.batches import Stopped, delete_in_batches
 from gloveapp.lib.db.outages import is_database_outage
+from gloveapp.lib.logins import login_records_prune
 from gloveapp.live.eventlog import live_events_prune
 from gloveapp.turns.lifecycle import turns_prune
 from gloveapp.turns.steps import turn_steps_prune
@@ -94,6 +95,7 @@ RETENTION: tuple[Retention, ...] = (
     Retention("finished turns", "GLOVE_RETAIN_TURNS_DAYS", turns_prune),
     Retention("turn timeline steps", "GLOVE_RETAIN_TURN_STEPS_DAYS", turn_steps_prune),
     Retention("budget ledger", "GLOVE_RETAIN_BUDGET_LEDGER_DAYS", budget_ledger_prune),
+    Retention("login records", "GLOVE_RETAIN_LOGIN_RECORDS_DAYS", login_records_prune),
 )
 
 

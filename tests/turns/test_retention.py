@@ -206,3 +206,36 @@ async def test_the_turn_worker_expires_inbox_items_past_their_deadline_with_no_c
 
     assert (item.status, item.resolved_by) == ("resolved", "expiry")
     assert item.response.startswith("Expired:")
+
+
+def login_record(model, name: str, age: timedelta, **extra):
+    row = model.objects.create(
+        username=name, ip_address="10.0.0.1", user_agent="b", path_info="/", **extra
+    )
+    model.objects.filter(pk=row.pk).update(attempt_time=ago(age))
+    return row
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_forgets_old_login_records_but_never_an_attempt_that_may_still_lock_out(settings):
+    from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+
+    settings.GLOVE_RETAIN_LOGIN_RECORDS_DAYS = 1
+    settings.AXES_COOLOFF_TIME = 72.0  # hours: longer than the retention
+    attempt = {"get_data": "", "post_data": "", "failures_since_start": 3}
+    for model, extra in ((AccessLog, {}), (AccessFailureLog, {}), (AccessAttempt, attempt)):
+        for name, age in (("old", OLD), ("new", NEW), ("two-days", timedelta(days=2))):
+            login_record(model, f"{model.__name__}-{name}", age, **extra)
+
+    pruned = retention_apply()
+
+    assert sorted(AccessLog.objects.values_list("username", flat=True)) == ["AccessLog-new"]
+    assert list(AccessFailureLog.objects.values_list("username", flat=True)) == [
+        "AccessFailureLog-new"
+    ]
+    # Two days old is past the retention, not past the cool-off: it may still lock out.
+    assert sorted(AccessAttempt.objects.values_list("username", flat=True)) == [
+        "AccessAttempt-new",
+        "AccessAttempt-two-days",
+    ]
+    assert pruned["login records"] == 5

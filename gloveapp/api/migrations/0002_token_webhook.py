@@ -5,20 +5,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('api', '0001_user_search_indexes'),
-        ('authtoken', '0004_alter_tokenproxy_options'),
+        ("api", "0001_user_search_indexes"),
+        ("authtoken", "0004_alter_tokenproxy_options"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TokenWebhook',
+            name="TokenWebhook",
             fields=[
-                ('token', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='webhook', serialize=False, to='authtoken.token')),
-                ('url', models.URLField(max_length=2000)),
+                (
+                    "token",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="webhook",
+                        serialize=False,
+                        to="authtoken.token",
+                    ),
+                ),
+                ("url", models.URLField(max_length=2000)),
             ],
         ),
     ]
