@@ -5,8 +5,7 @@ the same way."""
 
 from __future__ import annotations
 
-import axes.admin  # registers axes' admins (if AXES_ENABLE_ADMIN), replaced below
-from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+from django.apps import apps
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
@@ -63,14 +62,23 @@ class ScaleLoginRecords(ScaleAdmin):
     search_help_text = "An exact username or IP address."
 
 
-for _model, _axes_admin in (
-    (AccessAttempt, axes.admin.AccessAttemptAdmin),
-    (AccessLog, axes.admin.AccessLogAdmin),
-    (AccessFailureLog, axes.admin.AccessFailureLogAdmin),
-):
-    if admin.site.is_registered(_model):
-        admin.site.unregister(_model)
-        extra = {"list_select_related": ("expiration",)} if _model is AccessAttempt else {}
-        admin.site.register(
-            _model, type(f"Scale{_axes_admin.__name__}", (ScaleLoginRecords, _axes_admin), extra)
-        )
+def _login_records_admins() -> None:
+    """axes' admins replaced (a project that installs the apps without axes has none)."""
+    import axes.admin  # registers axes' admins (if AXES_ENABLE_ADMIN), replaced here
+    from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+
+    for model, axes_admin in (
+        (AccessAttempt, axes.admin.AccessAttemptAdmin),
+        (AccessLog, axes.admin.AccessLogAdmin),
+        (AccessFailureLog, axes.admin.AccessFailureLogAdmin),
+    ):
+        if admin.site.is_registered(model):
+            admin.site.unregister(model)
+            extra = {"list_select_related": ("expiration",)} if model is AccessAttempt else {}
+            admin.site.register(
+                model, type(f"Scale{axes_admin.__name__}", (ScaleLoginRecords, axes_admin), extra)
+            )
+
+
+if apps.is_installed("axes"):
+    _login_records_admins()

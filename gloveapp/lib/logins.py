@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from numbers import Real
 
+from django.apps import apps
 from django.conf import settings
 from django.utils import timezone
 
@@ -20,7 +21,10 @@ from gloveapp.lib.db.batches import delete_in_batches
 def login_records_prune(*, older_than: timedelta) -> int:
     """Forget the login records older than `older_than`; how many went. An attempt that may
     still count toward a lockout (younger than AXES_COOLOFF_TIME) stays whatever the
-    retention, and with a cool-off axes computes per request, none goes."""
+    retention, and with a cool-off axes computes per request, none goes. Without axes
+    installed, nothing to do."""
+    if not apps.is_installed("axes"):
+        return 0
     from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 
     now = timezone.now()

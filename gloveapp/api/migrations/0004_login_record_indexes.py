@@ -4,6 +4,7 @@
 # Outside the models' state (the models are axes'); IF NOT EXISTS, so they may be built
 # beforehand with CREATE INDEX CONCURRENTLY under the same names (docs/howto/deploy.md).
 
+from django.apps import apps as django_apps
 from django.db import migrations
 
 TABLES = {
@@ -26,8 +27,11 @@ INDEXES = {
 
 
 def create(apps, schema_editor):
+    # A project that installs the apps without django-axes has none of these tables.
+    tables = set(schema_editor.connection.introspection.table_names())
     for name, (table, columns) in INDEXES.items():
-        schema_editor.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON "{table}" ({columns})')
+        if table in tables:
+            schema_editor.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON "{table}" ({columns})')
 
 
 def drop(apps, schema_editor):
@@ -36,9 +40,9 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("api", "0003_user_filter_indexes"),
-        ("axes", "0010_accessattemptexpiration"),
-    ]
+    # After axes' tables, where axes is installed.
+    dependencies = [("api", "0003_user_filter_indexes")] + (
+        [("axes", "0010_accessattemptexpiration")] if django_apps.is_installed("axes") else []
+    )
 
     operations = [migrations.RunPython(create, drop, elidable=False)]
