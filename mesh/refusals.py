@@ -55,6 +55,16 @@ def record(reason: str) -> None:
             _timer.start()
 
 
+def forget_pending() -> None:
+    """Drop what is pending, unwritten (a test's clean slate)."""
+    global _timer
+    with _lock:
+        _pending.clear()
+        if _timer is not None:
+            _timer.cancel()
+            _timer = None
+
+
 def flush() -> None:
     """Write what is pending now (tests, and the timer)."""
     global _timer

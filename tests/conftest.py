@@ -239,6 +239,17 @@ def _fresh_remembered_ids():
     forget_every_owned_session_id()
 
 
+@pytest.fixture(autouse=True)
+def _no_refusals_pending():
+    """The mesh's refusal counts wait in memory until a timer writes them (`mesh.refusals`):
+    what one test's recipients refused must not be written into the next test's tally."""
+    from mesh import refusals
+
+    refusals.forget_pending()
+    yield
+    refusals.forget_pending()
+
+
 def on_postgres() -> bool:
     return connection.vendor == "postgresql"
 
