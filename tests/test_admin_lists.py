@@ -168,6 +168,7 @@ def _seed() -> None:
         [
             LiveEvent(
                 stream=f"session:{HEAVY_SESSION}" if i % 5 == 0 else f"session:s_{i:06d}",
+                seq=i // 5 + 1 if i % 5 == 0 else 1,
                 type="message.appended" if i % 2 else "tasks.replaced",
                 payload={"seq": i},
             )

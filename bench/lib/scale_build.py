@@ -289,9 +289,17 @@ def fill(connection: Any, shape: dict[str, int]) -> dict[str, Any]:
         f"FROM generate_series(1, {shape['live_events']}) g(i)",
         {
             "stream": f"'session:s' || (g.i % {sessions} + 1)",
+            # Each stream's events numbered 1, 2, 3... (g.i runs through the streams in turn).
+            "seq": f"(g.i - 1) / {sessions} + 1",
             "type": "'message.appended'",
             "payload": "jsonb_build_object('seq', g.i % 10 + 1)",
         },
+    )
+    insert(
+        connection,
+        apps.get_model("live", "LiveStreamCounter"),
+        f'FROM "{LiveEvent._meta.db_table}" GROUP BY stream',
+        {"stream": "stream", "last_seq": "max(seq)"},
     )
     keys = insert(
         connection,

@@ -11,7 +11,8 @@ database could commit only ~500 of them a second. Here:
   order every other writer of a session stream uses; the NOTIFY that wakes relays without
   Redis rides along too;
 - the messages and their `message.appended` events are inserted by the same statement
-  (data-modifying CTEs), so outside a transaction the whole append is ONE round trip and
+  (data-modifying CTEs), the events numbered in their stream by its counter row
+  (`LiveStreamCounter`, advanced there too, after the stream's lock), so outside a transaction the whole append is ONE round trip and
   its own commit, and the locks are held only while the server runs it.
 
 The guarantees stay those of the ORM version: all or nothing, `seq` continues the history
@@ -38,7 +39,7 @@ from gloveapp.conversations.group_append import append_grouped
 from gloveapp.conversations.models import Message, Session, is_person_message
 from gloveapp.lib.db.prepared import prepared_cursor, sql_datetime
 from gloveapp.live.eventlog import LIVE_EVENTS_CHANNEL, record_events
-from gloveapp.live.models import LiveEvent
+from gloveapp.live.models import LiveEvent, LiveStreamCounter
 from gloveapp.live.outbox import notify_committed, stream_lock_key
 from gloveapp.live.streams import session_stream
 
@@ -191,6 +192,7 @@ def postgresql_statement(
     session_table = Session._meta.db_table
     message_table = Message._meta.db_table
     event_table = LiveEvent._meta.db_table
+    counter_table = LiveStreamCounter._meta.db_table
     columns = ", ".join(
         [f"{name} text" for name in _TEXT_COLUMNS]
         + [f"{name} jsonb" for name in _JSON_COLUMNS]
@@ -226,7 +228,7 @@ def postgresql_statement(
         final_columns = ", s.now_title, s.agent_name, s.token_count, s.turn_count, s.session_key"
         events = """
             UNION ALL
-            SELECT NULL, 'session.updated', jsonb_build_object('session', jsonb_build_object(
+            SELECT %(count)s::integer + 1, 'session.updated', jsonb_build_object('session', jsonb_build_object(
                        'id', s.session_key, 'title', s.now_title,
                        'agent_name', s.agent_name, 'token_count', s.token_count,
                        'turn_count', s.turn_count))
@@ -255,14 +257,20 @@ def postgresql_statement(
               FROM s, r
              ORDER BY r.ord
             RETURNING id, seq
+        ), c AS (
+            INSERT INTO {counter_table} (stream, last_seq)
+            SELECT %(stream)s, %(events)s::bigint FROM s
+            ON CONFLICT (stream) DO UPDATE
+               SET last_seq = {counter_table}.last_seq + EXCLUDED.last_seq
+            RETURNING last_seq - %(events)s::bigint AS base
         ), e AS (
-            INSERT INTO {event_table} (stream, type, payload, created_at)
-            SELECT %(stream)s, x.type, x.payload, %(now)s FROM (
+            INSERT INTO {event_table} (stream, seq, type, payload, created_at)
+            SELECT %(stream)s, c.base + x.ord, x.type, x.payload, %(now)s FROM c, (
             SELECT r.ord, 'message.appended' AS type,
                    jsonb_build_object('seq', s.base + r.ord, 'message', r.wire::jsonb) AS payload
               FROM s, r{events}
             ) x
-             ORDER BY x.ord NULLS LAST
+             ORDER BY x.ord
             RETURNING id
         )
         SELECT m.id, m.seq, (SELECT count(*) FROM e), s.titled{final_columns}
@@ -271,6 +279,9 @@ def postgresql_statement(
     params = {
         "now": now,
         "count": len(rows),
+        # The stream's numbers this append takes: its messages' events, and with `usage`
+        # the `session.updated` after them.
+        "events": len(rows) + (1 if usage is not None else 0),
         "session_id": session_id,
         "lock_key": stream_lock_key(stream),
         "channel": LIVE_EVENTS_CHANNEL,

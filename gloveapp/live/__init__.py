@@ -12,7 +12,8 @@ websocket: replay from `last_event_id`, `resync` when that is impossible, then l
 a subclass names its stream and says who may watch it (`authorise`).
 
 Frames sent to the browser are JSON objects `{"id": int | null, "type": str, "payload": dict}`;
-`id` is the LiveEvent id (the client's resume cursor) and null for transient events.
+`id` is the event's number in its stream (`LiveEvent.seq`, the client's resume cursor; the
+table's key stays internal) and null for transient events.
 
 Nothing here imports a feature app (conversations, inbox, mesh) or an edge; the import
 contract in pyproject.toml checks it. This package's `__init__` imports nothing so that

@@ -55,14 +55,14 @@ class TypeFilter(ExactValueFilter):
 
 @admin.register(LiveEvent)
 class LiveEventAdmin(ScaleAdmin):
-    list_display = ("id", "stream", "type", "created_at")
+    list_display = ("id", "stream", "seq", "type", "created_at")
     # Newest first on the primary key; one stream's on its (stream, id) index.
     ordering = ("-id",)
     sortable_by = ("id",)
     list_filter = (TypeFilter,)
     search_exact = ("stream", "id")
     search_help_text = "An exact stream (e.g. session:<id>) or an event's number."
-    readonly_fields = ("id", "stream", "type", "payload", "created_at")
+    readonly_fields = ("id", "stream", "seq", "type", "payload", "created_at")
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return EventChangeList

@@ -4,7 +4,8 @@ A subclass (e.g. the chat page's `SessionConsumer` in `gloveapp.pages.consumers`
 stream and decides who may watch it. On connect it checks who is asking, joins the stream's group (transient events) and
 registers with this process's relay (stored events), replays the stored events after the
 client's cursor, then forwards live ones. Every frame is JSON
-`{"id": int | null, "type": str, "payload": dict}`; `id` is null for transient events and
+`{"id": int | null, "type": str, "payload": dict}`; `id` is the event's number in its stream
+(1, 2, 3... per stream, the `last_event_id` to resume from), null for transient events and
 for `resync`, which tells the client to reload its state instead of catching up.
 
 Close codes in the 44xx range are final (a client should not reconnect):

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from gloveapp.lib.db.batches import delete_in_batches
 from gloveapp.lib.db.partitions import is_partitioned, partitions_prune
-from gloveapp.live.models import LiveEvent
+from gloveapp.live.models import LiveEvent, LiveStreamCounter
 from gloveapp.live.outbox import before_events_insert
 
 # PostgreSQL delivers a NOTIFY at commit (and drops it on rollback), so a relay that LISTENs
@@ -68,42 +68,112 @@ def record_stream_events(events: list[tuple[str, str, dict[str, Any]]]) -> list[
 
 
 _TABLE = LiveEvent._meta.db_table
+_COUNTERS = LiveStreamCounter._meta.db_table
 _PAYLOAD = LiveEvent._meta.get_field("payload")
 _CREATED_AT = LiveEvent._meta.get_field("created_at")
-_BATCH = 200  # rows per INSERT (4 parameters each: within every backend's limit)
+_BATCH = 200  # rows per INSERT (up to 8 parameters each: within every backend's limit)
 
 
 def _insert(events: list[tuple[str, str, dict[str, Any]]]) -> list[LiveEvent]:
     """The rows `LiveEvent.objects.bulk_create` would write, by a plain INSERT ... RETURNING:
-    every turn writes events, and compiling the ORM's insert cost more than running it."""
+    every turn writes events, and compiling the ORM's insert cost more than running it.
+
+    Each event takes the next number of its stream (`seq`) from the stream's counter row,
+    advanced in the same transaction (the caller holds the streams' locks): on PostgreSQL in
+    the insert's own statement, on SQLite (which serialises writers) in one before it."""
     now = timezone.now()
     created_at = _CREATED_AT.get_db_prep_save(now, connection)
     rows: list[LiveEvent] = []
     with connection.cursor() as cursor:
         for start in range(0, len(events), _BATCH):
             batch = events[start : start + _BATCH]
-            params: list[Any] = []
-            for stream, type_, payload in batch:
-                params += [
-                    stream,
-                    type_,
-                    _PAYLOAD.get_db_prep_save(payload, connection),
-                    created_at,
-                ]
-            cursor.execute(
-                f'INSERT INTO "{_TABLE}" ("stream", "type", "payload", "created_at") VALUES '
-                + ", ".join(["(%s, %s, %s, %s)"] * len(batch))
-                + ' RETURNING "id"',
-                params,
-            )
-            ids = [row[0] for row in cursor.fetchall()]
-            # RETURNING gives the rows in insertion order on both backends (as bulk_create
-            # relies on); sorted anyway, since ids increase in that order.
+            # Each event's place among its stream's events in this batch, and their count.
+            counts: dict[str, int] = {}
+            places = []
+            for stream, _, _ in batch:
+                counts[stream] = counts.get(stream, 0) + 1
+                places.append(counts[stream])
+            payloads = [_PAYLOAD.get_db_prep_save(payload, connection) for _, _, payload in batch]
+            if connection.vendor == "postgresql":
+                numbered = _insert_postgresql(cursor, batch, places, counts, payloads, created_at)
+            else:
+                numbered = _insert_stepwise(cursor, batch, places, counts, payloads, created_at)
             rows += [
-                LiveEvent(id=pk, stream=stream, type=type_, payload=payload, created_at=now)
-                for pk, (stream, type_, payload) in zip(sorted(ids), batch, strict=True)
+                LiveEvent(
+                    id=pk, stream=stream, seq=seq, type=type_, payload=payload, created_at=now
+                )
+                for (pk, seq), (stream, type_, payload) in zip(numbered, batch, strict=True)
             ]
     return rows
+
+
+_UPSERT = (
+    f'INSERT INTO "{_COUNTERS}" ("stream", "last_seq") VALUES {{values}}'
+    f' ON CONFLICT ("stream") DO UPDATE SET "last_seq" = "{_COUNTERS}"."last_seq"'
+    ' + EXCLUDED."last_seq" RETURNING "stream", "last_seq"'
+)
+
+
+def _insert_postgresql(cursor, batch, places, counts, payloads, created_at) -> list[tuple]:
+    """One statement: the streams' counters advanced, the events inserted with their
+    numbers; `(id, seq)` of each event, in order."""
+    params: list[Any] = []
+    for stream, count in counts.items():
+        params += [stream, count]
+    for index, ((stream, type_, _), place, payload) in enumerate(
+        zip(batch, places, payloads, strict=True)
+    ):
+        params += [index, stream, type_, payload, place, counts[stream]]
+    cursor.execute(
+        "WITH c AS ("
+        + _UPSERT.format(values=", ".join(["(%s, %s::bigint)"] * len(counts)))
+        + "), v (ord, stream, type, payload, place, n) AS (VALUES "
+        + ", ".join(["(%s::integer, %s, %s, %s::jsonb, %s::bigint, %s::bigint)"] * len(batch))
+        + f') INSERT INTO "{_TABLE}" ("stream", "seq", "type", "payload", "created_at")'
+        ' SELECT v.stream, c."last_seq" - v.n + v.place, v.type, v.payload, %s'
+        ' FROM v JOIN c ON c."stream" = v.stream ORDER BY v.ord RETURNING "id", "stream", "seq"',
+        [*params, created_at],
+    )
+    returned = cursor.fetchall()
+    # An event's number is its stream's first in this batch plus its place; its id, the
+    # row's of that stream and number (ids follow the insert's order, so a stream's ids
+    # and numbers rise together, which the relay's delivery order relies on).
+    first: dict[str, int] = {}
+    for _, stream, seq in returned:
+        first[stream] = min(seq, first.get(stream, seq))
+    ids = {(stream, seq): pk for pk, stream, seq in returned}
+    numbered = []
+    for (stream, _, _), place in zip(batch, places, strict=True):
+        seq = first[stream] + place - 1
+        numbered.append((ids[stream, seq], seq))
+    return numbered
+
+
+def _insert_stepwise(cursor, batch, places, counts, payloads, created_at) -> list[tuple]:
+    """The counters advanced, then the events inserted with their numbers (two statements:
+    SQLite has no data-modifying CTEs, and its write lock already orders the writers)."""
+    cursor.execute(
+        _UPSERT.format(values=", ".join(["(%s, %s)"] * len(counts))),
+        [value for stream, count in counts.items() for value in (stream, count)],
+    )
+    last = dict(cursor.fetchall())
+    seqs = [
+        last[stream] - counts[stream] + place
+        for (stream, _, _), place in zip(batch, places, strict=True)
+    ]
+    params: list[Any] = []
+    for (stream, type_, _), seq, payload in zip(batch, seqs, payloads, strict=True):
+        params += [stream, seq, type_, payload, created_at]
+    cursor.execute(
+        f'INSERT INTO "{_TABLE}" ("stream", "seq", "type", "payload", "created_at") VALUES '
+        + ", ".join(["(%s, %s, %s, %s, %s)"] * len(batch))
+        + ' RETURNING "id"',
+        params,
+    )
+    # RETURNING gives the rows in insertion order (as bulk_create relies on); sorted
+    # anyway, since ids increase in that order.
+    ids = sorted(row[0] for row in cursor.fetchall())
+    return list(zip(ids, seqs, strict=True))
 
 
 def live_events_prune(*, older_than: timedelta) -> int:

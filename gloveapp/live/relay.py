@@ -1,6 +1,7 @@
 """The relay: one background task per server process that tails the event log.
 
-It reads LiveEvent rows with ids above the highest it has seen and hands each straight to
+It reads LiveEvent rows with ids (the table's key, kept internal: clients see each
+event's number in its stream) above the highest it has seen and hands each straight to
 this process's consumers of its stream (`watch` / `unwatch`), not through the channel
 layer: profiling 1,000 sockets showed a channel-layer message per socket per event costs
 far more than the send itself (channels_redis's per-channel receive machinery, and
@@ -61,7 +62,8 @@ DELIVERY_TIMEOUT_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class StoredFrame:
-    """One stored event as every socket receives it, encoded once for all of them."""
+    """One stored event as every socket receives it, encoded once for all of them. `id` is
+    the frame's: the event's number in its stream (`LiveEvent.seq`), not the table's key."""
 
     id: int
     type: str
@@ -70,8 +72,9 @@ class StoredFrame:
 
 @dataclass(frozen=True)
 class Row:
-    id: int
+    id: int  # the table's key: the relay's own cursor, never sent
     stream: str
+    seq: int
     type: str
     payload: dict
 
@@ -197,7 +200,7 @@ class Relay:
         already have the event) and never raised (the row must not be read again)."""
         # Encoded here, once: profiling 1,000 sockets showed json.dumps per socket per event.
         frame = StoredFrame(
-            row.id, row.type, json.dumps({"id": row.id, "type": row.type, "payload": row.payload})
+            row.seq, row.type, json.dumps({"id": row.seq, "type": row.type, "payload": row.payload})
         )
         # A snapshot: consumers come and go while deliveries await.
         for consumer in list(self.watchers.get(row.stream, ())):
@@ -215,7 +218,7 @@ class Relay:
                 self.unwatch(row.stream, consumer)
                 logger.warning(
                     "live relay: could not deliver event %d to a socket of %s in %s s; dropped it",
-                    row.id,
+                    row.seq,
                     row.stream,
                     DELIVERY_TIMEOUT_SECONDS,
                 )
@@ -230,7 +233,7 @@ class Relay:
                 # their consumer, and a burst of these must not flood the log.
                 logger.warning(
                     "live relay: could not deliver event %d (%s on %s) to a socket: %s: %s",
-                    row.id,
+                    row.seq,
                     row.type,
                     row.stream,
                     type(error).__name__,
@@ -362,7 +365,7 @@ def _rows_after(high_water: int, holes: list[int], limit: int) -> list[Row]:
     rows = (
         LiveEvent.objects.filter(wanted)
         .order_by("id")
-        .values_list("id", "stream", "type", "payload")
+        .values_list("id", "stream", "seq", "type", "payload")
     )
     return [Row(*row) for row in rows[:limit]]
 

@@ -10,7 +10,7 @@ never neither. No thread is held while the stream is open: it waits on the event
 
 Each event is one SSE message; its `data` is the websocket's JSON frame
 `{"id", "type", "payload"}`, its `event` the frame's type, and stored events carry `id:`
-(the event log's id), so a client that reconnects with `Last-Event-ID` gets what it missed,
+(the event's number in its stream, never the log's key), so a client that reconnects with `Last-Event-ID` gets what it missed,
 or a `resync` frame when it is too far behind (`live.replay`). Transient frames (streamed
 text, tool progress) have no id: a reconnecting client misses them by design, and what they
 lead to is stored. A comment line (`: heartbeat`) goes out every

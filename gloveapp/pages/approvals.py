@@ -42,6 +42,7 @@ from gloveapp.approvals.services import (
 from gloveapp.core.approvals.decisions import APPROVE, EDIT, REJECT, RESPOND, Decision
 from gloveapp.core.approvals.edits import args_changes
 from gloveapp.live.replay import current_cursor
+from gloveapp.live.streams import approvals_stream
 
 PAGE_SIZE = 50
 VIEW_LABELS = {
@@ -295,7 +296,7 @@ def approvals_page(request: HttpRequest) -> HttpResponse:
         response["X-Has-More"] = "1" if has_more else "0"
         response["X-Next-Offset"] = str(next_offset)
         return response
-    last_event_id = current_cursor()
+    last_event_id = current_cursor(approvals_stream())
     rows, has_more, next_offset = _rows(request.user, view)
     selected = None
     wanted = request.GET.get("request")

@@ -23,6 +23,7 @@ from gloveapp.conversations.access import address_of, may_speak
 from gloveapp.conversations.models import Session
 from gloveapp.conversations.timeline import timeline
 from gloveapp.live.replay import current_cursor
+from gloveapp.live.streams import session_stream
 from gloveapp.turns import selectors as turn_selectors
 from gloveapp.turns.permissions import PERMISSION_CHOICES, REMEMBERED_PERMISSION_LABELS
 from gloveapp.turns.timeline import session_timelines
@@ -221,9 +222,7 @@ def chat_context(
     refresh of a page that shows everything from `start` on, that again (`HISTORY_WIDEST`)."""
     # Read the event id first: an event that lands while the page is being read is then
     # replayed by the socket (a refresh too many), never lost (a refresh too few).
-    # The log's newest id, not this stream's: after `prune_live_events` a quiet session has
-    # no events left, and a cursor of 0 would read as "expired" and reload the page forever.
-    last_event_id = current_cursor()
+    last_event_id = current_cursor(session_stream(session.pk))
     window = conversation_selectors.history_window(
         session.pk, limit=HISTORY_PAGE, before=before, start=start, widest=HISTORY_WIDEST
     )

@@ -26,7 +26,8 @@ from gloveapp.conversations import handoff_selectors as selectors
 from gloveapp.conversations.models import Answerer, Session
 from gloveapp.lib import paging
 from gloveapp.lib.db.outages import answer_after_commit
-from gloveapp.live.replay import current_cursor
+from gloveapp.live.replay import current_cursors
+from gloveapp.live.streams import handoffs_stream
 from gloveapp.pages.context import console_entries
 
 VIEW_LABELS = {"waiting": "Waiting", "mine": "My chats"}
@@ -70,7 +71,9 @@ def console_page(request: HttpRequest) -> HttpResponse:
     group = request.GET.get("group")
     if group is not None and (len(group) > 150 or not group.isprintable()):
         return HttpResponse("group: not a group's name.", status=400, content_type="text/plain")
-    last_event_id = current_cursor()
+    groups = selectors.staff_groups(request.user)
+    # One cursor per group's stream (each numbers its events on its own), read first.
+    last_event_ids = current_cursors({name: handoffs_stream(name) for name in groups})
     rows, next_cursor = selectors.console_page(request.user, view=view, group=group, cursor=cursor)
     context = {
         "queue_page": "handoffs",  # the ids of glove/queue_page.html
@@ -80,8 +83,8 @@ def console_page(request: HttpRequest) -> HttpResponse:
         "group": group,
         "views": list(VIEW_LABELS.items()),
         "counts": selectors.queue_counts(request.user),
-        "groups": selectors.staff_groups(request.user),
-        "last_event_id": last_event_id,
+        "groups": groups,
+        "last_event_ids": last_event_ids,
         "selected": None,
     }
     if request.GET.get("part") == "rows":

@@ -21,7 +21,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
-from gloveapp.live.replay import current_cursor
+from gloveapp.live.replay import current_cursors
+from gloveapp.live.streams import workspace_stream
 from gloveapp.turns import public as turns
 from inbox.workspaces import render as doc_render
 from inbox.workspaces import selectors, services
@@ -126,7 +127,8 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
         return response
     # The cursor is read before the state it belongs to: an event committed in between is
     # replayed to the page, never lost.
-    last_event_id = current_cursor()
+    workspaces = selectors.owned_workspace_ids(user)
+    last_event_ids = current_cursors({str(id_): workspace_stream(str(id_)) for id_ in workspaces})
     show = _show(request)
     rows, has_more = _rows(user, show=show)
     selected = None
@@ -137,7 +139,6 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
             # Shown, not marked: a GET changes nothing. The detail POSTs its read mark
             # (htmx, on load; a button without JavaScript).
             selected = _detail_context(user, entry)
-    workspaces = selectors.owned_workspace_ids(user)
     return render(
         request,
         "inbox/workspace_inbox.html",
@@ -146,7 +147,7 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
             "has_more": has_more,
             "selected": selected,
             "workspace_ids": workspaces,
-            "last_event_id": last_event_id,
+            "last_event_ids": last_event_ids,
             "unread": selectors.unread_count(user),
             "show": show,
             "shows": list(SHOW_LABELS.items()),

@@ -11,5 +11,5 @@ from gloveapp.turns.models import Turn
 
 
 def turn_event(turn: Turn, type: str, payload: dict[str, Any]) -> int:
-    """Record the event on the turn's session stream; returns its id."""
-    return record_event(stream=session_stream(turn.session_id), type=type, payload=payload).pk
+    """Record the event on the turn's session stream; returns its number in the stream."""
+    return record_event(stream=session_stream(turn.session_id), type=type, payload=payload).seq

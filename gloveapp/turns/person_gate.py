@@ -74,7 +74,7 @@ def turn_for_a_person(
         finished_at=now,
     )
     stream = session_stream(session_id)
-    queued_event = record_event(stream=stream, type="turn.queued", payload={"turn": turn.pk}).pk
+    queued_event = record_event(stream=stream, type="turn.queued", payload={"turn": turn.pk}).seq
     record_event(
         stream=stream,
         type="turn.finished",

@@ -6,6 +6,7 @@ learns (nothing: the same answer whether or not the chat exists), and no 5xx fro
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from channels.testing import WebsocketCommunicator
@@ -17,6 +18,8 @@ from gloveapp.asgi import application
 from gloveapp.conversations import handoff
 from gloveapp.conversations.models import HandoffRecord, Message, Session
 from gloveapp.conversations.services import session_create
+from gloveapp.live.models import LiveEvent
+from gloveapp.live.streams import handoffs_stream
 from tests.helpers import connection_cut_after_commit
 
 pytestmark = pytest.mark.django_db
@@ -152,6 +155,10 @@ def test_a_barista_claims_replies_notes_and_hands_back_on_the_console(chat, cust
     console = staff.get("/handoffs/")
     assert console.status_code == 200
     assert b"Refund" in console.content and b"waiting" in console.content
+    # Each group's socket resumes from its own stream's number (ids count per stream).
+    [cursors] = re.findall(rb'data-last-event-ids="([^"]*)"', console.content)
+    expected = LiveEvent.objects.filter(stream=handoffs_stream("baristas")).count()
+    assert json.loads(cursors.replace(b"&quot;", b'"'))["baristas"] == expected > 0
     assert staff.post(f"/handoffs/{chat.pk}/claim").status_code == 302
     pane = staff.get(f"/handoffs/{chat.pk}?part=detail")
     assert b"Hand back to the agent" in pane.content

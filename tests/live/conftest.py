@@ -119,9 +119,10 @@ async def frames(communicator: WebsocketCommunicator, count: int) -> list[dict]:
 
 
 def commit_event(session_id: str, type: str = "session.updated", **payload) -> int:
-    """A change made the way services make it: the event inside a committed transaction."""
+    """A change made the way services make it: the event inside a committed transaction;
+    returns the id a client sees (its number in the session's stream)."""
     with transaction.atomic():
-        return record_event(stream=session_stream(session_id), type=type, payload=payload).id
+        return record_event(stream=session_stream(session_id), type=type, payload=payload).seq
 
 
 # Its own thread and connection (closed afterwards), like a request or a worker.

@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from gloveapp.lib.db import partitions
-from gloveapp.live.models import LiveEvent
+from gloveapp.live.models import LiveEvent, LiveStreamCounter
 from gloveapp.live.streams import session_stream
 from tests.helpers import serve_worker_until
 from tests.live.conftest import frames, open_socket
@@ -39,7 +39,8 @@ def day_partitions() -> list[partitions.Partition]:
 
 
 def fill_past_days(stream: str) -> int:
-    """A log of DAYS days, ROWS rows spread over them; returns the first id of the oldest day."""
+    """A log of DAYS days, ROWS rows of one stream spread over them (numbered 1..ROWS, as
+    the writers number them); returns the first number of the oldest day."""
     now = timezone.now()
     # The partition of the rows from before partitioning (empty here) makes way for days.
     partitions.partitions_drop_older(TABLE, cut=partitions.day_start(now))
@@ -48,14 +49,15 @@ def fill_past_days(stream: str) -> int:
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {TABLE} (stream, type, payload, created_at) "
-            "SELECT %s, 'session.updated', jsonb_build_object('pad', repeat('x', 300)), "
+            f"INSERT INTO {TABLE} (stream, seq, type, payload, created_at) "
+            "SELECT %s, g + 1, 'session.updated', jsonb_build_object('pad', repeat('x', 300)), "
             "  %s - ((%s - 1 - g * %s / %s) * interval '1 day') "
             "FROM generate_series(0, %s - 1) AS g ORDER BY g",
             [stream, now, DAYS, DAYS, ROWS, ROWS],
         )
         cursor.execute("ANALYZE " + TABLE)
-    return LiveEvent.objects.order_by("id").values_list("id", flat=True).first()
+    LiveStreamCounter.objects.create(stream=stream, last_seq=ROWS)
+    return 1
 
 
 @pytest.fixture
@@ -89,7 +91,7 @@ async def test_the_worker_drops_expired_days_the_log_shrinks_and_an_old_cursor_r
     # Every event newer than the cut is still there; none of the dropped days' is.
     assert not await LiveEvent.objects.filter(created_at__lt=cut - timedelta(days=1)).aexists()
     assert await LiveEvent.objects.filter(created_at__gte=cut).aexists()
-    newest = await LiveEvent.objects.order_by("-id").values_list("id", flat=True).afirst()
+    newest = ROWS  # the stream's last number, kept by its counter
 
     communicator = await open_socket(chat.id, owner_cookie, last_event_id=oldest)
     [resync] = await frames(communicator, 1)
@@ -124,7 +126,7 @@ async def test_a_row_of_a_day_without_partition_waits_in_default_and_moves_when_
 ):
     def write_and_ensure() -> tuple[str, str]:
         later = timezone.now() + timedelta(days=20)
-        row = LiveEvent.objects.create(stream="session:a", type="t", payload={})
+        row = LiveEvent.objects.create(stream="session:a", seq=1, type="t", payload={})
         LiveEvent.objects.filter(pk=row.pk).update(created_at=later)
         before = _partition_of(row.pk)
         partitions.partitions_ensure(TABLE, column="created_at", now=later, days_ahead=0)

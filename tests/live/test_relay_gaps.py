@@ -24,12 +24,13 @@ async def test_it_relays_an_event_whose_smaller_id_commits_later(layer, chat, ow
     communicator = await open_socket(chat.id, owner_cookie)
     early_id, late_id = await database_sync_to_async(_reserve_two_ids)()
 
-    await database_sync_to_async(_insert_with_id)(late_id, chat.id, "committed first")
-    assert [frame["id"] for frame in await frames(communicator, 1)] == [late_id]
+    await database_sync_to_async(_insert_with_id)(late_id, 1, chat.id, "committed first")
+    assert [frame["id"] for frame in await frames(communicator, 1)] == [1]
 
-    await database_sync_to_async(_insert_with_id)(early_id, chat.id, "committed second")
+    # The frame's id is the event's number in its stream, never the table's key.
+    await database_sync_to_async(_insert_with_id)(early_id, 2, chat.id, "committed second")
     assert await frames(communicator, 1) == [
-        {"id": early_id, "type": "session.updated", "payload": {"title": "committed second"}}
+        {"id": 2, "type": "session.updated", "payload": {"title": "committed second"}}
     ]
     await communicator.disconnect()
 
@@ -42,12 +43,12 @@ async def test_it_relays_a_slow_transaction_that_commits_after_a_later_one(
     neighbour = await open_socket(other_chat.id, other_cookie)
     holding, release = threading.Event(), threading.Event()
 
-    def slow_change() -> int:
+    def slow_change() -> LiveEvent:
         with transaction.atomic():
             event = record_event(stream=session_stream(chat.id), type="session.updated", payload={})
             holding.set()
             release.wait(FRAME_TIMEOUT)
-        return event.id
+        return event
 
     slow = asyncio.ensure_future(database_sync_to_async(slow_change, thread_sensitive=False)())
     await asyncio.to_thread(holding.wait, FRAME_TIMEOUT)
@@ -55,10 +56,11 @@ async def test_it_relays_a_slow_transaction_that_commits_after_a_later_one(
     # Once the quick event is relayed, the relay has gone past the slow one's id.
     assert [frame["id"] for frame in await frames(neighbour, 1)] == [quick_id]
     release.set()
-    slow_id = await slow
+    slow_event = await slow
 
-    assert slow_id < quick_id
-    assert [frame["id"] for frame in await frames(communicator, 1)] == [slow_id]
+    quick_key = await LiveEvent.objects.filter(stream=session_stream(other_chat.id)).alatest("id")
+    assert slow_event.id < quick_key.id
+    assert [frame["id"] for frame in await frames(communicator, 1)] == [slow_event.seq]
     await communicator.disconnect()
     await neighbour.disconnect()
 
@@ -76,7 +78,7 @@ async def test_it_commits_one_streams_events_in_id_order(
             event = record_event(stream=session_stream(chat.id), type="session.updated", payload={})
             holding.set()
             release.wait(FRAME_TIMEOUT)
-        return event.id
+        return event.seq
 
     first = asyncio.ensure_future(database_sync_to_async(first_writer, thread_sensitive=False)())
     await asyncio.to_thread(holding.wait, FRAME_TIMEOUT)
@@ -85,7 +87,7 @@ async def test_it_commits_one_streams_events_in_id_order(
     release.set()
     first_id, second_id = await first, await second
 
-    assert first_id < second_id
+    assert second_id == first_id + 1
     assert [frame["id"] for frame in await frames(communicator, 2)] == [first_id, second_id]
     await communicator.disconnect()
 
@@ -114,10 +116,11 @@ def _reserve_two_ids() -> tuple[int, int]:
     return newest + 1, newest + 2
 
 
-def _insert_with_id(event_id: int, session_id: str, title: str) -> None:
+def _insert_with_id(event_id: int, seq: int, session_id: str, title: str) -> None:
     with transaction.atomic():
         LiveEvent.objects.create(
             id=event_id,
+            seq=seq,
             stream=session_stream(session_id),
             type="session.updated",
             payload={"title": title},

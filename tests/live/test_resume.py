@@ -8,6 +8,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from gloveapp.live.models import LiveEvent
+from gloveapp.live.streams import session_stream
 from tests.live.conftest import acommit_event, commit_event, frames, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -63,7 +64,7 @@ async def test_it_tells_a_client_too_far_behind_to_reload(layer, settings, chat,
     start = await acommit_event(chat.id, title="start")
     for n in range(4):
         await acommit_event(chat.id, title=f"change {n}")
-    newest = await database_sync_to_async(_newest_id)()
+    newest = await acommit_event(chat.id, title="newest")
 
     communicator = await open_socket(chat.id, owner_cookie, last_event_id=start)
     [resync] = await frames(communicator, 1)
@@ -84,7 +85,7 @@ async def test_it_tells_a_client_whose_cursor_predates_retention_to_reload(
     old = await acommit_event(chat.id, title="old")
     pruned = await acommit_event(chat.id, title="pruned")
     kept = await acommit_event(chat.id, title="kept")
-    await database_sync_to_async(_prune_up_to)(pruned)
+    await database_sync_to_async(_prune_up_to)(chat.id, pruned)
 
     communicator = await open_socket(chat.id, owner_cookie, last_event_id=old)
     [resync] = await frames(communicator, 1)
@@ -105,9 +106,5 @@ def _write_burst(session_id: str, count: int) -> list[int]:
     return [commit_event(session_id, "message.appended", seq=seq) for seq in range(1, count + 1)]
 
 
-def _newest_id() -> int:
-    return LiveEvent.objects.order_by("-id").values_list("id", flat=True)[0]
-
-
-def _prune_up_to(event_id: int) -> None:
-    LiveEvent.objects.filter(id__lte=event_id).delete()
+def _prune_up_to(session_id: str, seq: int) -> None:
+    LiveEvent.objects.filter(stream=session_stream(session_id), seq__lte=seq).delete()

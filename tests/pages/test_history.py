@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import transaction
 
 from gloveapp.conversations.services import messages_append
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.core.types import Message, ToolCall, ToolResult, ToolResultData
+from gloveapp.live.eventlog import record_event
 from gloveapp.live.models import LiveEvent
 from inbox.services import inbox_item_add, inbox_item_resolve, inbox_item_update
 from tests.pages.conftest import client_for, htmx_target
@@ -186,9 +188,13 @@ def test_it_renders_the_whole_page_for_an_unknown_htmx_target(session, owner_cli
 
 def test_it_embeds_the_latest_live_event_id_so_the_socket_resumes_there(session, owner_client):
     messages_append(session_id=session.pk, messages=[Message(sender="user", text="Hi")])
+    # Another stream's events are not counted in this one's: ids are per stream.
+    with transaction.atomic():
+        record_event(stream="session:elsewhere", type="session.updated", payload={})
     latest = LiveEvent.objects.filter(stream=f"session:{session.pk}").latest("id")
 
     html = page(owner_client, session)
 
-    assert f'data-last-event-id="{latest.id}"' in html
+    assert latest.seq == LiveEvent.objects.filter(stream=f"session:{session.pk}").count()
+    assert f'data-last-event-id="{latest.seq}"' in html
     assert f'data-live-url="/ws/sessions/{session.pk}/"' in html

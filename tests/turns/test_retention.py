@@ -87,7 +87,7 @@ def task_result(*, status: str, age: timedelta) -> DBTaskResult:
 
 
 def live_event(stream: str, age: timedelta) -> LiveEvent:
-    row = LiveEvent.objects.create(stream=stream, type="t", payload={})
+    row = LiveEvent.objects.create(stream=stream, seq=1, type="t", payload={})
     LiveEvent.objects.filter(pk=row.pk).update(created_at=ago(age))
     return row
 

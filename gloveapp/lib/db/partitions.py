@@ -24,8 +24,9 @@ it already has, on any PostgreSQL from 11 on.
 
 The primary key of a partitioned table must include the partition key, so it is
 `(id, <timestamp>)`; `id` still comes from one sequence for the whole table, so ids stay
-monotonic across partitions (live replay relies on it: a cursor older than the oldest
-remaining id, after a day was dropped, is told to resync).
+monotonic across partitions (the live relay tails the event log by it; clients resume
+from each event's number in its stream, `seq`, and a cursor whose next number was in a
+dropped day is told to resync).
 
 Any other unique key must include the partition key too, which would defeat it (a duplicate
 sent across midnight lands in another partition). So a log whose point is a unique key (one

@@ -33,8 +33,11 @@
     },
     keys: { c: pressing("claim"), t: pressing("take-over"), r: focusReply },
   });
+  // Each group's stream numbers its events on its own: its cursor, by the group's name.
+  const cursors = JSON.parse(root.dataset.lastEventIds || "{}");
   (root.dataset.groups || "").split(" ").forEach(function (group) {
-    page.live.connect(group ? "/ws/handoffs/" + group + "/" : "/ws/handoffs/");
+    const name = decodeURIComponent(group);
+    page.live.connect(group ? "/ws/handoffs/" + group + "/" : "/ws/handoffs/", cursors[name] || 0);
   });
   // Replies and hand-backs answer with the chat's pane; keep the list in step too.
   document.body.addEventListener("htmx:afterSwap", function () { page.changed({}); });

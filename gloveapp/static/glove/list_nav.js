@@ -78,33 +78,33 @@ window.GloveListNav = (function () {
   }
 
   // Sockets on event streams (gloveapp/live/consumers.py), any number of them: each resumes
-  // after the last event id the page has seen, passes every frame it has not had to
-  // onFrame(frame), and reconnects with backoff unless closed for good (44xx); 4503 names
-  // its own delay. #live-state says whether any socket is open.
-  // options: lastEventId (the page's, as rendered), liveState (element or null), onFrame.
+  // after the last event id it has seen of its own stream (ids count per stream), passes
+  // every frame it has not had to onFrame(frame), and reconnects with backoff unless closed
+  // for good (44xx); 4503 names its own delay. #live-state says whether any socket is open.
+  // options: lastEventId (the page's stream's, as rendered: for a socket connected without
+  // one of its own), liveState (element or null), onFrame.
   function live(options) {
     const liveState = options.liveState;
-    let lastEventId = Number(options.lastEventId || 0);
+    const rendered = Number(options.lastEventId || 0);
     let open = 0;
     function setLive() {
       if (!liveState) return;
       liveState.dataset.state = open > 0 ? "open" : "offline";
       liveState.textContent = open > 0 ? "live" : "offline";
     }
-    function connect(path, delay) {
+    // `cursor.last`: the newest id this stream's sockets have seen, across reconnects.
+    function connect(path, delay, cursor) {
       const scheme = window.location.protocol === "https:" ? "wss" : "ws";
       const socket = new WebSocket(scheme + "://" + window.location.host + path + "?last_event_id=" +
-        encodeURIComponent(lastEventId));
-      let seen = lastEventId;
+        encodeURIComponent(cursor.last));
       let wasOpen = false;
       socket.addEventListener("open", function () { wasOpen = true; open += 1; setLive(); delay = 500; });
       socket.addEventListener("message", function (event) {
         let frame;
         try { frame = JSON.parse(event.data); } catch (error) { return; }
         if (typeof frame.id === "number") {
-          if (frame.id <= seen) return;
-          seen = frame.id;
-          lastEventId = Math.max(lastEventId, frame.id);
+          if (frame.id <= cursor.last) return;
+          cursor.last = frame.id;
         }
         options.onFrame(frame);
       });
@@ -116,11 +116,15 @@ window.GloveListNav = (function () {
         const asked = event.code === 4503 ? /retry_after=(\d+)/.exec(event.reason || "") : null;
         const base = asked ? Number(asked[1]) * 1000 : delay;
         const wait = base + Math.random() * base * 0.3;
-        window.setTimeout(function () { connect(path, Math.min(delay * 2, 15000)); }, wait);
+        window.setTimeout(function () { connect(path, Math.min(delay * 2, 15000), cursor); }, wait);
       });
     }
     return {
-      connect: function (path) { connect(path, 500); },
+      // lastEventId: this stream's cursor as rendered (else the page's).
+      connect: function (path, lastEventId) {
+        const last = lastEventId === undefined ? rendered : Number(lastEventId || 0);
+        connect(path, 500, { last: last });
+      },
       isOpen: function () { return open > 0; },
     };
   }

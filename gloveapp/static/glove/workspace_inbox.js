@@ -290,8 +290,10 @@
     liveState: document.getElementById("live-state"),
     onFrame: handle,
   });
+  // Each workspace's stream numbers its events on its own: its cursor, by the workspace's id.
+  const cursors = JSON.parse(root.dataset.lastEventIds || "{}");
   (root.dataset.workspaces || "").split(",").filter(Boolean).forEach(function (id) {
-    live.connect("/ws/workspaces/" + encodeURIComponent(id) + "/");
+    live.connect("/ws/workspaces/" + encodeURIComponent(id) + "/", cursors[id] || 0);
   });
 
   // The sockets are the live path; while none is open, poll the first page every 20 s

@@ -347,3 +347,19 @@ def test_rows_carry_a_subject_and_the_list_filters_unread_and_answered(workspace
     assert set(_row_texts(more)) == {str(answered.pk)}
     # An unknown filter shows everything.
     assert len(_row_texts(client.get("/inbox/?show=nope").content.decode())) == 3
+
+
+def test_the_page_renders_each_workspaces_own_cursor(workspace, folder, ann, bob):
+    # Event ids count per stream: each socket resumes from its workspace's own number, and
+    # another user's activity never moves it.
+    second, _ = workspace_create(label="Notes", root=str(folder[0]), owner=ann)
+    theirs, _ = workspace_create(label="Bob's", root=str(folder[0]), owner=bob)
+    for _ in range(3):
+        entry_push(workspace=theirs, comments="not yours")
+    entry_push(workspace=workspace, comments="one")
+    entry_push(workspace=workspace, comments="two")
+
+    html = login(ann).get("/inbox/").content.decode()
+
+    [cursors] = re.findall(r'data-last-event-ids="([^"]*)"', html)
+    assert json.loads(cursors.replace("&quot;", '"')) == {str(workspace.pk): 2, str(second.pk): 0}
