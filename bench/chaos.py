@@ -256,17 +256,7 @@ class Rig:
                     self._start_peer()
 
     def manage(self, *args: str) -> str:
-        result = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=self.stack.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"manage.py {args[0]} failed:\n{result.stderr[-3000:]}")
-        return result.stdout
+        return self.stack.manage(*args, timeout=120)
 
     @property
     def url(self) -> str:

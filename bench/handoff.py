@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -45,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.approvals import BARISTA_PASSWORD, page_client  # noqa: E402
 from bench.lib.report import goal, percentile  # noqa: E402
-from tests.api.liveserver import PYTHON, LiveServer  # noqa: E402
+from tests.api.liveserver import LiveServer  # noqa: E402
 from tests.healing.serve_prod import ServeProd  # noqa: E402
 
 REQUESTS = 30
@@ -79,17 +78,7 @@ class ProdServer:
         self.ws_url = stack.ws_url
 
     def manage(self, *args: str) -> str:
-        done = subprocess.run(
-            [PYTHON, "manage.py", *args],
-            cwd=ROOT,
-            env=self.stack.env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"manage.py {' '.join(args)}: {done.stderr[-2000:]}")
-        return done.stdout
+        return self.stack.manage(*args)
 
     def token_for(self, username: str) -> str:
         return self.manage("create_api_token", username, "--create-user").strip()
@@ -185,13 +174,18 @@ async def _waited(event: asyncio.Event, what: str) -> None:
         raise RuntimeError(f"timed out after {WAIT} s waiting for {what}") from None
 
 
-async def time_chats(
-    server: LiveServer, token: str, chats: list[tuple[str, str]], cursor: int
-) -> dict:
+async def time_chats(server: LiveServer, token: str, chats: list[tuple[str, str]]) -> dict:
+    from asgiref.sync import sync_to_async
+
+    from gloveapp.live.replay import current_cursor
+    from gloveapp.live.streams import handoffs_stream, session_stream
+
+    # Each socket reconnects from its own stream's number (event ids count per stream).
+    cursor = sync_to_async(current_cursor)
     staff = barista_client(server)
     cookie = "; ".join(f"{k}={v}" for k, v in staff.cookies.items())
     ws = server.ws_url.replace("http://", "ws://")
-    console = Socket(f"{ws}/ws/handoffs/", cookie, server.url, cursor)
+    console = Socket(f"{ws}/ws/handoffs/", cookie, server.url, await cursor(handoffs_stream("")))
 
     def console_key(frame: dict) -> str | None:
         payload = frame.get("payload") or {}
@@ -202,7 +196,10 @@ async def time_chats(
     listening = asyncio.ensure_future(console.run(console_key))
     await asyncio.sleep(1)
     # The customers' chat sockets (staff read along on /ws/sessions/<id>/ by the global id).
-    pages = {pk: Socket(f"{ws}/ws/sessions/{pk}/", cookie, server.url, cursor) for pk, _ in chats}
+    pages = {
+        pk: Socket(f"{ws}/ws/sessions/{pk}/", cookie, server.url, await cursor(session_stream(pk)))
+        for pk, _ in chats
+    }
 
     def reply_key(frame: dict) -> str | None:
         message = (frame.get("payload") or {}).get("message") or {}
@@ -345,9 +342,7 @@ def main() -> None:
         setup_django(server.database_url)
         token = server.token_for("demo")
         chats = make_chats(args.chats)
-        from gloveapp.live.replay import current_cursor
-
-        timed = asyncio.run(time_chats(server, token, chats, current_cursor()))
+        timed = asyncio.run(time_chats(server, token, chats))
         queue_chats(100)
         small = asyncio.run(time_queue_page(server))
         queue_chats(args.queued - 100)

@@ -19,6 +19,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -161,6 +162,21 @@ class ServeProd:
             f"{ws_workers} websocket workers": len(self.websocket_workers()) == ws_workers,
             f"{turn_workers} turn workers": len(self.turn_workers()) == turn_workers,
         }
+
+    def manage(self, *args: str, timeout: float = 300.0) -> str:
+        """A `manage.py` command on the stack's database and settings; its stdout (a failure
+        raises with the end of its stderr)."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+        return done.stdout
 
     def stop(self) -> None:
         if self.process is None:
