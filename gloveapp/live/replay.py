@@ -15,18 +15,14 @@ from gloveapp.live.models import LiveEvent, LiveStreamCounter
 
 
 def current_cursor(stream: str) -> int:
-    """The number a page of `stream` should reconnect from when it renders state now.
+    """The stream's last event number (0 before its first event): where a page of `stream`
+    should reconnect from when it renders state now.
 
     Read it *before* reading the state the page shows: an event committed in between is
     then replayed (pages apply events idempotently, e.g. messages by seq) rather than lost.
     The stream's counter outlives its pruned events, so a quiet stream's cursor is its last
     number, not 0 (which would read as "expired" and reload the page forever).
     """
-    return stream_newest(stream)
-
-
-def stream_newest(stream: str) -> int:
-    """The stream's last event number (0 before its first event)."""
     last = (
         LiveStreamCounter.objects.filter(stream=stream).values_list("last_seq", flat=True).first()
     )
@@ -45,7 +41,7 @@ def replay_after(stream: str, last_event_id: int | None) -> Replay:
     if last_event_id is None:
         return Replay()
     # The newest number first: an event committed after it is replayed too, never missed.
-    newest = stream_newest(stream)
+    newest = current_cursor(stream)
     if last_event_id > newest:
         # A cursor from another database (or before a reset): numbers it "saw" may be reused.
         return Replay(resync=_resync("unknown_cursor", newest))
