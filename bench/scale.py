@@ -74,6 +74,11 @@ SHAPE = {
     "live_events": 5_000_000,
     "idempotency_keys": 2_000_000,
     "task_results": 1_000_000,
+    "budgets": 10_000,
+    "budget_ledger": 1_000_000,
+    "login_records": 1_000_000,  # django-axes' access log (half as many failures)
+    "workspace_entries": 100_000,
+    "notifications": 1_000_000,
 }
 SIZES = {"large": 1.0, "small": 0.01}
 QUICK_SIZES = {"large": 0.005, "small": 0.0005}
@@ -261,6 +266,8 @@ def admin_filter_paths() -> list[tuple[str, str]]:
         "workspace__id__exact": "w1",
         "budget_key": "user:1",
         "turn_id": "{turn}",
+        "budget": "b1",
+        "turn": "{turn}",
     }
     found = []
     for model, model_admin in sorted(admin.site._registry.items(), key=lambda i: i[0]._meta.label):

@@ -366,7 +366,13 @@ def fill(connection: Any, shape: dict[str, int]) -> dict[str, Any]:
             "created": "now()",
         },
     )
+    ledger = _fill_budgets(connection, shape)
+    logins = _fill_login_records(connection, shape, first_user, users)
+    notifications = _fill_workspaces(connection, shape, first_user, users)
     return {
+        "budget_ledger": ledger,
+        "login_records": logins,
+        "notifications": notifications,
         "turn_steps": steps,
         "task_results": tasks,
         "api_tokens": tokens,
@@ -383,3 +389,134 @@ def fill(connection: Any, shape: dict[str, int]) -> dict[str, Any]:
         "normal": "s3",
         "heavy_sessions": per_heavy,
     }
+
+
+def _fill_budgets(connection: Any, shape: dict[str, int]) -> int:
+    """Budgets of every scope (most of them per user), a counter each, and the ledger's
+    settled reservations (bench/budgets.py's shape: the ledger is the table that grows)."""
+    budgets = shape["budgets"]
+    insert(
+        connection,
+        apps.get_model("budgets", "Budget"),
+        f"FROM generate_series(0, {budgets} - 1) g(n)",
+        {
+            "key": "'b' || g.n",
+            "scope": f"CASE WHEN g.n < {budgets} * 0.99 THEN 'user' WHEN g.n % 3 = 0 THEN 'group' "
+            "WHEN g.n % 3 = 1 THEN 'agent' ELSE 'everyone' END",
+            "target": f"CASE WHEN g.n < {budgets} * 0.99 THEN 'user' || g.n "
+            "WHEN g.n % 3 = 0 THEN 'group' || g.n WHEN g.n % 3 = 1 THEN 'coffee' ELSE '' END",
+            "window": "CASE WHEN g.n % 3 = 0 THEN 'month' ELSE 'day' END",
+            "cap_usd": "100",
+            "action": "CASE WHEN g.n % 10 = 0 THEN 'require_person' WHEN g.n % 10 = 1 THEN 'warn' "
+            "ELSE 'refuse' END",
+        },
+    )
+    insert(
+        connection,
+        apps.get_model("budgets", "BudgetCounter"),
+        f"FROM generate_series(0, {budgets} - 1) g(n)",
+        {
+            "budget_key": "'b' || g.n",
+            "window_key": "'u:' || g.n || '|d:2026-12-01'",
+            "ends_at": "now() + interval '1 day'",
+            "spent_usd": "1",
+            "spent_tokens": "1000",
+        },
+    )
+    return insert(
+        connection,
+        apps.get_model("budgets", "BudgetReservation"),
+        f"FROM generate_series(0, {shape['budget_ledger']} - 1) g(n)",
+        {
+            "counter_id": f"1 + g.n % {budgets}",
+            "budget_key": f"'b' || (g.n % {budgets})",
+            "window_key": f"'u:' || (g.n % {budgets}) || '|d:2026-12-01'",
+            "turn_id": "g.n / 3",
+            "attempt": "1",
+            "model": "'claude-sonnet-4-5'",
+            "state": "CASE WHEN g.n % 100 = 0 THEN 'released' ELSE 'settled' END",
+            "reserved_usd": "0.01",
+            "settled_usd": "0.004",
+            "reserved_tokens": "4000",
+            "settled_tokens": "1500",
+            "created_at": "now() - g.n * interval '1 second'",
+            "settled_at": "now() - g.n * interval '1 second'",
+        },
+    )
+
+
+def _fill_login_records(connection: Any, shape: dict[str, int], first_user: int, users: int) -> int:
+    """django-axes' records: every login (the access log), the failed ones, and the
+    attempts of the addresses still counted."""
+    written = 0
+    for label, count in (
+        ("axes.AccessLog", shape["login_records"]),
+        ("axes.AccessFailureLog", shape["login_records"] // 2),
+        ("axes.AccessAttempt", shape["login_records"] // 100),
+    ):
+        model = apps.get_model(label)
+        columns = {f.column for f in model._meta.concrete_fields}
+        values = {
+            "user_agent": "'Mozilla/5.0 (X11; Linux x86_64)'",
+            "ip_address": "('10.' || (g.i / 65536 % 256) || '.' || (g.i / 256 % 256) || '.' "
+            "|| (g.i % 256))::inet",
+            "username": f"'user' || (g.i % {users} + 1)",
+            "http_accept": "'text/html'",
+            "path_info": "'/accounts/login/'",
+            "attempt_time": f"now() - ({count} - g.i) * interval '2 seconds'",
+            "session_hash": "encode(sha256(g.i::text::bytea), 'hex')",
+            "locked_out": "g.i % 50 = 0",
+            "get_data": "''",
+            "post_data": "'username=user' || g.i",
+            "failures_since_start": "1 + g.i % 4",
+        }
+        written += insert(
+            connection,
+            model,
+            f"FROM generate_series(1, {count}) g(i)",
+            {column: sql for column, sql in values.items() if column in columns},
+        )
+    return written
+
+
+def _fill_workspaces(connection: Any, shape: dict[str, int], first_user: int, users: int) -> int:
+    """A workspace (`w1`, the heavy user's) with its entries, and notifications to staff and
+    customers (most of them outside any workspace)."""
+    insert(
+        connection,
+        apps.get_model("inbox", "Workspace"),
+        "FROM generate_series(1, 1) g(i)",
+        {
+            "id": "'w1'",
+            "label": "'The roastery'",
+            "root": "'/srv/workspaces/w1'",
+            "owner_id": str(first_user),
+            "token_hash": "encode(sha256('w1'::bytea), 'hex')",
+            "created_at": "now()",
+        },
+    )
+    insert(
+        connection,
+        apps.get_model("inbox", "WorkspaceEntry"),
+        f"FROM generate_series(1, {shape['workspace_entries']}) g(i)",
+        {
+            "id": "gen_random_uuid()",
+            "ts": "1700000000000 + g.i * 1000",
+            "workspace_id": "'w1'",
+            "workspace_label": "'The roastery'",
+            "owner_id": str(first_user),
+            "comments": "'Restock the Yirgacheffe ' || g.i",
+        },
+    )
+    return insert(
+        connection,
+        apps.get_model("inbox", "Notification"),
+        f"FROM generate_series(1, {shape['notifications']}) g(i)",
+        {
+            "user_id": f"{first_user} + g.i % {users}",
+            "text": "'Twelve bags of Yirgacheffe arrived ' || g.i",
+            "urgency": "CASE WHEN g.i % 20 = 0 THEN 'important' ELSE 'info' END",
+            "workspace_id": "CASE WHEN g.i % 10 = 0 THEN 'w1' END",
+            "created_at": f"now() - ({shape['notifications']} - g.i) * interval '3 seconds'",
+        },
+    )
