@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path as FilePath
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 ROOT = FilePath(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -251,6 +252,7 @@ def admin_filter_paths() -> list[tuple[str, str]]:
 
     django.setup()
     from django.contrib import admin
+    from django.contrib.admin.templatetags.admin_list import result_headers
     from django.contrib.auth import get_user_model
     from django.test import RequestFactory
 
@@ -278,6 +280,16 @@ def admin_filter_paths() -> list[tuple[str, str]]:
             changelist = model_admin.get_changelist_instance(request)
         except Exception:
             continue
+        # Every sortable column, each way (`?o=2`, `?o=-2`: the column's number in the
+        # admin's own link).
+        columns = set()
+        for header in result_headers(changelist):
+            if header.get("sortable"):
+                first = parse_qs(urlsplit(header["url_primary"]).query).get("o", [""])[0]
+                columns.add(first.split(".")[0].lstrip("-"))
+        for column in sorted(c for c in columns if c.isdigit()):
+            for order in (column, f"-{column}"):
+                found.append((f"admin sort {url}?o={order}", f"{url}?o={order}"))
         for spec in changelist.filter_specs:
             parameter = getattr(spec, "parameter_name", None)
             if spec.template.endswith("exact_value_filter.html"):
@@ -290,6 +302,35 @@ def admin_filter_paths() -> list[tuple[str, str]]:
                 if query and query != "?" and not choice.get("selected"):
                     found.append((f"{url}{query}", f"{url}{query}"))
     return found
+
+
+def admin_change_pages() -> dict[str, str]:
+    """Each changelist's first row's change page, linked as the admin links it, in this
+    process's database (keys differ between the sizes: read in each), as facts
+    `change_<app>_<model>`."""
+    import django
+
+    django.setup()
+    from django.contrib import admin
+    from django.contrib.auth import get_user_model
+    from django.test import RequestFactory
+
+    staff = get_user_model().objects.get(username="staff")
+    pages = {}
+    for model, model_admin in admin.site._registry.items():
+        opts = model._meta
+        request = RequestFactory().get(f"/admin/{opts.app_label}/{opts.model_name}/")
+        request.user = staff
+        try:
+            changelist = model_admin.get_changelist_instance(request)
+        except Exception:
+            continue
+        first = changelist.result_list[:1]
+        if first:
+            pages[f"change_{opts.app_label}_{opts.model_name}"] = changelist.url_for_result(
+                first[0]
+            )
+    return pages
 
 
 def log(text: str) -> None:
@@ -692,6 +733,7 @@ def main() -> int:
     parser.add_argument("--build", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--logins", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--admin-filters", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--admin-pages", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--sizes",
         default="",
@@ -706,6 +748,9 @@ def main() -> int:
         return 0
     if args.admin_filters:
         print(json.dumps(admin_filter_paths()))
+        return 0
+    if args.admin_pages:
+        print(json.dumps(admin_change_pages()))
         return 0
 
     sizes = QUICK_SIZES if args.quick else SIZES
@@ -756,8 +801,29 @@ def main() -> int:
                 check=True,
             )
             filters = [
-                Path(f"admin filter {name}", url, "staff")
+                Path(
+                    name if name.startswith("admin sort") else f"admin filter {name}", url, "staff"
+                )
                 for name, url in json.loads(done.stdout.strip().splitlines()[-1])
+            ]
+            # Every changelist's first row's page, read in each database (keys differ).
+            pages: dict[str, str] = {}
+            for size in sizes:
+                done = subprocess.run(
+                    [sys.executable, __file__, "--admin-pages"],
+                    cwd=ROOT,
+                    env={**databases.env, "DATABASE_URL": databases.url(size)},
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                found = json.loads(done.stdout.strip().splitlines()[-1])
+                facts[size].update(found)
+                pages.update(found)
+            filters += [
+                Path(f"admin change page {key.removeprefix('change_')}", f"{{{key}}}", "staff")
+                for key in sorted(pages)
+                if all(key in facts[size] for size in sizes)
             ]
             paths = [
                 p
