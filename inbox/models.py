@@ -124,6 +124,13 @@ class InboxItem(models.Model):
             admin_order_index(
                 "inbox_admin_mesh_tag_idx", "tag", condition=models.Q(tag__startswith=MESH_TAG)
             ),
+            # Mesh traffic by status: a status no mesh item holds is an empty range, where
+            # the status index walked every item of that status looking for mesh ones.
+            admin_order_index(
+                "inbox_admin_mesh_status_idx",
+                "status",
+                condition=models.Q(tag__startswith=MESH_TAG),
+            ),
             *(
                 admin_order_index(
                     f"inbox_admin_{kind}_idx", condition=models.Q(tag__startswith=prefix)

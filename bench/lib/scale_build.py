@@ -245,8 +245,10 @@ def fill(connection: Any, shape: dict[str, int]) -> dict[str, Any]:
             "fingerprint": "encode(sha256(g.i::text::bytea), 'hex')",
             "decisions": '\'["approve", "edit", "reject"]\'::jsonb',
             "status": f"CASE WHEN g.i <= {decided} THEN 'decided' ELSE 'open' END",
-            # One decision in a thousand an edit, one in a hundred a rejection.
-            "decision": f"CASE WHEN g.i > {decided} THEN '' WHEN g.i % 1000 = 0 THEN 'edit' "
+            # One decision in a thousand an edit (and the 60 oldest: a page of edits at the
+            # small size too, last in the list's order), one in a hundred a rejection.
+            "decision": f"CASE WHEN g.i > {decided} THEN '' "
+            "WHEN g.i % 1000 = 0 OR g.i <= 60 THEN 'edit' "
             "WHEN g.i % 100 = 0 THEN 'reject' ELSE 'approve' END",
             "created_at": f"now() - ({total} - g.i) * interval '30 seconds'",
             "decided_at": f"CASE WHEN g.i <= {decided} THEN now() - ({total} - g.i) * interval '30 seconds' END",
@@ -344,7 +346,8 @@ def fill(connection: Any, shape: dict[str, int]) -> dict[str, Any]:
             "priority": "0",
             "task_path": "'gloveapp.turns.queue.tasks.run_session_turns'",
             "worker_ids": "'[]'::jsonb",
-            "queue_name": "CASE WHEN g.i % 1000 = 0 THEN 'mesh' ELSE 'default' END",
+            # One in a thousand on the mesh queue, and the 60 oldest (a page at both sizes).
+            "queue_name": "CASE WHEN g.i % 1000 = 0 OR g.i <= 60 THEN 'mesh' ELSE 'default' END",
             "backend_name": "'default'",
             "run_after": f"now() - ({shape['task_results']} - g.i) * interval '1 second'",
             "enqueued_at": f"now() - ({shape['task_results']} - g.i) * interval '1 second'",
@@ -392,25 +395,11 @@ def fill(connection: Any, shape: dict[str, int]) -> dict[str, Any]:
 
 
 def _fill_budgets(connection: Any, shape: dict[str, int]) -> int:
-    """Budgets of every scope (most of them per user), a counter each, and the ledger's
-    settled reservations (bench/budgets.py's shape: the ledger is the table that grows)."""
+    """Budgets, a counter each, and the ledger's settled reservations (bench/budgets.py's
+    shape: the ledger is the table that grows)."""
     budgets = shape["budgets"]
-    insert(
-        connection,
-        apps.get_model("budgets", "Budget"),
-        f"FROM generate_series(0, {budgets} - 1) g(n)",
-        {
-            "key": "'b' || g.n",
-            "scope": f"CASE WHEN g.n < {budgets} * 0.99 THEN 'user' WHEN g.n % 3 = 0 THEN 'group' "
-            "WHEN g.n % 3 = 1 THEN 'agent' ELSE 'everyone' END",
-            "target": f"CASE WHEN g.n < {budgets} * 0.99 THEN 'user' || g.n "
-            "WHEN g.n % 3 = 0 THEN 'group' || g.n WHEN g.n % 3 = 1 THEN 'coffee' ELSE '' END",
-            "window": "CASE WHEN g.n % 3 = 0 THEN 'month' ELSE 'day' END",
-            "cap_usd": "100",
-            "action": "CASE WHEN g.n % 10 = 0 THEN 'require_person' WHEN g.n % 10 = 1 THEN 'warn' "
-            "ELSE 'refuse' END",
-        },
-    )
+    # A page of every filter value of the budgets' admin at the small size too.
+    fill_budget_rules(connection, max(budgets, 1_000))
     insert(
         connection,
         apps.get_model("budgets", "BudgetCounter"),
@@ -518,5 +507,26 @@ def _fill_workspaces(connection: Any, shape: dict[str, int], first_user: int, us
             "urgency": "CASE WHEN g.i % 20 = 0 THEN 'important' ELSE 'info' END",
             "workspace_id": "CASE WHEN g.i % 10 = 0 THEN 'w1' END",
             "created_at": f"now() - ({shape['notifications']} - g.i) * interval '3 seconds'",
+        },
+    )
+
+
+def fill_budget_rules(connection: Any, budgets: int) -> None:
+    """`budgets` budgets, each filter value of the admin's (scope, window, action, active)
+    held by a share of them: a page of each at both sizes, not a full page against an
+    empty one."""
+    scopes = ["user", "group", "agent", "session", "everyone"]
+    insert(
+        connection,
+        apps.get_model("budgets", "Budget"),
+        f"FROM generate_series(0, {budgets} - 1) g(n)",
+        {
+            "key": "'b' || g.n",
+            "scope": f"(ARRAY{scopes})[g.n % 5 + 1]",
+            "target": "CASE WHEN g.n % 5 = 4 THEN '' ELSE 'target' || g.n END",
+            "window": "(ARRAY['minute', 'turn', 'day', 'month'])[g.n / 5 % 4 + 1]",
+            "cap_usd": "100",
+            "action": "(ARRAY['warn', 'require_person', 'refuse'])[g.n / 20 % 3 + 1]",
+            "active": "g.n % 7 <> 0",
         },
     )

@@ -164,6 +164,16 @@ class BudgetReservation(models.Model):
                 fields=["created_at"], condition=Q(state="reserved"), name="budget_open_idx"
             ),
             models.Index(fields=["created_at", "id"], name="budget_ledger_created_idx"),
+            # The admin's ledger of one budget, newest first; and its released rows (few,
+            # and only those enter this index: a reservation's insert does not).
+            models.Index(
+                fields=["budget_key", "created_at", "id"], name="budget_ledger_budget_idx"
+            ),
+            models.Index(
+                fields=["created_at", "id"],
+                condition=Q(state="released"),
+                name="budget_ledger_released_idx",
+            ),
         ]
 
     def __str__(self) -> str:
