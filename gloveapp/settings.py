@@ -242,7 +242,7 @@ REDIS_URL = env("REDIS_URL")
 
 def caches_for(redis_url: str) -> dict:
     """The cache every process shares (rate limits, rendered docs; gloveapp/live/cache.py):
-    Redis when a URL is given, else the database's `glove_cache` table (migration live.0002)."""
+    Redis when a URL is given, else the database's `glove_cache` table (made by `live/0001`)."""
     if redis_url:
         return {
             "default": {

@@ -35,7 +35,7 @@ class MeshAgent(models.Model):
 class MeshSentMessage(models.Model):
     """message id -> sender, for routing acks (Glove's 1,024-entry LRU, kept for good).
 
-    On PostgreSQL this table and `MeshDelivery` are partitioned by day (`mesh/0003`): their
+    On PostgreSQL this table and `MeshDelivery` are partitioned by day (`mesh/0001`): their
     keys include the day, each partition keeps the unique key (one sender per message id;
     one delivery per message and recipient) with a unique index, and across days every
     writer takes an advisory lock on the key first (`services._record_senders`,

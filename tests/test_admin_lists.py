@@ -552,7 +552,7 @@ def test_on_postgresql_a_page_is_an_index_scan_not_a_sort_of_the_table(staff, ur
 @pytest.mark.skipif("connection.vendor != 'postgresql'")
 def test_on_postgresql_an_approvals_search_by_session_or_tool_reads_indexes(staff):
     # The search is exact on the id, the tool name or the session id: with no index on the
-    # tool name the OR could only be a read of the table (`approvals/0007`).
+    # tool name (`approval_tool_created_idx`) the OR could only be a read of the table.
     with CaptureQueriesContext(connection) as captured:
         page = staff.get("/admin/approvals/approvalrequest/?q=s_000042")
     assert page.status_code == 200

@@ -1,7 +1,8 @@
 """The users admin at any size: Django's own, with the changelist of `ScaleAdmin` (estimated
-or bounded counts, no facets), its search through trigram indexes (migration 0001) and its
-filters through partial indexes (0002); DRF's API tokens and django-axes' records of logins
-the same way."""
+or bounded counts, no facets), its search through trigram indexes (`glove_user_*_trgm_idx`)
+and its filters through partial indexes (`glove_user_staff_idx`, `glove_user_superuser_idx`,
+`glove_user_inactive_idx`); DRF's API tokens and django-axes' records of logins the same
+way."""
 
 from __future__ import annotations
 
@@ -49,8 +50,8 @@ class ScaleTokenAdmin(ScaleAdmin, TokenAdmin):
 
 
 class ScaleLoginRecords(ScaleAdmin):
-    """django-axes' lists, bounded: newest first through the time index (migration 0004;
-    axes' own sorted the table), found by an exact username or address (both indexed; axes
+    """django-axes' lists, bounded: newest first through the time index
+    (`glove_axes_*_time_idx`; axes' own sorted the table), found by an exact username or address (both indexed; axes
     searched `%term%` in four columns), no date hierarchy and no filters (each a `SELECT
     DISTINCT` over the table, or a walk of it for a rare value)."""
 

@@ -110,7 +110,7 @@ class ApprovalRequest(models.Model):
             models.Index(fields=["session", "status"]),
             # The admin's search and filter by exact tool name, newest first: with the index
             # on the session, a search for a tool name or a session id is two index ranges,
-            # not a read of the table (`approvals/0007`).
+            # not a read of the table.
             models.Index(
                 fields=["tool_name", "created_at", "id"], name="approval_tool_created_idx"
             ),

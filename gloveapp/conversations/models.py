@@ -308,7 +308,7 @@ class IdempotentRequest(models.Model):
     concurrent duplicate waits until the first commits (then finds it) or rolls back (then
     runs itself). `answer` is null while a streamed answer is under way.
 
-    On PostgreSQL the table is partitioned by day of `created_at` (`conversations/0013`):
+    On PostgreSQL the table is partitioned by day of `created_at` (gloveapp/lib/db/partitions.py):
     its key is (id, created_at), and the unique (user, key) below is a unique index per
     day, kept across days by the advisory lock `idempotency._claim` takes on the key.
     """

@@ -21,8 +21,7 @@ class Coffee(models.Model):
     position = models.PositiveIntegerField(default=0)
 
     class Meta:
-        # Tables keep their names from when the shop lived in the agents app (moved
-        # state-only, see demo/migrations/0001): existing databases keep their rows.
+        # Tables keep their names from when the shop lived in the agents app.
         db_table = "agents_coffee"
         ordering = ["position", "sku"]
         verbose_name_plural = "coffees"

@@ -1,5 +1,5 @@
 """The shared cache every process counts in (rate limits, rendered docs): Redis when
-`REDIS_URL` is set, else the database (table `glove_cache`, made by `live.0002`).
+`REDIS_URL` is set, else the database (table `glove_cache`, made by `live/0001`).
 
 Redis is optional at run time (docs/explanation/architecture.md, "When things fail"): while it
 is away, reads miss and writes are dropped, with a warning, so a throttle lets requests

@@ -25,8 +25,8 @@ class LiveEvent(models.Model):
 
     class Meta:
         ordering = ["id"]
-        # The table and index keep the names they had when the model lived in conversations
-        # (moved state-only, see live/migrations/0001): existing databases keep their rows.
+        # The table and the first index keep the names they had when the model lived in
+        # the conversations app.
         db_table = "conversations_liveevent"
         indexes = [
             models.Index(fields=["stream", "id"], name="conversatio_stream_b5fa2a_idx"),

@@ -182,7 +182,8 @@ class QueueNameFilter(ExactValueFilter):
 def _register_task_results_admin() -> None:
     """django-tasks-db's task results, bounded like every list here: its admin sorted the
     whole table (no index on `enqueued_at`), counted it, listed facets and offered any page.
-    The indexes its list and filters read are `turns/0014`'s; a priority filter (a
+    The indexes its list and filters read are `glove_task_result_enqueued_idx`,
+    `glove_task_result_status_idx` and `glove_task_result_queue_idx`; a priority filter (a
     DISTINCT-like range of every value) is left out."""
     from django_tasks_db.admin import DBTaskResultAdmin
     from django_tasks_db.models import DBTaskResult

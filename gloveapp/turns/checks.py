@@ -1,11 +1,11 @@
-"""System check glove.E030: django-tasks-db's schema is still the one `turns/0008` partitioned.
+"""System check glove.E030: django-tasks-db's schema is still the one `turns/0001` partitioned.
 
 The database queue's table (`django_tasks_database_dbtaskresult`) belongs to django-tasks-db,
-but on PostgreSQL a migration of ours makes it partitioned by day (`turns/0008`, see
+but on PostgreSQL a migration of ours makes it partitioned by day (`turns/0001`, see
 docs/explanation/retention.md). A later release of the package whose migration alters the
 table (its key, an index, a column) would run against a table it did not make: this check
-fails as soon as the installed package has a migration after the one 0008 was written
-against, or its model's columns, indexes or constraints differ from those 0008 kept. Review
+fails as soon as the installed package has a migration after the one turns/0001 was written
+against, or its model's columns, indexes or constraints differ from those turns/0001 kept. Review
 the change on a partitioned table (a new column or index works as on any table; a new key
 needs the table partitioned again), then update the constants below.
 """
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from django.core.checks import Error, register
 
-# django-tasks-db's last migration when turns/0008 partitioned its table.
+# django-tasks-db's last migration when turns/0001 partitioned its table.
 PARTITIONED_AFTER = "0021_conditional_partial_index_ordering"
 COLUMNS = frozenset(
     {
@@ -57,7 +57,7 @@ def task_results_schema_errors(
     constraints: Iterable[str],
 ) -> list[Error]:
     hint = (
-        "turns/0008 partitioned django-tasks-db's table as of its migration "
+        "turns/0001 partitioned django-tasks-db's table as of its migration "
         f"{PARTITIONED_AFTER}. Check the change against the partitioned table on PostgreSQL "
         "(docs/explanation/retention.md), then update gloveapp/turns/checks.py."
     )
@@ -68,7 +68,7 @@ def task_results_schema_errors(
     if newer:
         errors.append(
             Error(
-                f"django-tasks-db has migrations newer than turns/0008 knows: {', '.join(newer)}.",
+                f"django-tasks-db has migrations newer than turns/0001 knows: {', '.join(newer)}.",
                 hint=hint,
                 id="glove.E030",
             )

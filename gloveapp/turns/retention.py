@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 def task_results_prune(*, older_than: timedelta) -> int:
     """Forget the database queue's finished task results (django-tasks-db's `DBTaskResult`)
     that finished more than `older_than` ago; queued and running tasks stay, whatever their
-    age. On PostgreSQL the table is partitioned by day of `enqueued_at` (`turns/0008`): a
+    age. On PostgreSQL the table is partitioned by day of `enqueued_at` (`turns/0001`): a
     day whose every task finished before the cut is dropped whole; a day still holding a
     queued or running task (or one that finished after the cut) keeps it and loses its
     other rows in batches. Elsewhere rows go in bounded batches."""

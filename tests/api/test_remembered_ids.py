@@ -51,8 +51,8 @@ def test_a_deleted_session_is_a_404_and_nothing_is_written(owner):
 
 
 def test_a_key_created_again_after_its_session_was_deleted_gets_the_post(owner):
-    # Sessions deleted before keys were retired (migration 0005) may be created again, under
-    # a fresh global id: what the process remembered names the old one.
+    # A deleted session's key with no retired row (removed here) may be created again,
+    # under a fresh global id: what the process remembered names the old one.
     client = _client(owner)
     client.post("/api/sessions", {"sessionId": "again"}, format="json")
     assert _post(client, "again") == 200

@@ -8,7 +8,6 @@ import json
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from rest_framework.renderers import JSONRenderer
 
 from gloveapp.conversations import selectors, serialization, services
@@ -106,27 +105,6 @@ def test_it_answers_none_for_a_session_the_caller_does_not_hold(session, django_
         selectors.read_owned_messages_json("nope", owner=session.owner, since_compaction=False)
         is None
     )
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_migration_gives_every_existing_message_its_wire_text():
-    before = [("conversations", "0005_session_key")]
-    MigrationExecutor(connection).migrate(before)
-    old = MigrationExecutor(connection).loader.project_state(before).apps
-    owner = old.get_model("auth", "User").objects.create(username="olive")
-    old_session = old.get_model("conversations", "Session").objects.create(
-        id="old", key="old", owner=owner
-    )
-    old_message = old.get_model("conversations", "Message")
-    for seq, kind in enumerate(KINDS[:3], start=1):
-        values = serialization.message_fields(CoreMessage.from_dict(kind))
-        old_message.objects.create(session=old_session, seq=seq, **values)
-
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
-
-    rows = list(Message.objects.filter(session_id="old").order_by("seq"))
-    assert [json.loads(row.wire) for row in rows] == [_from_columns(row) for row in rows]
 
 
 # -- appends rewrite the session row in place -----------------------------------------------

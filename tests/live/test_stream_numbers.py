@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-from types import SimpleNamespace
 
 import pytest
 from channels.db import database_sync_to_async
@@ -15,7 +14,7 @@ from rest_framework.authtoken.models import Token
 from gloveapp.conversations.services import messages_append
 from gloveapp.core.types import Message
 from gloveapp.live.eventlog import record_event, record_stream_events
-from gloveapp.live.models import LiveEvent, LiveStreamCounter
+from gloveapp.live.models import LiveEvent
 from gloveapp.live.streams import session_stream
 from tests.api.sse_asgi import SseStream
 from tests.live.conftest import FRAME_TIMEOUT, acommit_event, frames, open_socket, socket
@@ -207,25 +206,6 @@ async def test_a_huge_last_event_id_is_told_to_resync_with_its_streams_number(
         [(id_, resync)] = await _sse_messages(stream, 1)
         assert id_ is None
         assert resync["payload"] == {"reason": "unknown_cursor", "last_event_id": 1}
-
-
-def test_the_migration_numbers_existing_events_in_id_order_per_stream(db):
-    from importlib import import_module
-
-    backfill = import_module("gloveapp.live.migrations.0005_per_stream_seq").backfill
-    streams = ["session:a", "session:b", "session:a", "workspace:w", "session:a", "session:b"]
-    keys = [LiveEvent.objects.create(stream=s, seq=0, type="t", payload={}).pk for s in streams]
-    LiveStreamCounter.objects.all().delete()
-
-    backfill(None, SimpleNamespace(connection=connection))
-
-    numbered = dict(LiveEvent.objects.filter(pk__in=keys).values_list("pk", "seq"))
-    assert [numbered[key] for key in keys] == [1, 1, 2, 1, 3, 2]
-    assert dict(LiveStreamCounter.objects.values_list("stream", "last_seq")) == {
-        "session:a": 3,
-        "session:b": 2,
-        "workspace:w": 1,
-    }
 
 
 async def test_one_write_of_several_streams_numbers_each_in_order(

@@ -231,7 +231,7 @@ def test_every_partition_has_its_logs_unique_index_and_task_results_match_the_mo
                 )
                 found = sorted(tuple(row[0]) for row in cursor.fetchall())
             assert found == sorted(tuple(cols) for _, cols in log.unique), partition.name
-    # django-tasks-db's model and the table turns/0008 partitioned: the same columns, and
+    # django-tasks-db's model and the table turns/0001 partitioned: the same columns, and
     # the claim query's partial index on the partitioned table.
     with connection.cursor() as cursor:
         columns = {

@@ -1,4 +1,5 @@
-"""Migration operations the apps share: indexes that may be built beforehand, concurrently."""
+"""Migration operations the apps share: indexes that may be built beforehand, concurrently,
+and the logs partitioned by day on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -62,3 +63,35 @@ def trigram_index_operations(*, table: str, column: str, name: str) -> list[Any]
         migrations.RunPython(extension, migrations.RunPython.noop, elidable=False),
         migrations.RunPython(create, drop, elidable=False),
     ]
+
+
+def partition_by_day(
+    *,
+    table: str,
+    column: str,
+    key: str = "id",
+    unique: tuple[tuple[str, tuple[str, ...]], ...] = (),
+) -> Any:
+    """A migration operation making `table` partitioned by day of `column` on PostgreSQL
+    (`gloveapp.lib.db.partitions.partition_table`, with its `key` and per-day `unique`
+    keys); nothing on another database. Reversible: the reverse puts the rows back in a
+    plain table.
+
+    Django defers a new table's indexes and foreign keys to the end of its migration; they
+    are made here first, so a table created earlier in the same migration is partitioned
+    whole, each index and constraint recreated on the partitioned table."""
+    from django.db import migrations
+
+    from gloveapp.lib.db.partitions import partition_table, unpartition_table
+
+    def forwards(apps: Any, schema_editor: Any) -> None:
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        while schema_editor.deferred_sql:
+            schema_editor.execute(schema_editor.deferred_sql.pop(0))
+        partition_table(schema_editor, table=table, column=column, key=key, unique=unique)
+
+    def backwards(apps: Any, schema_editor: Any) -> None:
+        unpartition_table(schema_editor, table=table, key=key, unique=unique)
+
+    return migrations.RunPython(forwards, backwards, elidable=False)

@@ -13,8 +13,7 @@ The migration that makes a log partitioned does so only on PostgreSQL (`partitio
 on SQLite the table stays plain and retention deletes in batches. The turn worker's scheduler
 (`gloveapp.turns.retention`) creates each day's partition ahead of time
 (`partitions_ensure`) and drops the expired ones (`partitions_drop_older`). A table that is
-not partitioned (SQLite, or a PostgreSQL database whose migration ran before this module)
-is simply skipped here.
+not partitioned (SQLite, or its migration unapplied) is simply skipped here.
 
 Why not pg_partman: it is an extension, so a managed PostgreSQL must offer it and someone
 must `CREATE EXTENSION` it with rights the application's user usually lacks, and its
@@ -104,7 +103,7 @@ LOGS: tuple[Log, ...] = (
         "delivered_at",
         unique=(("mesh_delivery_once_per_recipient", ("message_id", "recipient")),),
     ),
-    # django-tasks-db's table (`turns/0008` partitions it; `turns/checks.py` watches its
+    # django-tasks-db's table (turns' migration partitions it; `turns/checks.py` watches its
     # schema): a UUID key, so no sequence; `enqueued_at` is set once, at enqueue.
     Log("django_tasks_database_dbtaskresult", "enqueued_at"),
 )
