@@ -9,7 +9,7 @@ from gloveapp.lib.db.migrations import add_index_if_absent
 
 
 class Migration(migrations.Migration):
-    dependencies = [("budgets", "0002_counter_started")]
+    dependencies = [("budgets", "0001_initial")]
 
     operations = [
         add_index_if_absent(

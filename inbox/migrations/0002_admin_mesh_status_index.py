@@ -10,7 +10,7 @@ from inbox.models import MESH_TAG, admin_order_index
 
 
 class Migration(migrations.Migration):
-    dependencies = [("inbox", "0011_admin_filter_indexes")]
+    dependencies = [("inbox", "0001_initial")]
 
     operations = [
         add_index_if_absent(
