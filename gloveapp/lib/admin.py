@@ -20,6 +20,7 @@ changelist of the project takes its shape from `ScaleAdmin` instead:
   Django makes for a text primary key), an exact username (that person's rows alone: their
   ids, then the indexed foreign key), and words in text through a trigram index on PostgreSQL
   (`pg_trgm`, `django.contrib.postgres`; a plain `LIKE` on SQLite, whose tables are small).
+  A search with few matches (`SEARCH_SORT_CAP`) is sorted among its matches alone.
 - No date hierarchy (it is a `SELECT DISTINCT` of the dates over the table) and no facet
   counts.
 """
