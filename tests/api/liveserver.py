@@ -13,10 +13,14 @@ import os
 import secrets
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -256,7 +260,29 @@ class LiveServer:
         return result.stdout
 
     def token_for(self, username: str) -> str:
-        return self.manage("create_api_token", username, "--create-user").strip()
+        """What `manage.py create_api_token USER --create-user` prints: the user's DRF token,
+        the user (with an unusable password) and the token made first if missing. Written
+        straight into the server's database, by the command's rules: the command was a
+        Django start-up per token, 2 s of CPU (tests/api/test_create_api_token.py runs it)."""
+        with _database(self.database_url) as execute:
+            user_id = _user_id(execute, username, password=None)
+            found = execute("SELECT key FROM authtoken_token WHERE user_id = %s", user_id)
+            if found:
+                return found[0][0]
+            key = secrets.token_hex(20)  # DRF's Token.generate_key
+            execute(
+                "INSERT INTO authtoken_token (key, created, user_id) "
+                "VALUES (%s, CURRENT_TIMESTAMP, %s)",
+                key,
+                user_id,
+            )
+            return key
+
+    def add_user(self, username: str, password: str) -> None:
+        """A user who logs in with `password` (as `create_user` makes one; kept if it exists),
+        written straight into the server's database instead of a `manage.py shell`."""
+        with _database(self.database_url) as execute:
+            _user_id(execute, username, password=password)
 
     def _wait_until_up(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -290,6 +316,50 @@ class LiveServer:
 
     def _pg_execute(self, sql: str) -> None:
         _pg_execute(self._pg_admin_url, sql)
+
+
+@contextmanager
+def _database(database_url: str) -> Iterator[Callable[..., list[tuple]]]:
+    """One transaction on a server's database (SQLite or PostgreSQL): `execute(sql, *args)`
+    with `%s` placeholders, returning the rows."""
+    if database_url.startswith("sqlite:///"):
+        # As the server's own connections: wait for the lock, and take it at BEGIN.
+        conn = sqlite3.connect(
+            database_url.removeprefix("sqlite:///"), timeout=20, isolation_level=None
+        )
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            yield lambda sql, *args: conn.execute(sql.replace("%s", "?"), args).fetchall()
+            conn.execute("COMMIT")
+        finally:
+            conn.close()  # without a COMMIT, rolled back
+        return
+    import psycopg
+
+    def execute(sql: str, *args: object) -> list[tuple]:
+        cursor = conn.execute(sql, args)
+        return cursor.fetchall() if cursor.description else []
+
+    with psycopg.connect(database_url, connect_timeout=10) as conn:  # commits at the end
+        yield execute
+
+
+def _user_id(execute: Callable[..., list[tuple]], username: str, *, password: str | None) -> int:
+    """The id of the user `username`, created first as `User.objects.create_user` does if
+    there is none (`password` None: an unusable one)."""
+    from django.contrib.auth.hashers import make_password
+
+    username = unicodedata.normalize("NFKC", username)  # AbstractBaseUser.normalize_username
+    found = execute("SELECT id FROM auth_user WHERE username = %s", username)
+    if found:
+        return found[0][0]
+    return execute(
+        "INSERT INTO auth_user (username, password, first_name, last_name, email, "
+        "is_superuser, is_staff, is_active, date_joined) "
+        "VALUES (%s, %s, '', '', '', FALSE, FALSE, TRUE, CURRENT_TIMESTAMP) RETURNING id",
+        username,
+        make_password(password),
+    )[0][0]
 
 
 def _pg_execute(admin_url: str, sql: str) -> None:
