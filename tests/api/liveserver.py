@@ -260,29 +260,12 @@ class LiveServer:
         return result.stdout
 
     def token_for(self, username: str) -> str:
-        """What `manage.py create_api_token USER --create-user` prints: the user's DRF token,
-        the user (with an unusable password) and the token made first if missing. Written
-        straight into the server's database, by the command's rules: the command was a
-        Django start-up per token, 2 s of CPU (tests/api/test_create_api_token.py runs it)."""
-        with _database(self.database_url) as execute:
-            user_id = _user_id(execute, username, password=None)
-            found = execute("SELECT key FROM authtoken_token WHERE user_id = %s", user_id)
-            if found:
-                return found[0][0]
-            key = secrets.token_hex(20)  # DRF's Token.generate_key
-            execute(
-                "INSERT INTO authtoken_token (key, created, user_id) "
-                "VALUES (%s, CURRENT_TIMESTAMP, %s)",
-                key,
-                user_id,
-            )
-            return key
+        """What `manage.py create_api_token USER --create-user` prints (`api_token`)."""
+        return api_token(self.database_url, username)
 
-    def add_user(self, username: str, password: str) -> None:
-        """A user who logs in with `password` (as `create_user` makes one; kept if it exists),
-        written straight into the server's database instead of a `manage.py shell`."""
-        with _database(self.database_url) as execute:
-            _user_id(execute, username, password=password)
+    def add_user(self, username: str, password: str | None = None) -> None:
+        """A user who logs in with `password` (`add_user`)."""
+        add_user(self.database_url, username, password)
 
     def _wait_until_up(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -318,6 +301,40 @@ class LiveServer:
         _pg_execute(self._pg_admin_url, sql)
 
 
+# Users and tokens written straight into a server's database, by the rules of the code that
+# makes them (a `manage.py` command or shell is a Django start-up: 2 s of CPU each).
+
+
+def api_token(database_url: str, username: str) -> str:
+    """What `manage.py create_api_token USER --create-user` prints: the user's DRF token,
+    the user (with an unusable password) and the token made first if missing
+    (tests/api/test_create_api_token.py runs the command against a live server too)."""
+    with _database(database_url) as execute:
+        user_id = _user_id(execute, username, password=None)
+        found = execute("SELECT key FROM authtoken_token WHERE user_id = %s", user_id)
+        if found:
+            return found[0][0]
+        key = secrets.token_hex(20)  # DRF's Token.generate_key
+        execute(
+            "INSERT INTO authtoken_token (key, created, user_id) VALUES (%s, CURRENT_TIMESTAMP, %s)",
+            key,
+            user_id,
+        )
+        return key
+
+
+def add_user(database_url: str, username: str, password: str | None = None) -> None:
+    """The user `username` as `User.objects.create_user(username, password=password)` makes
+    it (None: an unusable password), unless it exists."""
+    with _database(database_url) as execute:
+        _user_id(execute, username, password=password)
+
+
+def make_staff(database_url: str, username: str) -> None:
+    with _database(database_url) as execute:
+        execute("UPDATE auth_user SET is_staff = TRUE WHERE username = %s", username)
+
+
 @contextmanager
 def _database(database_url: str) -> Iterator[Callable[..., list[tuple]]]:
     """One transaction on a server's database (SQLite or PostgreSQL): `execute(sql, *args)`
@@ -345,8 +362,6 @@ def _database(database_url: str) -> Iterator[Callable[..., list[tuple]]]:
 
 
 def _user_id(execute: Callable[..., list[tuple]], username: str, *, password: str | None) -> int:
-    """The id of the user `username`, created first as `User.objects.create_user` does if
-    there is none (`password` None: an unusable one)."""
     from django.contrib.auth.hashers import make_password
 
     username = unicodedata.normalize("NFKC", username)  # AbstractBaseUser.normalize_username
