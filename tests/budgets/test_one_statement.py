@@ -106,3 +106,50 @@ def test_a_call_that_fits_exactly_at_the_cap_goes(on_postgres, customer):
     budget_reserve(subject=subject, usd=Decimal(0), tokens=400, model="m")  # 1,000 of 1,000
     with pytest.raises(BudgetExceeded):
         budget_reserve(subject=subject, usd=Decimal(0), tokens=1, model="m")
+
+
+# A value of each parameter type the settlement takes, to EXPLAIN it as prepared.
+_SAMPLE = {
+    "boolean": "true",
+    "json": "'[1, 2]'",
+    "integer[]": "'{1, 2}'",
+    "bigint[]": "'{1, 2}'",
+    "numeric": "0",
+    "bigint": "0",
+    "integer": "0",
+    "smallint": "0",
+    "text": "'settled'",
+    "character varying": "'settled'",
+    "timestamp with time zone": "now()",
+}
+
+
+def test_the_settlement_is_planned_once_and_finds_its_rows_by_id(on_postgres, customer):
+    # A ledger of settled rows, analysed: the partial index of open reservations looks
+    # like the cheap way in to the planner, whatever dead entries it holds.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO budgets_budgetreservation (counter_id, budget_key, window_key,"
+            " turn_id, attempt, model, state, reserved_usd, settled_usd, reserved_tokens,"
+            " settled_tokens, created_at, settled_at)"
+            " SELECT 1, 'old', 'w', n, 0, 'm', 'settled', 1, 1, 1, 1, now(), now()"
+            " FROM generate_series(1, 50000) AS n"
+        )
+        cursor.execute("ANALYZE budgets_budgetreservation")
+    budget("everyone-day", cap_usd="10")
+    subject = _subject(customer)
+    for _ in range(8):  # past the five custom plans PostgreSQL tries first
+        held = budget_reserve(subject=subject, usd=Decimal("0.01"), tokens=10, model="m")
+        assert budget_settle(held=held, usd=Decimal("0.01"), tokens=10)
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name, generic_plans, custom_plans, parameter_types::text[]"
+            " FROM pg_prepared_statements WHERE statement LIKE '%SET state =%'"
+        )
+        name, generic, custom, types = cursor.fetchone()
+        cursor.execute(f"EXPLAIN EXECUTE {name}({', '.join(_SAMPLE[kind] for kind in types)})")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert generic >= 2 and custom <= 5, (generic, custom)
+    assert "budgets_budgetreservation_pkey" in plan, plan
+    assert "budget_open_idx" not in plan, plan
