@@ -245,8 +245,8 @@ def main() -> None:
         loaded_in = time.perf_counter() - started
         from django.db import connection
 
+        from gloveapp.budgets.applying import applicable, subject_for
         from gloveapp.budgets.models import Budget
-        from gloveapp.budgets.services import applicable, subject_for
 
         people = users(THREADS)
         subjects = [

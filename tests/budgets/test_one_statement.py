@@ -1,8 +1,9 @@
-"""On PostgreSQL a model call's check is three statements (the budgets that apply, the
-reservation, the settlement), each its own transaction whose commit does not wait for the
-disk, and none of them changes how the caller's own transaction commits; the one-statement
-reservation decides as the rules do (the tightest blocking budget refuses, nothing is
-reserved then; warn and raised budgets count and never stop it)."""
+"""On PostgreSQL a model call's check is two statements (the reservation, which also checks
+that the budgets this process cached are current, and the settlement), each its own
+transaction whose commit does not wait for the disk, and none of them changes how the
+caller's own transaction commits; the one-statement reservation decides as the rules do
+(the tightest blocking budget refuses, nothing is reserved then; warn and raised budgets
+count and never stop it)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from gloveapp.budgets.applying import subject_for
 from gloveapp.budgets.models import BudgetCounter, BudgetReservation
 from gloveapp.budgets.services import (
     BudgetExceeded,
     budget_reserve,
     budget_settle,
     ledger_balance,
-    subject_for,
 )
 from tests.budgets.conftest import budget
 
@@ -35,11 +36,12 @@ def _commit_mode() -> str:
         return cursor.fetchone()[0]
 
 
-def test_a_call_is_three_statements_with_no_transaction_around_them(on_postgres, customer):
+def test_a_call_is_two_statements_with_no_transaction_around_them(on_postgres, customer):
     budget("everyone-day", cap_usd="10")
     budget("mine", scope="user", target="cleo", cap_usd="5", action="warn")
     subject = _subject(customer)
-    budget_settle(  # the counters exist from here on (made once, outside the check)
+    # A first call makes the counters (once, outside the check) and keeps the budgets.
+    budget_settle(
         held=budget_reserve(subject=subject, usd=Decimal("0.01"), tokens=10, model="m"),
         usd=Decimal("0.01"),
         tokens=10,
@@ -50,7 +52,7 @@ def test_a_call_is_three_statements_with_no_transaction_around_them(on_postgres,
         assert budget_settle(held=held, usd=Decimal("0.02"), tokens=200)
 
     sent = [query["sql"] for query in captured.captured_queries]
-    assert len(sent) == 3, sent
+    assert len(sent) == 2, sent
     assert not any(text.strip().upper() in ("BEGIN", "COMMIT") for text in sent)
     assert _commit_mode() == "on"  # set for each statement's own transaction only
     assert len(held.ids) == 2
