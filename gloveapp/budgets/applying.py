@@ -130,10 +130,13 @@ def admin_rules_read(subject: Subject) -> AdminRules:
     found = AdminRules(
         tuple(_rule_of(row[1:]) for row in rows if row[1] is not None), rows[0][0], fresh=True
     )
-    if found.generation is not None:
+    key = _cache_key(subject)
+    if found.generation is None:
+        _cache.pop(key, None)  # nothing to check an entry against: read at every call
+    else:
         if len(_cache) >= CACHE_MAX:
             _cache.clear()
-        _cache[_cache_key(subject)] = AdminRules(found.rules, found.generation, fresh=False)
+        _cache[key] = AdminRules(found.rules, found.generation, fresh=False)
     return found
 
 

@@ -174,3 +174,19 @@ def test_a_budget_made_inactive_in_the_admin_stops_counting_at_the_next_call(
 
     assert answer.status_code == 302, answer.content.decode()[:2000]
     assert held.ids == []  # 0.12 of 0.10 would have been refused
+
+
+def test_without_a_generation_every_call_reads_the_budgets(on_postgres, subject):
+    budget("kept", cap_usd="10")
+    _reserve(subject)  # the counter made, the budgets kept
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM budgets_rules_generation")
+    _reserve(subject)  # the kept budgets found out of date
+    with CaptureQueriesContext(connection) as captured:
+        held = _reserve(subject)
+
+    assert len(held.ids) == 1
+    read, reserved = (query["sql"] for query in captured.captured_queries)
+    assert "WHERE active AND (scope" in read and "WITH want AS" in reserved
+    budget("later", cap_usd="10")  # a change writes the generation again
+    assert generation_now() is not None
