@@ -8,8 +8,9 @@ the budgets table (an admin save, a bulk update, raw SQL, TRUNCATE) sets the rul
 generation, a one-row table, to its own transaction's id, in that transaction (a
 statement-level trigger: migration 0003). A cached entry keeps the generation it was read
 at; the reservation passes it in and writes nothing when the table holds another, and the
-call is then checked again with the rules read anew. A budget added or changed mid-turn
-applies from the next call, as when every call read them.
+call is then checked again with the rules read anew (a read that finds a new generation
+drops the other subjects' entries: their next calls read them). A budget added or changed
+mid-turn applies from the next call, as when every call read them.
 
 A transaction's id is never reused, so a generation is never seen twice: a change rolled
 back, or the table emptied (tests flush it), cannot bring back a value a stale entry holds.
@@ -102,6 +103,8 @@ _RULES_SQL = f"""
 GENERATION_SQL = f"SELECT generation FROM {GENERATION_TABLE} WHERE id = 1"
 
 _cache: dict[tuple[Any, ...], AdminRules] = {}
+# The generation the last read found: an entry of any other is out of date.
+_last_read: int | None = None
 
 
 def _cache_key(subject: Subject) -> tuple[Any, ...]:
@@ -113,6 +116,7 @@ def _cache_key(subject: Subject) -> tuple[Any, ...]:
 def admin_rules_read(subject: Subject) -> AdminRules:
     """The admin's budgets that may apply to the subject, read now (and cached, on
     PostgreSQL)."""
+    global _last_read
     if connection.vendor != "postgresql":
         return AdminRules(tuple(_admin_rules_orm(subject)), None, fresh=True)
     user = subject.user_id is not None
@@ -133,10 +137,13 @@ def admin_rules_read(subject: Subject) -> AdminRules:
     key = _cache_key(subject)
     if found.generation is None:
         _cache.pop(key, None)  # nothing to check an entry against: read at every call
-    else:
-        if len(_cache) >= CACHE_MAX:
-            _cache.clear()
-        _cache[key] = AdminRules(found.rules, found.generation, fresh=False)
+        return found
+    if found.generation != _last_read or len(_cache) >= CACHE_MAX:
+        # The budgets changed: the other subjects' entries are read again at their next
+        # call, rather than each found out of date by a reservation that writes nothing.
+        _cache.clear()
+        _last_read = found.generation
+    _cache[key] = AdminRules(found.rules, found.generation, fresh=False)
     return found
 
 

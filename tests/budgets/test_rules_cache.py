@@ -190,3 +190,22 @@ def test_without_a_generation_every_call_reads_the_budgets(on_postgres, subject)
     assert "WHERE active AND (scope" in read and "WITH want AS" in reserved
     budget("later", cap_usd="10")  # a change writes the generation again
     assert generation_now() is not None
+
+
+def test_after_a_change_the_other_subjects_read_the_budgets_without_a_wasted_reservation(
+    on_postgres, customer, subject
+):
+    other = subject_for(user_id=customer.pk, agent="spender", session_id="another", turn_id=8)
+    budget("shared", cap_usd="10")
+    _reserve(subject)
+    _reserve(other)
+
+    Budget.objects.filter(key="shared").update(cap_usd=Decimal(20))
+    with CaptureQueriesContext(connection) as first:
+        _reserve(subject)
+    with CaptureQueriesContext(connection) as second:
+        _reserve(other)
+
+    assert len(first.captured_queries) == 3  # the reservation that wrote nothing, the read, it
+    assert len(second.captured_queries) == 2  # the read, the reservation
+    assert BudgetReservation.objects.count() == 4
