@@ -8,8 +8,8 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from gloveapp.budgets.applying import rules_in_settings
 from gloveapp.budgets.models import Budget, BudgetCounter, BudgetReservation
-from gloveapp.budgets.services import rules_in_settings
 from gloveapp.lib.admin import ExactValueFilter, ScaleAdmin
 
 

@@ -10,9 +10,9 @@ from decimal import Decimal
 from django.db.models import Count, F, Max, Sum
 from django.utils import timezone
 
+from gloveapp.budgets.applying import rules_in_settings
 from gloveapp.budgets.models import Budget, BudgetCounter
 from gloveapp.budgets.rules import Rule
-from gloveapp.budgets.services import rules_in_settings
 
 ZERO = Decimal(0)
 # Budgets on one screen of the usage page.

@@ -29,14 +29,20 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from gloveapp.budgets.models import Budget, BudgetCounter, BudgetReservation
-from gloveapp.budgets.rules import Rule, Subject, settings_rules, window_of
+from gloveapp.budgets.applying import (
+    GENERATION_TABLE,
+    AdminRules,
+    admin_rules_read,
+    applicable,
+    call_rules,
+    generation_now,
+)
+from gloveapp.budgets.models import BudgetCounter, BudgetReservation
+from gloveapp.budgets.rules import Rule, Subject, window_of
 from gloveapp.core.types import InboxItem as CoreInboxItem
 from gloveapp.lib.db.batches import delete_in_batches
 from gloveapp.lib.db.prepared import prepared_cursor
@@ -84,112 +90,6 @@ class Held:
     tokens: int = 0
     # Warn budgets this call took past their cap (first time in the window).
     warned: list[tuple[Rule, str]] = field(default_factory=list)
-
-
-# -- who a call is for, and which budgets apply --------------------------------------------
-def subject_for(
-    *,
-    user_id: int | None,
-    agent: str,
-    session_id: str,
-    turn_id: int | None = None,
-    version_rules: tuple[Rule, ...] = (),
-) -> Subject:
-    """The call's subject: the user's name and groups read once (a turn keeps it), and the
-    budgets of the agent version it runs on."""
-    username, groups = "", []
-    if user_id is not None:
-        rows = list(
-            get_user_model()
-            .objects.filter(pk=user_id)
-            .values_list(get_user_model().USERNAME_FIELD, "groups__name")
-        )
-        if rows:
-            username = rows[0][0]
-            groups = sorted({name for _, name in rows if name})
-        else:
-            user_id = None
-    return Subject(
-        user_id=user_id,
-        username=username,
-        groups=tuple(groups),
-        agent=agent,
-        session_id=session_id,
-        turn_id=turn_id,
-        version_rules=version_rules,
-    )
-
-
-_BUDGETS = Budget._meta.db_table
-_RULE_COLUMNS = 'key, scope, "window", target, cap_usd, cap_tokens, cap_turns, action, name'
-# PostgreSQL: the budgets that apply, one statement of a fixed text (prepared once per
-# connection): a probe of `budget_applies_idx` per scope.
-_RULES_SQL = f"""
-    SELECT {_RULE_COLUMNS} FROM {_BUDGETS}
-     WHERE active AND (scope = 'everyone'
-        OR (scope = 'agent' AND target = ANY(%s)) OR (scope = 'session' AND target = ANY(%s))
-        OR (scope = 'user' AND target = ANY(%s)) OR (scope = 'group' AND target = ANY(%s)))
-"""
-
-
-def _admin_rules(subject: Subject) -> list[Rule]:
-    if connection.vendor == "postgresql":
-        users = [subject.username, ""] if subject.user_id is not None else []
-        groups = [*subject.groups, ""] if subject.user_id is not None else []
-        with prepared_cursor() as cursor:
-            cursor.execute(
-                _RULES_SQL, [[subject.agent, ""], [subject.session_id, ""], users, groups]
-            )
-            rows = cursor.fetchall()
-        return [_rule_of(row) for row in rows]
-    wanted = (
-        Q(scope="everyone")
-        | Q(scope="agent", target__in=[subject.agent, ""])
-        | Q(scope="session", target__in=[subject.session_id, ""])
-    )
-    if subject.user_id is not None:
-        wanted |= Q(scope="user", target__in=[subject.username, ""])
-        wanted |= Q(scope="group", target__in=[*subject.groups, ""])
-    rows = Budget.objects.filter(wanted, active=True).values_list(
-        "key",
-        "scope",
-        "window",
-        "target",
-        "cap_usd",
-        "cap_tokens",
-        "cap_turns",
-        "action",
-        "name",
-    )
-    return [_rule_of(row) for row in rows]
-
-
-def _rule_of(row: Any) -> Rule:
-    key, scope, window, target, cap_usd, cap_tokens, cap_turns, action, name = row
-    return Rule(
-        key=key,
-        scope=scope,
-        window=window,
-        target=target,
-        cap_usd=cap_usd,
-        cap_tokens=cap_tokens,
-        cap_turns=cap_turns,
-        action=action,
-        name=name,
-        source="admin",
-    )
-
-
-def rules_in_settings() -> tuple[Rule, ...]:
-    return settings_rules(settings.GLOVE_BUDGETS, settings.GLOVE_TURNS_PER_USER_PER_MINUTE)
-
-
-def applicable(subject: Subject) -> list[tuple[Rule, str]]:
-    """Every (budget, subject part) the subject's calls count under."""
-    found: list[tuple[Rule, str]] = []
-    for rule in (*rules_in_settings(), *_admin_rules(subject), *subject.version_rules):
-        found.extend((rule, part) for part in subject.subjects(rule))
-    return found
 
 
 # -- the counters ------------------------------------------------------------------------------
@@ -366,11 +266,42 @@ def budget_reserve(
     model has no price). `allow`: budgets a person raised for this turn (they count, and
     do not stop it). Warn budgets count and never stop a call."""
     now = now or timezone.now()
-    pairs = [(rule, part) for rule, part in applicable(subject) if rule.counts_calls]
+    admin = call_rules(subject)
+    try:
+        return _reserve(subject, admin, usd, tokens, model, attempt, allow, now)
+    except _RulesChanged:
+        # The cached rules are out of date: read anew, and not checked again (a change
+        # committed between that read and this reservation counts from the next call, as
+        # when every call read them).
+        fresh = admin_rules_read(subject)
+        unchecked = AdminRules(fresh.rules, None, fresh=True)
+        return _reserve(subject, unchecked, usd, tokens, model, attempt, allow, now)
+
+
+class _RulesChanged(Exception):
+    """The budgets changed since this process cached the ones a call applied."""
+
+
+def _reserve(
+    subject: Subject,
+    admin: AdminRules,
+    usd: Decimal | None,
+    tokens: int,
+    model: str,
+    attempt: int,
+    allow: frozenset[str],
+    now: datetime,
+) -> Held:
+    pairs = [(rule, part) for rule, part in applicable(subject, admin) if rule.counts_calls]
+    priced = next((rule for rule, _ in pairs if rule.cap_usd is not None), None)
+    if not admin.fresh and (not pairs or (usd is None and priced is not None)):
+        # No statement of the call's own will check the cached rules: nothing to reserve,
+        # or a refusal for want of a price.
+        if generation_now() != admin.generation:
+            raise _RulesChanged
     if not pairs:
         return Held()
     if usd is None:
-        priced = next((rule for rule, _ in pairs if rule.cap_usd is not None), None)
         if priced is not None:
             metrics.budget_unpriced_refusal(budget=priced.key)
             raise ModelUnpriced(
@@ -439,9 +370,9 @@ def budget_reserve(
 
     try:
         if _on_postgres():
-            held = _reserve_at_once(windows, call, allow, now, blocked, warned) or (
-                _with_counters(windows, now, decide)
-            )
+            held = _reserve_at_once(
+                windows, call, allow, now, blocked, warned, generation=admin.generation
+            ) or _with_counters(windows, now, decide)
         else:
             held = _with_counters(windows, now, decide)
     except BudgetExceeded:
@@ -514,47 +445,72 @@ _RESERVE_SQL = f"""
 # the caller's transaction, whose commit mode stays as it is (false).
 _EARLY_COMMIT = """
     SELECT set_config('synchronous_commit',
-                      CASE WHEN %s::boolean THEN 'off'
+                      CASE WHEN %(early)s::boolean THEN 'off'
                            ELSE current_setting('synchronous_commit') END, true) AS early
 """
-_LOCKED_COLUMNS = ", ".join(f"l.{name}" for name in _COUNTER_FIELDS)
+# What a call's check reads of its counters (`_over`, the refusal, the warnings).
+_CALL_FIELDS = (
+    "id",
+    "budget_key",
+    "window_key",
+    "spent_usd",
+    "reserved_usd",
+    "spent_tokens",
+    "reserved_tokens",
+)
 # PostgreSQL: a call's whole reservation in one statement, one round trip: the windows'
 # counters locked in id order (as `_lock` locks them), the blocking caps checked against
-# them (`cap_usd`/`cap_tokens` null: the window does not block this call), and only if
-# every counter exists and every blocking cap holds, the counters gain the reservation
-# and the ledger its rows. It returns the counters as they were before it (the caller
-# names the budget that refused, or warns) with `fits` and each counter's ledger row.
+# them (`cap_usd`/`cap_tokens` null: the window does not block this call), and only if the
+# budgets are still those the caller's rules were read at (`generation`, null: not
+# checked), every counter exists and every blocking cap holds, the counters gain the
+# reservation and the ledger its rows. The windows come as one JSON text and every value
+# once (named parameters): psycopg took about four times as long to dump a list per column
+# and each value as often as it was used. The JSON goes through an array so the planner
+# counts about 10 windows, as for any array (of a set-returning function it assumes 100,
+# and then took a scan of every counter for the cheaper way in). It returns the generation, `fits`, and the
+# counters as they were before it (the caller names the budget that refused, or warns)
+# with each counter's ledger row: one row at least.
 _AT_ONCE_SQL = f"""
     WITH want AS (
-        SELECT * FROM unnest(%s::text[], %s::text[], %s::numeric[], %s::bigint[])
-            AS w(budget_key, window_key, cap_usd, cap_tokens)
+        SELECT w->>0 AS budget_key, w->>1 AS window_key, (w->>2)::numeric AS cap_usd,
+               (w->>3)::bigint AS cap_tokens
+          FROM unnest(ARRAY(SELECT json_array_elements(%(windows)s::json))) AS w
     ), locked AS MATERIALIZED (
-        SELECT {", ".join(_COUNTER_FIELDS)} FROM {_COUNTERS}
+        SELECT {", ".join(_CALL_FIELDS)} FROM {_COUNTERS}
          WHERE (budget_key, window_key) IN (SELECT budget_key, window_key FROM want)
          ORDER BY id FOR UPDATE
+    ), known AS MATERIALIZED (
+        SELECT (SELECT generation FROM {GENERATION_TABLE} WHERE id = 1) AS generation
     ), mode AS MATERIALIZED ({_EARLY_COMMIT}), verdict AS MATERIALIZED (
-        SELECT (SELECT count(*) FROM locked) = %s::int
+        SELECT coalesce(
+                   %(generation)s::bigint IS NULL
+                   OR (SELECT generation FROM known) = %(generation)s::bigint, false)
+               AND (SELECT count(*) FROM locked) = (SELECT count(*) FROM want)
                AND coalesce(bool_and(
-                   (w.cap_usd IS NULL OR l.spent_usd + l.reserved_usd + %s::numeric <= w.cap_usd)
+                   (w.cap_usd IS NULL
+                    OR l.spent_usd + l.reserved_usd + %(usd)s::numeric <= w.cap_usd)
                    AND (w.cap_tokens IS NULL
-                        OR l.spent_tokens + l.reserved_tokens + %s::bigint <= w.cap_tokens)
+                        OR l.spent_tokens + l.reserved_tokens + %(tokens)s::bigint
+                           <= w.cap_tokens)
                ), true) AND (SELECT early FROM mode) IS NOT NULL AS fits
           FROM want w JOIN locked l USING (budget_key, window_key)
     ), counted AS (
-        UPDATE {_COUNTERS} SET reserved_usd = reserved_usd + %s::numeric,
-                               reserved_tokens = reserved_tokens + %s::bigint
+        UPDATE {_COUNTERS} SET reserved_usd = reserved_usd + %(usd)s::numeric,
+                               reserved_tokens = reserved_tokens + %(tokens)s::bigint
          WHERE id IN (SELECT id FROM locked) AND (SELECT fits FROM verdict)
     ), written AS (
         INSERT INTO {_LEDGER} (counter_id, budget_key, window_key, turn_id, attempt, model,
                                state, reserved_usd, settled_usd, reserved_tokens,
                                settled_tokens, created_at)
-        SELECT l.id, l.budget_key, l.window_key, %s::bigint, %s::int, %s::text, 'reserved',
-               %s::numeric, 0, %s::bigint, 0, %s::timestamptz
+        SELECT l.id, l.budget_key, l.window_key, %(turn)s::bigint, %(attempt)s::int,
+               %(model)s::text, 'reserved', %(usd)s::numeric, 0, %(tokens)s::bigint, 0,
+               %(now)s::timestamptz
           FROM locked l WHERE (SELECT fits FROM verdict)
         RETURNING id, counter_id
     )
-    SELECT {_LOCKED_COLUMNS}, v.fits, written.id
-      FROM locked l CROSS JOIN verdict v LEFT JOIN written ON written.counter_id = l.id
+    SELECT k.generation, v.fits, {", ".join(f"l.{name}" for name in _CALL_FIELDS)}, written.id
+      FROM known k CROSS JOIN verdict v
+      LEFT JOIN (locked l LEFT JOIN written ON written.counter_id = l.id) ON true
      ORDER BY l.id
 """
 
@@ -566,55 +522,58 @@ def _reserve_at_once(
     now: datetime,
     blocked: Callable[[dict[tuple[str, str], dict[str, Any]], list[_Over]], None],
     warned: Callable[[Held, dict[tuple[str, str], dict[str, Any]], list[_Over]], Held],
+    *,
+    generation: int | None,
 ) -> Held | None:
     """The reservation as `_AT_ONCE_SQL` (PostgreSQL): one round trip and a commit that
-    does not wait for the disk. `blocked` raises for the refusing budget; None when this
-    statement's verdict and `_over`'s disagree (then the transactional path decides)."""
-    distinct = {(w.rule.key, w.key) for w in windows}
+    does not wait for the disk. `blocked` raises for the refusing budget; `_RulesChanged`
+    when the budgets are no longer those of `generation` (nothing is written then); None
+    when this statement's verdict and `_over`'s disagree (then the transactional path
+    decides)."""
     caps: dict[tuple[str, str], tuple[Any, Any]] = {}
     for w in windows:
         blocks = w.rule.blocks and w.rule.key not in allow
         caps[(w.rule.key, w.key)] = (w.rule.cap_usd, w.rule.cap_tokens) if blocks else (None, None)
-    keys = sorted(caps)
-    width = len(_COUNTER_FIELDS)
+    wanted = json.dumps(
+        [
+            [key, window, None if usd is None else str(usd), tokens]
+            for (key, window), (usd, tokens) in sorted(caps.items())
+        ]
+    )
+    width = len(_CALL_FIELDS)
     for attempt in range(2):
         _ensure(windows, now)
         with prepared_cursor() as cursor:
             cursor.execute(
                 _AT_ONCE_SQL,
-                [
-                    [key for key, _ in keys],
-                    [window for _, window in keys],
-                    [caps[key][0] for key in keys],
-                    [caps[key][1] for key in keys],
-                    not connection.in_atomic_block,
-                    len(distinct),
-                    call.usd,
-                    call.tokens,
-                    call.usd,
-                    call.tokens,
-                    call.subject.turn_id,
-                    call.attempt,
-                    call.model,
-                    call.usd,
-                    call.tokens,
-                    now,
-                ],
+                {
+                    "windows": wanted,
+                    "generation": generation,
+                    "early": not connection.in_atomic_block,
+                    "usd": call.usd,
+                    "tokens": call.tokens,
+                    "turn": call.subject.turn_id,
+                    "attempt": call.attempt,
+                    "model": call.model,
+                    "now": now,
+                },
             )
             rows = cursor.fetchall()
+        if generation is not None and rows[0][0] != generation:
+            raise _RulesChanged
         counters: dict[tuple[str, str], dict[str, Any]] = {}
         ledger_ids: list[int] = []
-        fits = False
+        fits = bool(rows[0][1])
         for row in rows:
-            counter = dict(zip(_COUNTER_FIELDS, row[:width], strict=True))
-            counter["started"] = json.loads(counter["started"]) if counter["started"] else []
+            if row[2] is None:
+                continue  # no counter: the one row says only the generation and `fits`
+            counter = dict(zip(_CALL_FIELDS, row[2 : 2 + width], strict=True))
             counters[(counter["budget_key"], counter["window_key"])] = counter
-            fits = bool(row[width])
-            if row[width + 1] is not None:
-                ledger_ids.append(row[width + 1])
-        if len(counters) == len(distinct):
+            if row[2 + width] is not None:
+                ledger_ids.append(row[2 + width])
+        if len(counters) == len(caps):
             break
-        _known.difference_update(distinct)  # pruned meanwhile: made again, once
+        _known.difference_update(caps)  # pruned meanwhile: made again, once
         if attempt:
             raise RuntimeError("budget counters vanished while they were made")
     over = _over(windows, counters, call.usd, call.tokens)
@@ -646,19 +605,30 @@ def _reserve_at_once(
 # PostgreSQL: a call's settlement in one statement, atomic on its own: its open rows move
 # (the conditional state: a take-back that closed them first leaves nothing to move), then
 # their counters, locked in id order as `_lock` locks them (no deadlock with a reservation).
+# The rows are found by their ids, the state checked as `(state = 'reserved') IS TRUE` so the
+# planner cannot match `budget_open_idx`: by its statistics a small index and the cheaper
+# way in, it holds an entry for every reservation since the ledger's last vacuum, and a
+# settlement read them all. The ids come as JSON, made an array in the statement: an
+# array parameter's length would be known to a custom plan and not to the generic one,
+# which then looked dearer and was never chosen (the statement was planned anew every
+# time). Each value is passed once (named).
 _FINISH_SQL = f"""
     WITH mode AS MATERIALIZED ({_EARLY_COMMIT}), moved AS (
-        UPDATE {_LEDGER} SET state = %s, settled_usd = %s, settled_tokens = %s,
-                             settled_at = %s
-         WHERE id = ANY(%s) AND state = 'reserved' AND (SELECT early FROM mode) IS NOT NULL
+        UPDATE {_LEDGER} SET state = %(state)s, settled_usd = %(usd)s::numeric,
+                             settled_tokens = %(tokens)s::bigint, settled_at = %(now)s
+         WHERE id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)::bigint))
+           AND (state = 'reserved') IS TRUE
+           AND (SELECT early FROM mode) IS NOT NULL
         RETURNING counter_id
     ), locked AS MATERIALIZED (
         SELECT id FROM {_COUNTERS} WHERE id IN (SELECT counter_id FROM moved)
          ORDER BY id FOR UPDATE
     )
     UPDATE {_COUNTERS} AS c
-       SET reserved_usd = c.reserved_usd - %s, spent_usd = c.spent_usd + %s,
-           reserved_tokens = c.reserved_tokens - %s, spent_tokens = c.spent_tokens + %s
+       SET reserved_usd = c.reserved_usd - %(held_usd)s::numeric,
+           spent_usd = c.spent_usd + %(usd)s::numeric,
+           reserved_tokens = c.reserved_tokens - %(held_tokens)s::bigint,
+           spent_tokens = c.spent_tokens + %(tokens)s::bigint
       FROM locked WHERE c.id = locked.id
     RETURNING c.id
 """
@@ -735,18 +705,16 @@ def _finish(held: Held, *, usd: Decimal, tokens: int, state: str, now: datetime)
         with prepared_cursor() as cursor:
             cursor.execute(
                 _FINISH_SQL,
-                [
-                    not connection.in_atomic_block,
-                    state,
-                    usd,
-                    tokens,
-                    now,
-                    held.ids,
-                    held.usd,
-                    usd,
-                    held.tokens,
-                    tokens,
-                ],
+                {
+                    "early": not connection.in_atomic_block,
+                    "state": state,
+                    "usd": usd,
+                    "tokens": tokens,
+                    "now": now,
+                    "ids": json.dumps(held.ids),
+                    "held_usd": held.usd,
+                    "held_tokens": held.tokens,
+                },
             )
             return bool(cursor.fetchall())
     with transaction.atomic():

@@ -22,6 +22,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from gloveapp.agents.config import model_prices
+from gloveapp.budgets.applying import subject_for
 from gloveapp.budgets.services import (
     BudgetExceeded,
     Held,
@@ -31,7 +32,6 @@ from gloveapp.budgets.services import (
     budget_reserve,
     budget_settle,
     open_reservation_turns,
-    subject_for,
 )
 from gloveapp.core.approvals.decisions import APPROVE, REJECT, fingerprint
 from gloveapp.core.approvals.policy import APPROVAL_RENDERER, ApprovalPolicy

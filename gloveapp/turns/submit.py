@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from gloveapp.agents.config import default_agent_name
 from gloveapp.budgets import services as budgets
+from gloveapp.budgets.applying import subject_for
 from gloveapp.conversations.models import Answerer, Session
 from gloveapp.observe import tracing
 from gloveapp.turns import person_gate
@@ -90,7 +91,7 @@ def turn_submit(
         # window, locked, not a count read before.
         try:
             budgets.budget_admit_turn(
-                subject=budgets.subject_for(
+                subject=subject_for(
                     user_id=user_id,
                     agent=agent,
                     session_id=session_id,

@@ -7,7 +7,9 @@ reservation estimates it) at the input price plus MAX_TOKENS at the output price
 its input as the prompt's characters (tools included) / 4 (fewer than the reservation's estimate, as a real
 tokenizer's count is) and its output as the reply's words. A message starting "loop" calls
 the `again` tool until LOOPS calls (a runaway agent); "slow" sleeps SLOW_SECONDS in the call
-(a worker killed mid-call); "ask" calls the `helper` subagent.
+(a worker killed mid-call); "ask" calls the `helper` subagent; "midway" (agent
+`spender-midway`) calls the `midway` tool once, which runs MIDWAY's steps: what a test does
+between a turn's first model call and its next.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+from collections.abc import Callable
 from typing import Any
+
+from asgiref.sync import sync_to_async
 
 from gloveapp.core import Message, ScriptedModel, ToolCall, tool
 from gloveapp.core.providers.registry import register_model_provider
@@ -29,11 +34,19 @@ PRICES = {MODEL: {"input": 30, "output": 150}}
 LOOPS = 50
 SLOW_SECONDS = float(os.environ.get("GLOVE_TEST_SLOW_SECONDS", "5"))
 CALLS: list[str] = []
+MIDWAY: list[Callable[[], Any]] = []
 
 
 @tool(description="Do it again.")
 async def again(times: int) -> dict:
     return {"again": times}
+
+
+@tool(description="Something happens midway.")
+async def midway() -> dict:
+    for step in MIDWAY:
+        await sync_to_async(step)()
+    return {"done": True}
 
 
 def _counted(messages: list[Message], tools: Any, reply: str | Message) -> ScriptedTurn:
@@ -58,6 +71,9 @@ async def _respond(messages: list[Message], tools: Any) -> ScriptedTurn:
             return _counted(messages, tools, "Done looping.")
     if request.startswith("loop"):
         call = ToolCall(tool_name="again", input_args={"times": len(messages)})
+        return _counted(messages, tools, Message(sender="agent", text="", tool_calls=[call]))
+    if request.startswith("midway") and not last.tool_results:
+        call = ToolCall(tool_name="midway", input_args={})
         return _counted(messages, tools, Message(sender="agent", text="", tool_calls=[call]))
     if request.startswith("ask") and not last.tool_results:
         call = ToolCall(
@@ -87,6 +103,10 @@ def spender_agent() -> dict:
     }
 
 
+def midway_agent() -> dict:
+    return {"title": "Spender midway", "system_prompt": "You spend.", "tools": [midway]}
+
+
 def helper_agent() -> dict:
     return {"title": "Helper", "system_prompt": "You help.", "tools": []}
 
@@ -97,6 +117,7 @@ AGENTS = {
         "model": "budget-test",
         "subagents": [{"name": "helper", "agent": "spender-helper", "description": "Helps."}],
     },
+    "spender-midway": {"factory": "tests.budgets.agent.midway_agent", "model": "budget-test"},
     "spender-helper": {
         "factory": "tests.budgets.agent.helper_agent",
         "model": "budget-test",

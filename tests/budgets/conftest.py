@@ -19,6 +19,7 @@ def spender(settings):
     """The agent whose model reports real token counts, priced (tests/budgets/agent.py)."""
     agent.register()
     agent.CALLS.clear()
+    agent.MIDWAY.clear()
     settings.GLOVE_AGENTS = {**settings.GLOVE_AGENTS, **agent.AGENTS}
     settings.GLOVE_MODEL_PRICES = {**settings.GLOVE_MODEL_PRICES, **agent.PRICES}
     settings.GLOVE_TURN_PARK_AFTER_SECONDS = 0

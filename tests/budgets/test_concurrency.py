@@ -9,6 +9,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from gloveapp.budgets.applying import subject_for
 from gloveapp.budgets.models import BudgetCounter
 from gloveapp.budgets.services import (
     BudgetExceeded,
@@ -16,7 +17,6 @@ from gloveapp.budgets.services import (
     budget_reserve,
     budget_settle,
     ledger_balance,
-    subject_for,
 )
 from gloveapp.conversations.services import session_create
 from gloveapp.turns import public as turns

@@ -14,12 +14,12 @@ from django.core.management.base import SystemCheckError
 from django.test import Client
 from django.utils import timezone
 
+from gloveapp.budgets.applying import subject_for
 from gloveapp.budgets.models import Budget, BudgetCounter, BudgetReservation
 from gloveapp.budgets.services import (
     budget_ledger_prune,
     budget_reserve,
     budget_settle,
-    subject_for,
 )
 from gloveapp.turns.retention import retention_apply
 from tests.budgets.conftest import budget

@@ -10,9 +10,10 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from gloveapp.agents.config import get_agent_spec
+from gloveapp.budgets.applying import subject_for
 from gloveapp.budgets.models import BudgetCounter
 from gloveapp.budgets.rules import version_rules
-from gloveapp.budgets.services import budget_admit_turn, subject_for
+from gloveapp.budgets.services import budget_admit_turn
 from gloveapp.turns import public as turns
 from gloveapp.turns.models import Turn
 from gloveapp.versions.services import version_draft, version_publish, version_rollback

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gloveapp.budgets.applying import subject_for
 from gloveapp.budgets.models import BudgetCounter
-from gloveapp.budgets.services import BudgetExceeded, budget_admit_turn, subject_for
+from gloveapp.budgets.services import BudgetExceeded, budget_admit_turn
 from tests.budgets.conftest import budget
 
 # Both passes: the counters are read through raw SQL on PostgreSQL.
