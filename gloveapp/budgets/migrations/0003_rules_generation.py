@@ -47,6 +47,6 @@ def run(sql: str):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("budgets", "0002_counter_started")]
+    dependencies = [("budgets", "0002_admin_filter_indexes")]
 
     operations = [migrations.RunPython(run(FORWARD), run(BACKWARD))]
