@@ -59,12 +59,20 @@ def test_the_scale_bench_measures_every_path_at_both_sizes():
     measured = {row["measure"]: row for row in document["measures"]}
     static = [path.name for path in PATHS]
     assert list(measured)[: len(static)] == static
-    # Then every value of every admin filter, read from the small database's admin.
-    filters = list(measured)[len(static) :]
-    assert all(name.startswith("admin filter /admin/") for name in filters), filters[:5]
+    # Then every value of every admin filter and every sortable column both ways, read from
+    # the small database's admin, and every changelist's first row's page.
+    extra = list(measured)[len(static) :]
+    kinds = ("admin filter /admin/", "admin sort /admin/", "admin change page ")
+    assert all(name.startswith(kinds) for name in extra), extra[:5]
+    filters = [name for name in extra if name.startswith(kinds[0])]
     admins = {name.split("/")[2] for name in filters}
     assert {"turns", "approvals", "conversations", "django_tasks_database"} <= admins, admins
-    oks = {path.name: path.ok for path in PATHS} | {name: BenchPath.ok for name in filters}
+    sorts = {name for name in extra if name.startswith(kinds[1])}
+    assert "admin sort /admin/turns/turn/?o=1" in sorts, sorted(sorts)[:5]
+    assert "admin sort /admin/turns/turn/?o=-1" in sorts, sorted(sorts)[:5]
+    pages = {name.removeprefix(kinds[2]) for name in extra if name.startswith(kinds[2])}
+    assert {"turns_turn", "axes_accesslog", "budgets_budgetreservation"} <= pages, pages
+    oks = {path.name: path.ok for path in PATHS} | {name: BenchPath.ok for name in extra}
     for row in measured.values():
         for size in ("large", "small"):
             statuses = row[f"{size}_statuses"]
