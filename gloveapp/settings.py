@@ -47,8 +47,7 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 
 INSTALLED_APPS = [
-    # Daphne's `runserver` (ASGI), without importing Daphne in every process.
-    "gloveapp.lib.http.runserver.DaphneConfig",
+    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -4,13 +4,15 @@ served, and the refusal is one log line without a traceback."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
 
-from tests.api import liveserver
-from tests.healing.serve_prod import ServeProd
+from tests.healing.serve_prod import ROOT, ServeProd
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(300)]
 
@@ -21,7 +23,23 @@ ROUNDS = 10
 @pytest.fixture(scope="module")
 def stack() -> Iterator[tuple[ServeProd, str]]:
     with ServeProd(http_workers=1, ws_workers=2, turn_workers=1) as served:
-        yield served, liveserver.api_token(served.database_url, "heavy")
+        created = subprocess.run(
+            [
+                sys.executable,
+                "manage.py",
+                "shell",
+                "-c",
+                "from django.contrib.auth import get_user_model as g; "
+                "from rest_framework.authtoken.models import Token; "
+                "u = g().objects.create_user('heavy'); print(Token.objects.create(user=u).key)",
+            ],
+            cwd=ROOT,
+            env={**os.environ, **served.env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        yield served, created.stdout.strip().splitlines()[-1]
 
 
 def _read_response(sock: socket.socket) -> tuple[str, dict[str, str]]:
