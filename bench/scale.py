@@ -495,6 +495,19 @@ class Databases:
     def url(self, size: str) -> str:
         return f"{self.base}/{self.name}_{size}"
 
+    def ask(self, size: str, flag: str) -> Any:
+        """This script run as a child on one size's database with `flag` (Django set up
+        there): the JSON its last line prints."""
+        done = subprocess.run(
+            [sys.executable, __file__, flag],
+            cwd=ROOT,
+            env={**self.env, "DATABASE_URL": self.url(size)},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
     def drop(self) -> None:
         for db in [f"{self.name}_template", *(f"{self.name}_{size}" for size in self.sizes)]:
             psql(self.admin_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
@@ -785,15 +798,7 @@ def main() -> int:
         facts = json.loads(kept.read_text())
         # Logins signed with this run's key (a login is signed with the server's key).
         for size in sizes:
-            done = subprocess.run(
-                [sys.executable, __file__, "--logins"],
-                cwd=ROOT,
-                env={**databases.env, "DATABASE_URL": databases.url(size)},
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            facts[size].update(json.loads(done.stdout.strip().splitlines()[-1]))
+            facts[size].update(databases.ask(size, "--logins"))
     else:
         facts = databases.build_all()
     if args.keep:
@@ -813,32 +818,16 @@ def main() -> int:
                 processes.append(process)
                 servers[size] = url
             wanted = [text for text in args.only.split(",") if text] or [""]
-            done = subprocess.run(
-                [sys.executable, __file__, "--admin-filters"],
-                cwd=ROOT,
-                env={**databases.env, "DATABASE_URL": databases.url("small")},
-                capture_output=True,
-                text=True,
-                check=True,
-            )
             filters = [
                 Path(
                     name if name.startswith("admin sort") else f"admin filter {name}", url, "staff"
                 )
-                for name, url in json.loads(done.stdout.strip().splitlines()[-1])
+                for name, url in databases.ask("small", "--admin-filters")
             ]
             # Every changelist's first row's page, read in each database (keys differ).
             pages: dict[str, str] = {}
             for size in sizes:
-                done = subprocess.run(
-                    [sys.executable, __file__, "--admin-pages"],
-                    cwd=ROOT,
-                    env={**databases.env, "DATABASE_URL": databases.url(size)},
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                found = json.loads(done.stdout.strip().splitlines()[-1])
+                found = databases.ask(size, "--admin-pages")
                 facts[size].update(found)
                 pages.update(found)
             filters += [
