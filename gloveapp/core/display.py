@@ -225,8 +225,11 @@ class DisplayManager:
         """Return once every change so far has reached the listeners (`resolve` and its kind
         notify on a task of their own): a caller that persists what the listeners saw
         waits for them before it moves on."""
-        while self._pending_notifications:
-            await asyncio.gather(*list(self._pending_notifications), return_exceptions=True)
+        # A finished task stays in the set until its done callback runs on a later loop
+        # iteration; awaiting it again returns at once without yielding, so only the
+        # unfinished ones are awaited (or this would spin, the loop blocked).
+        while pending := [task for task in self._pending_notifications if not task.done()]:
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def _notify(self) -> None:
         snapshot = list(self.stack)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -126,6 +127,31 @@ async def test_it_lets_a_caller_wait_until_an_answer_has_reached_the_listeners()
     await display.notified()
 
     assert seen == [["slot_1"], []]
+
+
+def test_it_returns_from_notified_when_the_last_notification_has_just_finished():
+    """A caller woken by a listener runs before that notification's task is cleaned up (its
+    done callbacks come next on the loop): `notified` must see the task is done and return,
+    not await it again forever without yielding (which froze a turn's end, the loop blocked).
+    The loop runs in a thread of its own, so a spin fails the test instead of hanging it."""
+    outcome: list[str] = []
+
+    async def scenario() -> None:
+        display = DisplayManager()
+        heard = asyncio.get_running_loop().create_future()
+        waiting = asyncio.create_task(display.push_and_wait(renderer="form"))
+        await settle()
+        display.subscribe(lambda stack: heard.done() or heard.set_result(None))
+        display.resolve("slot_1", True)
+        await heard  # woken inside the notification's task, before its clean-up runs
+        await display.notified()
+        outcome.append(await waiting)
+
+    thread = threading.Thread(target=asyncio.run, args=(scenario(),), daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive(), "notified() spun: the event loop never got control back"
+    assert outcome == [True]
 
 
 async def test_it_hears_a_listener_that_answers_during_the_push():
