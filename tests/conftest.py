@@ -101,7 +101,7 @@ PROCESS_FIXTURES = frozenset(
         "lazy_server",
         "live",
         "live_server_process",
-        "mesh",
+        "mesh_peer",
         "node",
         "other_origin",
         "own_redis",

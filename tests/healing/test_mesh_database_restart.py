@@ -46,7 +46,7 @@ asyncio.run(main())
 
 
 @pytest.fixture
-def mesh(postgres, pgbouncer) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
+def mesh_peer(postgres, pgbouncer) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
     env = {
         "DJANGO_SETTINGS_MODULE": "tests.mesh.peer_settings",
         "MESH_TRANSPORT": "database",
@@ -78,8 +78,8 @@ def mesh(postgres, pgbouncer) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
         server.stop()
 
 
-def test_a_mesh_peer_on_the_database_transport_hears_again_after_a_restart(mesh, postgres):
-    server, peer = mesh
+def test_a_mesh_peer_on_the_database_transport_hears_again_after_a_restart(mesh_peer, postgres):
+    server, peer = mesh_peer
     worker = server.workers[0]
     _send(server, 1)
     _until(lambda: _replies(server) == 1)

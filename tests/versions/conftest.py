@@ -17,7 +17,7 @@ TEXTS = [
 
 
 @pytest.fixture
-def shop(settings):
+def scripted_shop(settings):
     """The agent `shop` (tests/fakes/replay_model.py)."""
     replay_model.register()
     settings.GLOVE_AGENTS = {

@@ -41,7 +41,7 @@ def save_draft(client: Client, prompt: str, note: str = "", budgets: str = "[]")
     assert response.status_code == 302, response.content.decode()[:2000]
 
 
-def test_it_starts_an_agents_versions_from_the_code(shop, admin_client):
+def test_it_starts_an_agents_versions_from_the_code(scripted_shop, admin_client):
     listing = admin_client.get("/admin/versions/agentpointer/").content.decode()
     assert "/admin/versions/agentpointer/start/shop/" in listing
 
@@ -52,7 +52,7 @@ def test_it_starts_an_agents_versions_from_the_code(shop, admin_client):
     assert "You are the shop&#x27;s assistant." in page  # the draft starts from the code
 
 
-def test_it_shows_the_drafts_diff_against_the_published_version(shop, admin_client):
+def test_it_shows_the_drafts_diff_against_the_published_version(scripted_shop, admin_client):
     admin_client.get("/admin/versions/agentpointer/start/shop/")
     save_draft(admin_client, replay_model.PROMPT, "as the code")
     admin_client.post(AGENT_PAGE, {"action": "publish"})
@@ -64,7 +64,7 @@ def test_it_shows_the_drafts_diff_against_the_published_version(shop, admin_clie
     assert "--- shop v1 (published)" in page and "+++ shop v2" in page
 
 
-def test_staff_put_a_budget_in_a_draft_and_read_it_in_the_diff(shop, admin_client):
+def test_staff_put_a_budget_in_a_draft_and_read_it_in_the_diff(scripted_shop, admin_client):
     admin_client.get("/admin/versions/agentpointer/start/shop/")
     save_draft(admin_client, replay_model.PROMPT, "as the code")
     admin_client.post(AGENT_PAGE, {"action": "publish"})
@@ -79,7 +79,7 @@ def test_staff_put_a_budget_in_a_draft_and_read_it_in_the_diff(shop, admin_clien
     assert "## budgets" in page and "+    &quot;cap_usd&quot;: &quot;0.50&quot;," in page
 
 
-def test_it_publishes_and_rolls_back_by_moving_the_pointer(shop, admin_client, staff):
+def test_it_publishes_and_rolls_back_by_moving_the_pointer(scripted_shop, admin_client, staff):
     admin_client.get("/admin/versions/agentpointer/start/shop/")
     save_draft(admin_client, replay_model.PROMPT)
     admin_client.post(AGENT_PAGE, {"action": "publish"})
@@ -96,7 +96,7 @@ def test_it_publishes_and_rolls_back_by_moving_the_pointer(shop, admin_client, s
     assert moves == [("published", staff.pk), ("published", staff.pk), ("rolled_back", staff.pk)]
 
 
-def test_it_refuses_a_publish_when_someone_moved_the_pointer(shop, admin_client):
+def test_it_refuses_a_publish_when_someone_moved_the_pointer(scripted_shop, admin_client):
     admin_client.get("/admin/versions/agentpointer/start/shop/")
     save_draft(admin_client, replay_model.PROMPT)
     admin_client.post(AGENT_PAGE, {"action": "publish"})
@@ -109,7 +109,7 @@ def test_it_refuses_a_publish_when_someone_moved_the_pointer(shop, admin_client)
 
 
 def test_it_replays_twenty_conversations_and_shows_the_report(
-    shop, admin_client, customer, django_capture_on_commit_callbacks
+    scripted_shop, admin_client, customer, django_capture_on_commit_callbacks
 ):
     ids = recorded(customer, 20)
     admin_client.get("/admin/versions/agentpointer/start/shop/")
@@ -133,7 +133,7 @@ def test_it_replays_twenty_conversations_and_shows_the_report(
     assert "Refunds take 5 days." in report and "never_says &quot;5 days&quot;" in report
 
 
-def test_it_shows_outsiders_nothing(shop, customer):
+def test_it_shows_outsiders_nothing(scripted_shop, customer):
     client = Client()
     client.force_login(customer)
     assert client.get(AGENT_PAGE).status_code == 302
@@ -157,7 +157,7 @@ def test_it_shows_outsiders_nothing(shop, customer):
         ),
     ],
 )
-def test_it_refuses_a_draft_it_could_not_run(shop, admin_client, field, value):
+def test_it_refuses_a_draft_it_could_not_run(scripted_shop, admin_client, field, value):
     admin_client.get("/admin/versions/agentpointer/start/shop/")
     fields = {
         "action": "draft",
@@ -175,7 +175,7 @@ def test_it_refuses_a_draft_it_could_not_run(shop, admin_client, field, value):
     assert AgentPointer.objects.get().draft is None
 
 
-def test_it_answers_404_for_what_does_not_exist(admin_client, shop):
+def test_it_answers_404_for_what_does_not_exist(admin_client, scripted_shop):
     assert admin_client.get("/admin/versions/agentpointer/nobody/change/").status_code == 404
     assert (
         admin_client.get("/admin/versions/replayrun/99999999999999999999/change/").status_code
@@ -196,7 +196,7 @@ def test_it_answers_404_for_what_does_not_exist(admin_client, shop):
     ],
 )
 def test_it_refuses_a_replay_of_what_it_cannot_read_without_an_error(
-    shop, admin_client, customer, fields
+    scripted_shop, admin_client, customer, fields
 ):
     recorded(customer, 2)
     admin_client.get("/admin/versions/agentpointer/start/shop/")

@@ -35,7 +35,7 @@ def approver(db) -> Client:
 
 
 @pytest.fixture
-def draft_with_report(shop, customer) -> ReplayRun:
+def draft_with_report(scripted_shop, customer) -> ReplayRun:
     ids = recorded(customer, 5)
     version_publish(version=version_draft(agent_name="shop", system_prompt=replay_model.PROMPT))
     draft = version_draft(agent_name="shop", system_prompt=replay_model.PROMPT + "\nBe brief.")

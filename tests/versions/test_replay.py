@@ -20,7 +20,7 @@ def replay(*args: str) -> ReplayRun:
     return ReplayRun.objects.latest("id")
 
 
-def test_it_replays_conversations_on_the_same_version_identically(shop, customer):
+def test_it_replays_conversations_on_the_same_version_identically(scripted_shop, customer):
     ids = recorded(customer, 25)
     version_draft(agent_name="shop", system_prompt=replay_model.PROMPT)
 
@@ -36,7 +36,7 @@ def test_it_replays_conversations_on_the_same_version_identically(shop, customer
     ]
 
 
-def test_it_shows_exactly_the_conversations_a_changed_prompt_affects(shop, customer):
+def test_it_shows_exactly_the_conversations_a_changed_prompt_affects(scripted_shop, customer):
     ids = recorded(customer, 20)
     version_draft(
         agent_name="shop",
@@ -55,7 +55,7 @@ def test_it_shows_exactly_the_conversations_a_changed_prompt_affects(shop, custo
     assert result.turns[0]["replayed"]["replies"] == ["Refunds take 5 days."]
 
 
-def test_it_marks_a_tool_call_the_recording_never_saw(shop, customer):
+def test_it_marks_a_tool_call_the_recording_never_saw(scripted_shop, customer):
     ids = recorded(customer, 5)
     version_draft(agent_name="shop", system_prompt=replay_model.PROMPT + '\nask about "peru"')
 
@@ -69,7 +69,7 @@ def test_it_marks_a_tool_call_the_recording_never_saw(shop, customer):
     ]
 
 
-def test_it_never_changes_the_recording(shop, customer):
+def test_it_never_changes_the_recording(scripted_shop, customer):
     ids = recorded(customer, 10)
     before = list(Message.objects.order_by("pk").values())
     version_draft(agent_name="shop", system_prompt='when "stock" reply "No."')
@@ -80,7 +80,7 @@ def test_it_never_changes_the_recording(shop, customer):
     assert ReplayRun.objects.get().total == len(ids)
 
 
-def test_it_resumes_a_run_without_replaying_a_conversation_twice(shop, customer):
+def test_it_resumes_a_run_without_replaying_a_conversation_twice(scripted_shop, customer):
     ids = recorded(customer, 12)
     version_draft(agent_name="shop", system_prompt=replay_model.PROMPT)
     from gloveapp.versions.runs import replay_run_advance, replay_run_create
@@ -96,7 +96,7 @@ def test_it_resumes_a_run_without_replaying_a_conversation_twice(shop, customer)
     assert ReplayResult.objects.filter(run=run).count() == 12
 
 
-def test_it_chooses_conversations_by_the_admins_filter(shop, customer, staff):
+def test_it_chooses_conversations_by_the_admins_filter(scripted_shop, customer, staff):
     ids = recorded(customer, 6)
     version_draft(agent_name="shop", system_prompt=replay_model.PROMPT)
 
@@ -105,7 +105,7 @@ def test_it_chooses_conversations_by_the_admins_filter(shop, customer, staff):
     assert run.session_ids == [ids[2]]
 
 
-def test_it_runs_the_checks_the_team_wrote_once(shop, customer):
+def test_it_runs_the_checks_the_team_wrote_once(scripted_shop, customer):
     from gloveapp.versions.models import AgentPointer
 
     ids = recorded(customer, 5)
@@ -124,13 +124,13 @@ def test_it_runs_the_checks_the_team_wrote_once(shop, customer):
     assert failed[ids[0]] == [] and run.failed_checks == 1
 
 
-def test_it_refuses_an_unknown_version(shop, customer):
+def test_it_refuses_an_unknown_version(scripted_shop, customer):
     recorded(customer, 1)
     with pytest.raises(CommandError, match="no draft version"):
         replay("--sample", "1")
 
 
-def test_a_version_that_asks_approval_for_a_tool_shows_it_in_the_report(shop, customer):
+def test_a_version_that_asks_approval_for_a_tool_shows_it_in_the_report(scripted_shop, customer):
     ids = recorded(customer, 5)
     version_draft(
         agent_name="shop",
@@ -150,7 +150,7 @@ def test_a_version_that_asks_approval_for_a_tool_shows_it_in_the_report(shop, cu
     }
 
 
-def test_a_version_offering_fewer_tools_diverges_where_they_were_called(shop, customer):
+def test_a_version_offering_fewer_tools_diverges_where_they_were_called(scripted_shop, customer):
     ids = recorded(customer, 5)
     version_draft(agent_name="shop", system_prompt=replay_model.PROMPT, tools=["refund"])
 
@@ -162,7 +162,7 @@ def test_a_version_offering_fewer_tools_diverges_where_they_were_called(shop, cu
 
 
 def test_a_judge_model_weighs_each_changed_reply_and_its_cost_is_counted(
-    shop, customer, staff, settings, spans
+    scripted_shop, customer, staff, settings, spans
 ):
     from django.test import Client
 
@@ -240,7 +240,7 @@ def test_it_refuses_a_judge_without_a_model():
     )
 
 
-def test_the_sandbox_runs_a_call_never_recorded_and_undoes_its_writes(shop, customer):
+def test_the_sandbox_runs_a_call_never_recorded_and_undoes_its_writes(scripted_shop, customer):
     from django.contrib.auth.models import Group
 
     ids = recorded(customer, 5)
@@ -263,7 +263,7 @@ def test_the_sandbox_runs_a_call_never_recorded_and_undoes_its_writes(shop, cust
     assert not Group.objects.filter(name__startswith="reserved:").exists()
 
 
-def test_without_the_sandbox_a_call_never_recorded_does_not_run(shop, customer):
+def test_without_the_sandbox_a_call_never_recorded_does_not_run(scripted_shop, customer):
     from django.contrib.auth.models import Group
 
     ids = recorded(customer, 1)
@@ -276,7 +276,9 @@ def test_without_the_sandbox_a_call_never_recorded_does_not_run(shop, customer):
     assert not Group.objects.filter(name__startswith="reserved:").exists()
 
 
-def test_the_judge_is_any_provider_speaking_its_wire_format(shop, customer, settings, monkeypatch):
+def test_the_judge_is_any_provider_speaking_its_wire_format(
+    scripted_shop, customer, settings, monkeypatch
+):
     """The judge on the OpenAI adapter, against a local server speaking its wire format."""
     from gloveapp.versions.models import AgentPointer
     from tests.fakes.openai_server import FakeOpenAI
@@ -313,7 +315,9 @@ def test_the_judge_is_any_provider_speaking_its_wire_format(shop, customer, sett
     assert "Customer: I want a refund" in question and "Replayed reply:\nNo refunds." in question
 
 
-def test_a_sandboxed_tool_that_fails_leaves_the_conversations_sandbox_usable(shop, customer):
+def test_a_sandboxed_tool_that_fails_leaves_the_conversations_sandbox_usable(
+    scripted_shop, customer
+):
     from django.contrib.auth.models import Group
 
     from gloveapp.conversations.services import session_create

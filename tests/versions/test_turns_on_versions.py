@@ -52,7 +52,9 @@ def versions_named(session_id: str) -> list[tuple[int, str, int | None]]:
     )
 
 
-async def test_it_runs_the_next_turn_on_a_published_version_and_rolls_back(shop, staff, customer):
+async def test_it_runs_the_next_turn_on_a_published_version_and_rolls_back(
+    scripted_shop, staff, customer
+):
     session = await sync_to_async(session_create)(owner=customer, agent_name="shop")
     assert await say(session.pk, "I want a refund") == "You said: I want a refund"
     first = await publish(replay_model.PROMPT, staff)
@@ -72,7 +74,9 @@ async def test_it_runs_the_next_turn_on_a_published_version_and_rolls_back(shop,
     assert turn_versions == [None, changed.pk, first.pk]
 
 
-async def test_it_names_the_version_of_every_message_with_a_tool_call(shop, staff, customer):
+async def test_it_names_the_version_of_every_message_with_a_tool_call(
+    scripted_shop, staff, customer
+):
     session = await sync_to_async(session_create)(owner=customer, agent_name="shop")
     version = await publish(replay_model.PROMPT, staff)
 
@@ -83,7 +87,9 @@ async def test_it_names_the_version_of_every_message_with_a_tool_call(shop, staf
     assert {version_id for _, _, version_id in named} == {version.pk}
 
 
-async def test_it_shows_the_version_in_the_staff_timeline_and_transcript(shop, staff, customer):
+async def test_it_shows_the_version_in_the_staff_timeline_and_transcript(
+    scripted_shop, staff, customer
+):
     session = await sync_to_async(session_create)(owner=customer, agent_name="shop")
     await publish(REFUNDS, staff)
     await say(session.pk, "hello")
