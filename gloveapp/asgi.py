@@ -4,6 +4,8 @@ their SDKs."""
 from __future__ import annotations
 
 import os
+import sys
+from importlib import import_module
 
 from django.core.asgi import get_asgi_application
 
@@ -24,9 +26,10 @@ def standard_reason_phrases() -> None:
     429 and others ("429 Unknown Status"): fill it from the standard library's."""
     from http import HTTPStatus
 
-    try:
-        from twisted.web import http as twisted_http
-    except ImportError:  # served by uvicorn or another server
+    # Daphne imports Twisted's HTTP before the application; uvicorn and granian never do,
+    # and importing it here would cost them Twisted.
+    twisted_http = sys.modules.get("twisted.web.http")
+    if twisted_http is None:
         return
     for status in HTTPStatus:
         twisted_http.RESPONSES.setdefault(status.value, status.phrase.encode("ascii"))
@@ -50,11 +53,29 @@ if leaky := leaky_connection_settings():
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from gloveapp.api.a2a.server import a2a_endpoint, a2a_path  # noqa: E402
+from gloveapp.api.a2a.paths import a2a_path  # noqa: E402
 from gloveapp.api.agents.events import events_asgi_app, events_path_session  # noqa: E402
-from gloveapp.api.mcp.server import mcp_endpoint  # noqa: E402
 from gloveapp.live.auth import LoginMiddlewareStack  # noqa: E402
 from gloveapp.routing import RefusingURLRouter, websocket_urlpatterns  # noqa: E402
+
+
+def imported_when_called(module: str, name: str):
+    """The ASGI app `module.name`, imported on its first call. The MCP and A2A servers and
+    their SDKs were half a second of every server's start; a server now pays it when it
+    first serves one of them (uvicorn's lifespan starts MCP's at once, as before)."""
+    app = None
+
+    async def call(scope, receive, send):
+        nonlocal app
+        if app is None:
+            app = getattr(import_module(module), name)
+        await app(scope, receive, send)
+
+    return call
+
+
+mcp_endpoint = imported_when_called("gloveapp.api.mcp.server", "mcp_endpoint")
+a2a_endpoint = imported_when_called("gloveapp.api.a2a.server", "a2a_endpoint")
 
 
 async def http_app(scope, receive, send):

@@ -47,7 +47,8 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 
 INSTALLED_APPS = [
-    "daphne",
+    # Daphne's `runserver` (ASGI), without importing Daphne in every process.
+    "gloveapp.lib.http.runserver.DaphneConfig",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -25,7 +25,7 @@ import asyncio
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -35,13 +35,15 @@ from gloveapp.core.store import InboxItemNotFound, InboxTransitionError
 from gloveapp.lib.db.outages import healing, retry_while_unreachable
 from inbox.models import InboxItem
 from inbox.services import inbox_item_update
-from mesh.a2a import A2APeer, A2APeerConfig
 from mesh.core.types import IncomingMeshMessage
 from mesh.layers import DEFAULT_ALIAS, InvalidMeshConfig, get_mesh_transport, mesh_config
 from mesh.models import MeshDelivery
 from mesh.services import mesh_session_id
 from mesh.transports.database import DatabaseMeshTransport
 from mesh.transports.inprocess import InProcessMeshTransport
+
+if TYPE_CHECKING:
+    from mesh.a2a import A2APeer, A2APeerConfig
 
 KEYS = {"card_url", "token_env", "transport", "timeout_seconds", "description", "chats"}
 MESH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -132,6 +134,10 @@ def peer_config(name: str) -> tuple[A2APeerConfig, str]:
                 f"MESH_A2A_PEERS[{name!r}]: the environment variable {entry['token_env']} "
                 "(its token_env) is not set."
             )
+    # Here, not at the top: the system checks read the setting above, and the A2A SDK
+    # (protobuf, gRPC, Starlette) was 0.15 s of every command's start.
+    from mesh.a2a import A2APeerConfig
+
     config = A2APeerConfig(
         mesh_id=name,
         card_url=entry["card_url"],
@@ -204,6 +210,8 @@ async def start_peer(name: str) -> A2APeer:
 
         async def on_answered(message: IncomingMeshMessage) -> None:
             await mark(name, message.id)
+
+    from mesh.a2a import A2APeer
 
     peer = A2APeer(config, transport.adapter(name), on_answered=on_answered)
     await peer.start()

@@ -13,10 +13,14 @@ import os
 import secrets
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -256,7 +260,12 @@ class LiveServer:
         return result.stdout
 
     def token_for(self, username: str) -> str:
-        return self.manage("create_api_token", username, "--create-user").strip()
+        """What `manage.py create_api_token USER --create-user` prints (`api_token`)."""
+        return api_token(self.database_url, username)
+
+    def add_user(self, username: str, password: str | None = None) -> None:
+        """A user who logs in with `password` (`add_user`)."""
+        add_user(self.database_url, username, password)
 
     def _wait_until_up(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -264,7 +273,9 @@ class LiveServer:
             if self._process is not None and self._process.poll() is not None:
                 raise RuntimeError(f"the server exited early:\n{self.log_tail()}")
             try:
-                if httpx.get(f"{self.url}/api/schema/", timeout=2).status_code == 200:
+                # Through Django and its whole URLconf, like any route; the schema, asked
+                # for before, was generated at every start (a tenth of a second).
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -284,10 +295,88 @@ class LiveServer:
                     shutil.copyfile(template + suffix, self._folder / f"live.sqlite3{suffix}")
 
     def _migrate_into(self, database_url: str) -> None:
-        self.manage("migrate", "--noinput", database_url=database_url)
+        # The system checks load the whole URLconf (a second of CPU) and tell a template of
+        # tables nothing; every server and command started on it runs them.
+        self.manage("migrate", "--noinput", "--skip-checks", database_url=database_url)
 
     def _pg_execute(self, sql: str) -> None:
         _pg_execute(self._pg_admin_url, sql)
+
+
+# Users and tokens written straight into a server's database, by the rules of the code that
+# makes them (a `manage.py` command or shell is a Django start-up: 2 s of CPU each).
+
+
+def api_token(database_url: str, username: str) -> str:
+    """What `manage.py create_api_token USER --create-user` prints: the user's DRF token,
+    the user (with an unusable password) and the token made first if missing
+    (tests/api/test_create_api_token.py runs the command against a live server too)."""
+    with _database(database_url) as execute:
+        user_id = _user_id(execute, username, password=None)
+        found = execute("SELECT key FROM authtoken_token WHERE user_id = %s", user_id)
+        if found:
+            return found[0][0]
+        key = secrets.token_hex(20)  # DRF's Token.generate_key
+        execute(
+            "INSERT INTO authtoken_token (key, created, user_id) VALUES (%s, CURRENT_TIMESTAMP, %s)",
+            key,
+            user_id,
+        )
+        return key
+
+
+def add_user(database_url: str, username: str, password: str | None = None) -> None:
+    """The user `username` as `User.objects.create_user(username, password=password)` makes
+    it (None: an unusable password), unless it exists."""
+    with _database(database_url) as execute:
+        _user_id(execute, username, password=password)
+
+
+def make_staff(database_url: str, username: str) -> None:
+    with _database(database_url) as execute:
+        execute("UPDATE auth_user SET is_staff = TRUE WHERE username = %s", username)
+
+
+@contextmanager
+def _database(database_url: str) -> Iterator[Callable[..., list[tuple]]]:
+    """One transaction on a server's database (SQLite or PostgreSQL): `execute(sql, *args)`
+    with `%s` placeholders, returning the rows."""
+    if database_url.startswith("sqlite:///"):
+        # As the server's own connections: wait for the lock, and take it at BEGIN.
+        conn = sqlite3.connect(
+            database_url.removeprefix("sqlite:///"), timeout=20, isolation_level=None
+        )
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            yield lambda sql, *args: conn.execute(sql.replace("%s", "?"), args).fetchall()
+            conn.execute("COMMIT")
+        finally:
+            conn.close()  # without a COMMIT, rolled back
+        return
+    import psycopg
+
+    def execute(sql: str, *args: object) -> list[tuple]:
+        cursor = conn.execute(sql, args)
+        return cursor.fetchall() if cursor.description else []
+
+    with psycopg.connect(database_url, connect_timeout=10) as conn:  # commits at the end
+        yield execute
+
+
+def _user_id(execute: Callable[..., list[tuple]], username: str, *, password: str | None) -> int:
+    from django.contrib.auth.hashers import make_password
+
+    username = unicodedata.normalize("NFKC", username)  # AbstractBaseUser.normalize_username
+    found = execute("SELECT id FROM auth_user WHERE username = %s", username)
+    if found:
+        return found[0][0]
+    return execute(
+        "INSERT INTO auth_user (username, password, first_name, last_name, email, "
+        "is_superuser, is_staff, is_active, date_joined) "
+        "VALUES (%s, %s, '', '', '', FALSE, FALSE, TRUE, CURRENT_TIMESTAMP) RETURNING id",
+        username,
+        make_password(password),
+    )[0][0]
 
 
 def _pg_execute(admin_url: str, sql: str) -> None:

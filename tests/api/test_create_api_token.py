@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from io import StringIO
 
+import httpx
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -35,3 +36,20 @@ def test_it_refuses_an_unknown_user_unless_asked_to_create_it(django_user_model)
         run("nobody")
     assert run("robot", "--create-user")
     assert django_user_model.objects.filter(username="robot").exists()
+
+
+@pytest.mark.process
+def test_the_command_on_a_live_server_agrees_with_the_tests_shortcut(live_server_process):
+    """The real command in a process of its own, on a live server's database: the token it
+    prints opens the API there, and `LiveServer.token_for` (which writes users and tokens
+    straight into that database) finds it, and the command finds the shortcut's."""
+    server = live_server_process
+    printed = server.manage("create_api_token", "command-made", "--create-user").strip()
+    answer = httpx.get(
+        f"{server.url}/api/sessions", headers={"Authorization": f"Token {printed}"}, timeout=30
+    )
+    assert answer.status_code == 200
+    assert server.token_for("command-made") == printed
+
+    written = server.token_for("shortcut-made")
+    assert server.manage("create_api_token", "shortcut-made").strip() == written

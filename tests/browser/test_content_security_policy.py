@@ -11,7 +11,6 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import wait_until
 from tests.browser.test_coffee_shop import log_in, say
-from tests.browser.test_what_people_trip_over import NEW_USER
 from tests.browser.test_workspace_inbox import push
 from tests.inbox.workspaces.conftest import make_workspace
 
@@ -38,7 +37,7 @@ USERNAME, PASSWORD = "csp-checker", "csp-browser-pw-1"
 @pytest.fixture(scope="module")
 def doc_workspace(server, tmp_path_factory):
     # A user of its own: the demo user's inbox is another test's to count.
-    server.manage("shell", "-c", NEW_USER.format(username=USERNAME, password=PASSWORD))
+    server.add_user(USERNAME, PASSWORD)
     root = tmp_path_factory.mktemp("csp-workspace")
     (root / "notes.md").write_text(DOC)
     return make_workspace(server, root, USERNAME, owner_token="")

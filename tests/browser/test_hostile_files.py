@@ -9,7 +9,6 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_coffee_shop import log_in
-from tests.browser.test_what_people_trip_over import NEW_USER
 from tests.inbox.workspaces.conftest import make_workspace
 
 pytestmark = pytest.mark.browser
@@ -24,7 +23,7 @@ USERNAME, PASSWORD = "file-prober", "prober-browser-pw-1"
 @pytest.fixture(scope="module")
 def hostile_workspace(server, tmp_path_factory):
     # A user of its own: the demo user's workspaces and inbox are other tests' to count.
-    server.manage("shell", "-c", NEW_USER.format(username=USERNAME, password=PASSWORD))
+    server.add_user(USERNAME, PASSWORD)
     root = tmp_path_factory.mktemp("hostile-workspace")
     for name in ("\ufb01.html", "drawing.svg", "feed.xml"):
         (root / name).write_text(PAYLOAD)

@@ -11,7 +11,6 @@ import pytest
 from playwright.sync_api import Route, expect
 
 from tests.browser.test_coffee_shop import log_in
-from tests.browser.test_what_people_trip_over import NEW_USER
 from tests.browser.test_workspace_inbox import push
 from tests.inbox.workspaces.conftest import make_workspace
 
@@ -34,7 +33,7 @@ def next_held(page, held: list[Route]) -> Route:
 def test_the_composer_keeps_what_is_typed_while_sending_and_what_failed_to_send(server, browser):
     expect.set_options(timeout=WAIT_MS)
     password = secrets.token_urlsafe(12)
-    server.manage("shell", "-c", NEW_USER.format(username="typist", password=password))
+    server.add_user("typist", password)
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     page = context.new_page()
     log_in(page, server.url, "typist", password)
@@ -75,7 +74,7 @@ def test_the_inbox_reply_sends_on_ctrl_enter_and_enter_breaks_the_line(
 ):
     expect.set_options(timeout=WAIT_MS)
     password = secrets.token_urlsafe(12)
-    server.manage("shell", "-c", NEW_USER.format(username="keyboardist", password=password))
+    server.add_user("keyboardist", password)
     workspace = make_workspace(
         server, tmp_path_factory.mktemp("keys-workspace"), "keyboardist", owner_token=""
     )

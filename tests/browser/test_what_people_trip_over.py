@@ -110,18 +110,13 @@ def test_it_asks_again_after_dont_allow(server, browser):
 
 
 REPLIER_PASSWORD = "replier-browser-pw-1"
-NEW_USER = """
-from django.contrib.auth import get_user_model
-get_user_model().objects.filter(username="{username}").exists() or \\
-    get_user_model().objects.create_user("{username}", password="{password}")
-"""
 
 
 def test_a_reply_from_the_inbox_is_read_by_the_workspaces_mcp_client(
     server, browser, tmp_path_factory
 ):
     # A user of its own: the demo user's inbox is another test's to count.
-    server.manage("shell", "-c", NEW_USER.format(username="replier", password=REPLIER_PASSWORD))
+    server.add_user("replier", REPLIER_PASSWORD)
     root = tmp_path_factory.mktemp("reply-workspace")
     workspace = make_workspace(server, root, "replier", owner_token="")
     question = push(workspace, comments="Blocked: which index should I use?")

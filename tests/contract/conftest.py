@@ -15,7 +15,7 @@ from asgiref.sync import SyncToAsync
 from django.db import connections
 
 from gloveapp.core.store import MemoryStore
-from tests.api.liveserver import remote_store_factory
+from tests.api.liveserver import make_staff, remote_store_factory
 
 StoreFactory = Callable[..., Any]
 _numbers = count(1)
@@ -71,10 +71,5 @@ def live_token(live_server_process) -> str:
     through `update_inbox_item` is part of the contract, and over REST it is staff's only
     (a session's plain owner gets a 403, tests/api/test_inbox_authority.py)."""
     token = live_server_process.token_for("contract-staff")
-    live_server_process.manage(
-        "shell",
-        "-c",
-        "from django.contrib.auth import get_user_model; "
-        "get_user_model().objects.filter(username='contract-staff').update(is_staff=True)",
-    )
+    make_staff(live_server_process.database_url, "contract-staff")
     return token

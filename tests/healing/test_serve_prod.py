@@ -135,14 +135,13 @@ def test_serve_prod_with_a_proxy_port_serves_the_whole_topology_at_one_address()
     live socket all work through one address."""
     import asyncio
     import json
-    import subprocess
-    import sys
     from types import SimpleNamespace
     from urllib.parse import urlsplit
 
     from websockets.asyncio.client import connect
 
-    from tests.healing.serve_prod import ROOT, free_port
+    from tests.api.liveserver import add_user
+    from tests.healing.serve_prod import free_port
     from tests.healing.stack import PASSWORD, Browser
 
     proxy_port = free_port()
@@ -151,17 +150,7 @@ def test_serve_prod_with_a_proxy_port_serves_the_whole_topology_at_one_address()
     ) as stack:
         proxy = f"http://127.0.0.1:{proxy_port}"
         until(lambda: stack.answers(proxy))
-        make_user = (
-            "from django.contrib.auth import get_user_model; "
-            f"get_user_model().objects.create_user('ann', password='{PASSWORD}')"
-        )
-        subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", make_user],
-            cwd=ROOT,
-            env=stack.env,
-            check=True,
-            capture_output=True,
-        )
+        add_user(stack.database_url, "ann", PASSWORD)
         browser = Browser(SimpleNamespace(url=proxy))
         session_id = browser.new_session()
         page = browser.client.get(f"/sessions/{session_id}/")

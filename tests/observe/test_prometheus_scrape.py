@@ -20,8 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.api import liveserver
 from tests.conftest import service_missing
-from tests.healing.serve_prod import ROOT, ServeProd, free_port
+from tests.healing.serve_prod import ServeProd, free_port
 from tests.healing.stack import PASSWORD, Browser
 
 pytestmark = [pytest.mark.apart, pytest.mark.timeout(300)]
@@ -115,21 +116,7 @@ class Prometheus:
 
 
 def add_user(stack: ServeProd, username: str) -> None:
-    subprocess.run(
-        [
-            str(ROOT / ".venv" / "bin" / "python"),
-            "manage.py",
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model; "
-            f"get_user_model().objects.create_user({username!r}, password={PASSWORD!r})",
-        ],
-        cwd=ROOT,
-        env=stack.env,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    liveserver.add_user(stack.database_url, username, PASSWORD)
 
 
 def turn_rows(stack: ServeProd) -> list[tuple[str, str]]:

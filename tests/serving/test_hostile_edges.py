@@ -52,12 +52,7 @@ def uvicorn(tmp_path_factory) -> Iterator[dict]:
 
 def _server(kind: str, tmp_path_factory) -> Iterator[dict]:
     with LiveServer(server=kind) as live:
-        live.manage(
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model as g; "
-            f"g().objects.create_user('mallory', password='{PASSWORD}')",
-        )
+        live.add_user("mallory", PASSWORD)
         token = live.token_for("mallory")
         root = tmp_path_factory.mktemp("mallory")
         (root / "note.md").write_text("# note\n")

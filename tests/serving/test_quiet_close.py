@@ -21,12 +21,7 @@ PASSWORD = "pw-quiet-123456"
 @pytest.fixture(scope="module", params=["daphne"])
 def served(request) -> Iterator[dict]:
     with LiveServer(server=request.param) as live:
-        live.manage(
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model as g; "
-            f"g().objects.create_user('quiet', password='{PASSWORD}')",
-        )
+        live.add_user("quiet", PASSWORD)
         token = live.token_for("quiet")
         with httpx.Client(base_url=live.url, timeout=30) as http:
             page = http.get("/accounts/login/")

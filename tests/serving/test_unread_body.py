@@ -4,15 +4,13 @@ served, and the refusal is one log line without a traceback."""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
-from tests.healing.serve_prod import ROOT, ServeProd
+from tests.api import liveserver
+from tests.healing.serve_prod import ServeProd
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(300)]
 
@@ -23,23 +21,7 @@ ROUNDS = 10
 @pytest.fixture(scope="module")
 def stack() -> Iterator[tuple[ServeProd, str]]:
     with ServeProd(http_workers=1, ws_workers=2, turn_workers=1) as served:
-        created = subprocess.run(
-            [
-                sys.executable,
-                "manage.py",
-                "shell",
-                "-c",
-                "from django.contrib.auth import get_user_model as g; "
-                "from rest_framework.authtoken.models import Token; "
-                "u = g().objects.create_user('heavy'); print(Token.objects.create(user=u).key)",
-            ],
-            cwd=ROOT,
-            env={**os.environ, **served.env},
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        yield served, created.stdout.strip().splitlines()[-1]
+        yield served, liveserver.api_token(served.database_url, "heavy")
 
 
 def _read_response(sock: socket.socket) -> tuple[str, dict[str, str]]:

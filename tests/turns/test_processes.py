@@ -64,12 +64,7 @@ def cluster(request, redis_server) -> Iterator[tuple[LiveServer, LiveServer]]:
     }
     first = LiveServer(database_url=PG_URL, extra_env=env)
     with first:
-        first.manage(
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model; "
-            f"get_user_model().objects.create_user('ann', password='{PASSWORD}')",
-        )
+        first.add_user("ann", PASSWORD)
         with LiveServer(sharing=first, extra_env=env) as second:
             first.start_worker()
             second.start_worker()

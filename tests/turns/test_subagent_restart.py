@@ -35,12 +35,7 @@ def cluster() -> Iterator[LiveServer]:
         "GLOVE_TURN_DB_THREADS": "2",
     }
     with LiveServer(database_url=PG_URL, extra_env=env) as server:
-        server.manage(
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model; "
-            f"get_user_model().objects.create_user('ann', password='{PASSWORD}')",
-        )
+        server.add_user("ann", PASSWORD)
         server.start_worker()
         server.start_worker()
         yield server

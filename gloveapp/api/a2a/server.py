@@ -35,6 +35,7 @@ from starlette.applications import Starlette
 from gloveapp.agents.config import agent_may_start, agent_names, default_agent_name, get_agent_spec
 from gloveapp.api.a2a.card import agent_card
 from gloveapp.api.a2a.handler import CALLER, TOKEN, GloveRequestHandler
+from gloveapp.api.a2a.paths import CARD_PATH
 from gloveapp.api.common.json_body import (
     BodyRefused,
     Disconnected,
@@ -48,18 +49,12 @@ from gloveapp.lib.db.outages import is_database_outage
 from gloveapp.lib.http.middleware import beside_django
 from gloveapp.live.sse import run_db
 
-CARD_PATH = "/.well-known/agent-card.json"
 PATH = re.compile(r"^/a2a/(?P<agent>[A-Za-z0-9_-]{1,100})(?P<rest>/.*)?$")
 CARD_VERSION = "1.0.0"
 UNAUTHORIZED_HEADERS = [
     (b"www-authenticate", b'Bearer realm="glove-a2a"'),
     (b"www-authenticate", b'Token realm="glove-a2a"'),
 ]
-
-
-def a2a_path(path: str) -> bool:
-    """Whether `path` is one of the A2A endpoints (gloveapp/asgi.py routes it here)."""
-    return path == CARD_PATH or path.startswith("/a2a/")
 
 
 class _Caller(User):

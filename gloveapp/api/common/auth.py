@@ -19,8 +19,11 @@ from __future__ import annotations
 
 from django.core.exceptions import DisallowedHost
 from drf_spectacular.authentication import SessionScheme
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
+
+from inbox.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookSignatureAuthentication
 
 
 def is_same_origin_json(request: Request) -> bool:
@@ -52,3 +55,23 @@ class SameOriginJsonSessionScheme(SessionScheme):
 
     target_class = SameOriginJsonSessionAuthentication
     name = "sessionCookie"
+
+
+class WebhookSignatureScheme(OpenApiAuthenticationExtension):
+    """The signed webhook (inbox.webhooks), as OpenAPI describes it. Here, on the edge that
+    serves the schema: registered from the inbox app's ready(), it imported drf-spectacular
+    (a quarter of a second) into every process, those that load no URLconf too."""
+
+    target_class = WebhookSignatureAuthentication
+    name = "gloveSignature"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": SIGNATURE_HEADER,
+            "description": (
+                f"`sha256=<hex HMAC-SHA256(GLOVE_WEBHOOK_SECRET, {TIMESTAMP_HEADER} + '.' + "
+                f"raw body)>`, with `{TIMESTAMP_HEADER}: <unix seconds>`."
+            ),
+        }
