@@ -13,26 +13,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.api.liveserver import LiveServer
+from tests.api.liveserver import LiveServer, add_user
 from tests.conftest import service_missing
-from tests.healing.stack import PASSWORD, query
+from tests.healing.stack import PASSWORD
 from tests.servers import RedisServer, through_pgbouncer
-
-
-def add_user(database_url: str, username: str, password: str) -> None:
-    """A user row written straight into the server's database (a `manage.py shell` costs
-    seconds on a busy machine)."""
-    from django.contrib.auth.hashers import make_password
-
-    query(
-        database_url,
-        "INSERT INTO auth_user (username, password, first_name, last_name, email, "
-        "is_superuser, is_staff, is_active, date_joined) "
-        "VALUES (%s, %s, '', '', '', false, false, true, now()) RETURNING id",
-        username,
-        make_password(password),
-    )
-
 
 # Short, so a turn whose worker died is taken back soon; the promise is this plus 10 s.
 LEASE_SECONDS = 4

@@ -18,9 +18,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tests.api.liveserver import LiveServer
+from tests.api.liveserver import LiveServer, add_user
 from tests.conftest import service_missing
-from tests.healing.conftest import add_user
 from tests.healing.stack import PASSWORD, Browser, until
 from tests.servers import PgBouncer, PostgresServer, pg_bindir, pgbouncer_binary, through_pgbouncer
 

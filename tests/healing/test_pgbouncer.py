@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.liveserver import LiveServer
-from tests.healing.conftest import add_user
+from tests.api.liveserver import LiveServer, add_user
 from tests.healing.stack import PASSWORD
 from tests.servers import through_pgbouncer
 

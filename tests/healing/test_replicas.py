@@ -12,9 +12,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.api.liveserver import LiveServer
+from tests.api.liveserver import LiveServer, add_user
 from tests.conftest import service_missing
-from tests.healing.conftest import add_user
 from tests.healing.stack import PASSWORD, Browser, query, until
 from tests.servers import (
     PgBouncer,

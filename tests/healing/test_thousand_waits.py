@@ -14,8 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.api.liveserver import PYTHON, ROOT, LiveServer
-from tests.healing.conftest import add_user
+from tests.api.liveserver import PYTHON, ROOT, LiveServer, add_user
 from tests.healing.stack import PASSWORD, Browser, query
 from tests.servers import through_pgbouncer
 
