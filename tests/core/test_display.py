@@ -134,7 +134,7 @@ def test_it_returns_from_notified_when_the_last_notification_has_just_finished()
     done callbacks come next on the loop): `notified` must see the task is done and return,
     not await it again forever without yielding (which froze a turn's end, the loop blocked).
     The loop runs in a thread of its own, so a spin fails the test instead of hanging it."""
-    outcome: list[str] = []
+    outcome: list[bool] = []
 
     async def scenario() -> None:
         display = DisplayManager()
