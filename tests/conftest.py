@@ -99,7 +99,6 @@ PROCESS_FIXTURES = frozenset(
         "crowd",
         "granian",
         "lazy_server",
-        "live",
         "live_server_process",
         "mesh_peer",
         "node",

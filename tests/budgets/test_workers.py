@@ -1,5 +1,6 @@
 """Budgets with real turn workers on PostgreSQL: a server and `manage.py turn_worker`
-processes on a database of their own (tests/api/liveserver.py), the priced test agent whose
+processes on a database of their own (tests/api/liveserver.py) on the run's PostgreSQL server
+or one of the test's own, in the fault pass whatever its database, the priced test agent whose
 model reports real token counts, and a daily budget of $1.00 for everyone
 (tests/budgets/live_settings.py).
 
@@ -11,6 +12,7 @@ model reports real token counts, and a daily budget of $1.00 for everyone
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +20,9 @@ from decimal import Decimal
 
 import httpx
 import pytest
-from django.db import connection
 
 from tests.api.liveserver import LiveServer
-from tests.conftest import service_missing
+from tests.conftest import _port_open, service_missing
 from tests.healing.stack import query, until, wait_until_finished
 from tests.servers import PostgresServer, pg_bindir
 
@@ -38,12 +39,16 @@ LEASE_SECONDS = 4
 
 
 @pytest.fixture
-def database_base(transactional_db) -> str:
-    """The PostgreSQL server of the test run; the live server makes a database of its own."""
-    if connection.vendor != "postgresql":
-        pytest.skip("runs in the PostgreSQL pass (DATABASE_URL=postgres://...)")
-    params = connection.settings_dict
-    return f"postgres://{params['USER']}@{params['HOST']}:{params['PORT']}/postgres"
+def database_base() -> str:
+    """The test run's PostgreSQL server (`make test` names it in PG_TEST_URL), whatever the
+    pass's own database: the live server makes a database of its own there."""
+    base, _, _ = os.environ.get("PG_TEST_URL", "postgres://postgres@127.0.0.1:5432/x").rpartition(
+        "/"
+    )
+    host, _, port = base.rpartition("@")[2].partition(":")
+    if not _port_open(host or "127.0.0.1", int(port or 5432)):
+        service_missing(f"PostgreSQL is not reachable at {base}")
+    return f"{base}/postgres"
 
 
 def _server(database_base: str, **env: str) -> LiveServer:
@@ -179,8 +184,6 @@ def test_a_worker_killed_mid_call_and_postgresql_restarted_leave_the_ledger_bala
     loses none and doubles none. `immediate` is a crash of PostgreSQL (no shutdown
     checkpoint): the reservations' commits do not wait for the disk, so the newest may be
     lost, each whole (its rows and its counters' change together): the ledger balances."""
-    if connection.vendor != "postgresql":
-        pytest.skip("runs in the PostgreSQL pass (DATABASE_URL=postgres://...)")
     if pg_bindir() is None:
         service_missing("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
     with PostgresServer() as postgres:

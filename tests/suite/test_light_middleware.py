@@ -95,3 +95,32 @@ def test_whitenoise_runs_async_under_asgi_which_its_own_middleware_cannot():
     assert iscoroutinefunction(ours)
     response = asyncio.run(ours(RequestFactory().get("/api/sessions")))
     assert response.content == b"from the view"
+
+
+def _served(middleware, path: str) -> tuple[int, dict]:
+    response = middleware(RequestFactory().get(path))
+    return response.status_code, {k: v for k, v in response.items() if k != "Date"}
+
+
+def test_whitenoise_built_again_serves_what_its_own_finds(settings, tmp_path):
+    """The finders' index is kept per configuration (gloveapp/lib/http/middleware.py): a
+    middleware built again serves the files and headers WhiteNoise's own builds, and a
+    changed STATICFILES_DIRS is a new index."""
+    from whitenoise.middleware import WhiteNoiseMiddleware as WhiteNoisesOwn
+
+    from gloveapp.lib.http.middleware import WhiteNoiseMiddleware
+
+    def view(request):
+        return HttpResponse("not a static file", status=404)
+
+    path = "/static/admin/css/base.css"
+    WhiteNoiseMiddleware(view)
+    again = WhiteNoiseMiddleware(view)
+    assert again.files.keys() == WhiteNoisesOwn(view).files.keys()
+    assert _served(again, path) == _served(WhiteNoisesOwn(view), path)
+    assert _served(again, path)[0] == 200
+
+    (tmp_path / "added.txt").write_text("new")
+    settings.STATICFILES_DIRS = [*settings.STATICFILES_DIRS, tmp_path]
+    assert _served(WhiteNoiseMiddleware(view), "/static/added.txt")[0] == 200
+    assert _served(again, "/static/added.txt")[0] == 404

@@ -10,15 +10,15 @@ import pytest
 
 from tests.inbox.workspaces.test_mcp import call, result_json
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.postgres]
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.postgres,
+    pytest.mark.asyncio(loop_scope="module"),
+]
 
 
 def client(live, who: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        base_url=live["server"].url,
-        headers={"Authorization": f"Token {live[who].owner_token}"},
-        timeout=30,
-    )
+    return live["server"].client(headers={"Authorization": f"Token {live[who].owner_token}"})
 
 
 async def push(live, who: str, **arguments) -> str:

@@ -6,26 +6,33 @@ import json
 
 import httpx
 import pytest
+from asgiref.sync import sync_to_async
 
+from inbox.models import Notification
 from inbox.workspaces.tools import INBOX_PUSH_DESCRIPTION
 from tests.inbox.workspaces.mcp_client import mcp_session
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.postgres]
+# One event loop for the module: the application's MCP session manager starts on the first
+# request of a loop and lives as long as it.
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.postgres,
+    pytest.mark.asyncio(loop_scope="module"),
+]
 
 
 async def call(workspace, tool: str, arguments: dict, *, token: str | None = None):
-    async with mcp_session(workspace.mcp_url, token or workspace.token) as session:
+    async with mcp_session(
+        workspace.mcp_url, token or workspace.token, transport=workspace.transport
+    ) as session:
         return await session.call_tool(tool, arguments)
 
 
-def history(live, who: str, **params) -> httpx.Response:
-    workspace = live[who]
-    return httpx.get(
-        f"{live['server'].url}/api/inbox/history",
-        params=params,
-        headers={"Authorization": f"Token {workspace.owner_token}"},
-        timeout=30,
-    )
+async def history(live, who: str, **params) -> httpx.Response:
+    async with live["server"].client(
+        headers={"Authorization": f"Token {live[who].owner_token}"}
+    ) as http:
+        return await http.get("/api/inbox/history", params=params)
 
 
 def result_json(result) -> dict:
@@ -35,7 +42,7 @@ def result_json(result) -> dict:
 
 async def test_it_lists_the_workspace_tools_with_the_seeds_guidance(live):
     workspace = live["ann"]
-    async with mcp_session(workspace.mcp_url, workspace.token) as session:
+    async with mcp_session(workspace.mcp_url, workspace.token, workspace.transport) as session:
         listed = {tool.name: tool for tool in (await session.list_tools()).tools}
     assert set(listed) == {"inbox_push", "inbox_read", "notify_user"}
     assert listed["inbox_push"].description == INBOX_PUSH_DESCRIPTION
@@ -53,7 +60,7 @@ async def test_it_stores_a_good_push_and_shows_it_in_the_owners_history(live):
         )
     )
     assert pushed["ok"] is True
-    body = history(live, "ann").json()
+    body = (await history(live, "ann")).json()
     entry = next(e for e in body["entries"] if e["id"] == pushed["entryId"])
     assert entry["workspaceId"] == live["ann"].id
     assert entry["workspaceLabel"] == "ann's research"
@@ -67,12 +74,15 @@ async def test_it_takes_the_workspace_from_the_url_never_from_arguments(live):
     pushed = result_json(
         await call(live["ann"], "inbox_push", {"comments": "hi", "workspaceId": live["bob"].id})
     )
-    ids = [e["id"] for e in history(live, "ann").json()["entries"]]
+    ids = [e["id"] for e in (await history(live, "ann")).json()["entries"]]
     assert pushed["entryId"] in ids
-    assert pushed["entryId"] not in [e["id"] for e in history(live, "bob").json()["entries"]]
+    assert pushed["entryId"] not in [
+        e["id"] for e in (await history(live, "bob")).json()["entries"]
+    ]
 
 
 async def test_it_reads_back_only_this_workspaces_entries(live):
+    earlier = result_json(await call(live["ann"], "inbox_push", {"comments": "ann's first"}))
     result_json(await call(live["bob"], "inbox_push", {"comments": "bob's check-in"}))
     mine = result_json(await call(live["ann"], "inbox_push", {"comments": "ann's latest"}))
     read = result_json(await call(live["ann"], "inbox_read", {"limit": 1}))
@@ -80,7 +90,7 @@ async def test_it_reads_back_only_this_workspaces_entries(live):
     assert read["hasMore"] is True
     older = result_json(await call(live["ann"], "inbox_read", {"before": mine["entryId"]}))
     assert all(e["workspaceId"] == live["ann"].id for e in older["entries"])
-    assert mine["entryId"] not in [e["id"] for e in older["entries"]]
+    assert [e["id"] for e in older["entries"]] == [earlier["entryId"]]
 
 
 @pytest.mark.parametrize(
@@ -104,11 +114,11 @@ async def test_it_reads_back_only_this_workspaces_entries(live):
     ],
 )
 async def test_it_refuses_a_bad_push_naming_the_field_and_stores_nothing(live, arguments, message):
-    before = history(live, "ann").json()["entries"]
+    before = (await history(live, "ann")).json()["entries"]
     result = await call(live["ann"], "inbox_push", arguments)
     assert result.isError
     assert result.content[0].text.startswith(message)
-    assert history(live, "ann").json()["entries"] == before
+    assert (await history(live, "ann")).json()["entries"] == before
 
 
 @pytest.mark.parametrize(
@@ -120,7 +130,9 @@ async def test_it_refuses_a_bad_push_naming_the_field_and_stores_nothing(live, a
         ({"comments": "ready \ud800"}, "comments: must not contain lone surrogate"),
     ],
 )
-def test_it_refuses_text_no_page_can_show_and_keeps_the_inbox_readable(live, arguments, message):
+async def test_it_refuses_text_no_page_can_show_and_keeps_the_inbox_readable(
+    live, arguments, message
+):
     # The SDK's client cannot even encode a lone surrogate: send the JSON-RPC call as the
     # escaped JSON text a careless client writes.
     workspace = live["ann"]
@@ -132,22 +144,22 @@ def test_it_refuses_text_no_page_can_show_and_keeps_the_inbox_readable(live, arg
             "params": {"name": "inbox_push", "arguments": arguments},
         }
     )
-    response = httpx.post(
-        workspace.mcp_url,
-        content=body,
-        headers={
-            "Authorization": f"Bearer {workspace.token}",
-            "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json",
-        },
-        timeout=30,
-    )
+    async with live["server"].client() as http:
+        response = await http.post(
+            workspace.mcp_url,
+            content=body,
+            headers={
+                "Authorization": f"Bearer {workspace.token}",
+                "Accept": "application/json, text/event-stream",
+                "Content-Type": "application/json",
+            },
+        )
 
     assert response.status_code == 200
     result = response.json()["result"]
     assert result["isError"] is True
     assert result["content"][0]["text"].startswith(message)
-    assert history(live, "ann").status_code == 200
+    assert (await history(live, "ann")).status_code == 200
 
 
 async def test_it_accepts_a_symlink_that_stays_inside_the_workspace(live):
@@ -173,7 +185,7 @@ async def test_it_refuses_a_wrong_or_missing_token_with_401(live):
     }
     accept = {"Accept": "application/json, text/event-stream"}
     for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": f"Token {ann.token}"}):
-        async with httpx.AsyncClient() as http:
+        async with live["server"].client() as http:
             response = await http.post(ann.mcp_url, json=initialize, headers={**accept, **headers})
         assert response.status_code == 401
         assert response.headers["www-authenticate"].startswith("Bearer")
@@ -181,7 +193,7 @@ async def test_it_refuses_a_wrong_or_missing_token_with_401(live):
 
 async def test_it_refuses_an_unknown_workspace_as_it_refuses_a_wrong_token(live):
     server = live["server"]
-    async with httpx.AsyncClient() as http:
+    async with server.client() as http:
         response = await http.post(
             f"{server.url}/mcp/ws-doesnotexist",
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
@@ -196,6 +208,7 @@ async def test_it_refuses_an_unknown_workspace_as_it_refuses_a_wrong_token(live)
                 root=live["ann"].root,
                 mcp_url=f"{server.url}/mcp/ws-doesnotexist",
                 owner_token="",
+                transport=server.transport,
             ),
             "inbox_push",
             {"comments": "hello?"},
@@ -205,13 +218,10 @@ async def test_it_refuses_an_unknown_workspace_as_it_refuses_a_wrong_token(live)
 async def test_it_records_a_deprecated_notify_user_as_a_legacy_notification(live):
     result = result_json(await call(live["ann"], "notify_user", {"text": "cron finished"}))
     assert result["acknowledged"] is True
-    stored = live["server"].manage(
-        "shell",
-        "-c",
-        "from inbox.models import Notification as N; "
-        "print([(n.text, n.source) for n in N.objects.filter(user__username='ann')])",
-    )
-    assert "('cron finished', 'workspace')" in stored
+    stored = await sync_to_async(
+        lambda: [(n.text, n.source) for n in Notification.objects.filter(user__username="ann")]
+    )()
+    assert ("cron finished", "workspace") in stored
 
 
 async def test_a_rotated_token_replaces_the_old_one(live):
@@ -226,7 +236,8 @@ async def test_a_rotated_token_replaces_the_old_one(live):
 
 
 async def test_the_tool_descriptions_tell_the_agent_to_check_for_replies(live):
-    async with mcp_session(live["ann"].mcp_url, live["ann"].token) as session:
+    ann = live["ann"]
+    async with mcp_session(ann.mcp_url, ann.token, ann.transport) as session:
         listed = {tool.name: tool.description for tool in (await session.list_tools()).tools}
     assert "check it for replies" in listed["inbox_push"]
     assert "Check for the user's replies" in listed["inbox_read"]

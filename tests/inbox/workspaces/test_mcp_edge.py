@@ -11,7 +11,11 @@ import pytest
 
 from tests.inbox.workspaces.test_mcp import call, result_json
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.postgres]
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.postgres,
+    pytest.mark.asyncio(loop_scope="module"),
+]
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 HOSTILE_BODIES = {
@@ -31,7 +35,7 @@ def _bearer(token: str) -> dict:
 @pytest.mark.parametrize("name", list(HOSTILE_BODIES))
 async def test_a_hostile_body_is_a_json_rpc_parse_error_not_a_500(live, name):
     ann = live["ann"]
-    async with httpx.AsyncClient(timeout=60) as http:
+    async with live["server"].client() as http:
         response = await http.post(
             ann.mcp_url, content=HOSTILE_BODIES[name], headers=_bearer(ann.token)
         )
@@ -51,7 +55,7 @@ async def test_a_nul_or_lone_surrogate_is_no_server_error_either(live, text):
         f'"arguments": {{"comments": "x{text}"}}}}}}'
     )
     method = f'{{"jsonrpc": "2.0", "id": 2, "method": "tools/list{text}"}}'
-    async with httpx.AsyncClient(timeout=60) as http:
+    async with live["server"].client() as http:
         for content in (body, method):
             response = await http.post(ann.mcp_url, content=content, headers=_bearer(ann.token))
             assert response.status_code < 500, response.text[:300]
@@ -60,7 +64,7 @@ async def test_a_nul_or_lone_surrogate_is_no_server_error_either(live, text):
 async def test_a_body_over_the_size_limit_is_refused_the_same_way(live):
     ann = live["ann"]
     huge = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"p": "a" * 3_000_000}})
-    async with httpx.AsyncClient(timeout=60) as http:
+    async with live["server"].client() as http:
         response = await http.post(ann.mcp_url, content=huge, headers=_bearer(ann.token))
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32700
@@ -69,7 +73,7 @@ async def test_a_body_over_the_size_limit_is_refused_the_same_way(live):
 async def test_an_unknown_workspace_and_a_wrong_token_get_the_same_401(live):
     server, ann = live["server"], live["ann"]
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    async with httpx.AsyncClient(timeout=60) as http:
+    async with live["server"].client() as http:
         unknown = await http.post(
             f"{server.url}/mcp/ws-doesnotexist", json=initialize, headers=_bearer(ann.token)
         )
