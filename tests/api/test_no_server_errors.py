@@ -166,13 +166,15 @@ DEEP_FIELDS = [
 
 
 @pytest.mark.parametrize("levels", [1_000, 3_000, 10_000])
-@pytest.mark.parametrize(("method", "route", "build", "field"), DEEP_FIELDS)
+@pytest.mark.parametrize(("method", "route", "body_around", "field"), DEEP_FIELDS)
 def test_it_refuses_a_json_field_nested_thousands_deep(
-    owner_client, session_id, method, route, build, field, levels
+    owner_client, session_id, method, route, body_around, field, levels
 ):
     before = _written(session_id)
 
-    answer = _send(owner_client, method, f"/api/sessions/{session_id}/{route}", build(deep(levels)))
+    answer = _send(
+        owner_client, method, f"/api/sessions/{session_id}/{route}", body_around(deep(levels))
+    )
 
     assert answer.status_code == 400, answer.content[:300]
     body = answer.json()

@@ -20,7 +20,7 @@ from tests.observe.otlp_receiver import Receiver
 # server's own.
 pytestmark = [pytest.mark.apart, pytest.mark.process, pytest.mark.timeout(900)]
 
-EXAMPLES = 2  # for each way of bending a request: each case is a real request
+EXAMPLES = 2  # cases per operation, each sent bent every way: each a real request
 
 LIVE_SERVERS = {
     "granian-wsgi, traced": ("granian-wsgi", True, {}),
