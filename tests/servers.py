@@ -18,6 +18,7 @@ import atexit
 import contextlib
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -31,9 +32,27 @@ STARTUP_TIMEOUT = 60.0
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port nothing listens on, for a server a test starts, below the kernel's ephemeral
+    range: a port the kernel hands out (a bind to port 0) is also any outgoing connection's
+    next source port, and one was taken that way before `make serve-prod` bound it
+    ("Address already in use")."""
+    low = _ephemeral_low()
+    for _ in range(500):
+        port = random.randrange(max(1024, low - 12_000), low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("", port))  # every address: a server on 127.0.0.1 is seen too
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port below {low}")
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:

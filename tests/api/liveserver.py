@@ -12,7 +12,6 @@ import atexit
 import os
 import secrets
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,17 +24,13 @@ from pathlib import Path
 
 import httpx
 
+from tests.servers import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 DAPHNE = str(Path(sys.executable).with_name("daphne"))
 UVICORN = str(Path(sys.executable).with_name("uvicorn"))
 GRANIAN = str(Path(sys.executable).with_name("granian"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class LiveServer:

@@ -12,7 +12,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -20,18 +19,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.servers import free_port
+
 # Mostly waiting on pip and a server: it runs in the pass beside the others (.ci/test-passes).
 pytestmark = [pytest.mark.apart, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Installing the runtime dependencies into a new virtualenv takes one to three minutes here.
 FIRST_PAGE_WITHIN = 600
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def newcomer_env() -> dict[str, str]:

@@ -9,7 +9,6 @@ under granian) a departed thread's connection is back in the pool and the next o
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from gloveapp.conversations.services import session_create
+from tests.servers import free_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -29,12 +29,6 @@ ROOT = Path(__file__).resolve().parents[2]
 GRANIAN = str(Path(sys.executable).with_name("granian"))
 THREADS = 2
 IDLE_SECONDS = 5  # granian's least idle time before a blocking thread exits
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _server_connections() -> int:
@@ -52,7 +46,7 @@ def granian(requires_postgres, django_user_model):
     session_create(owner=owner, session_id="served")
     token = Token.objects.create(user=owner).key
     db = connection.settings_dict
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [
             GRANIAN,

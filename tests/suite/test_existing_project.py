@@ -17,7 +17,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HOWTO = ROOT / "docs" / "howto" / "existing-project.md"
@@ -201,12 +202,6 @@ def test_it_runs_a_chat_turn_and_a_resolution_in_a_project_of_its_own(project):
     assert result["api_refusal"] == [400, ["details", "error", "field"]]
     assert "Kenya AA is back: 12 bags" in result["second_reply"]
     assert result["item_status"] == "consumed"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.process
