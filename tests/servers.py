@@ -55,6 +55,13 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+def run_postgres_admin_url() -> str:
+    """The `postgres` database of the test run's PostgreSQL server: the server PG_TEST_URL
+    names (`make test` sets it), 127.0.0.1:5432 otherwise."""
+    url = os.environ.get("PG_TEST_URL", "postgres://postgres@127.0.0.1:5432/glove_test")
+    return f"{url.rpartition('/')[0]}/postgres"
+
+
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
     try:
         with socket.create_connection((host, port), timeout=1):

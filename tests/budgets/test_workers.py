@@ -12,19 +12,19 @@ model reports real token counts, and a daily budget of $1.00 for everyone
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from tests.api.liveserver import LiveServer
-from tests.conftest import _port_open, service_missing
+from tests.conftest import service_missing
 from tests.healing.stack import query, until, wait_until_finished
-from tests.servers import PostgresServer, pg_bindir
+from tests.servers import PostgresServer, pg_bindir, port_open, run_postgres_admin_url
 
 pytestmark = [
     pytest.mark.postgres,
@@ -40,15 +40,13 @@ LEASE_SECONDS = 4
 
 @pytest.fixture
 def database_base() -> str:
-    """The test run's PostgreSQL server (`make test` names it in PG_TEST_URL), whatever the
-    pass's own database: the live server makes a database of its own there."""
-    base, _, _ = os.environ.get("PG_TEST_URL", "postgres://postgres@127.0.0.1:5432/x").rpartition(
-        "/"
-    )
-    host, _, port = base.rpartition("@")[2].partition(":")
-    if not _port_open(host or "127.0.0.1", int(port or 5432)):
-        service_missing(f"PostgreSQL is not reachable at {base}")
-    return f"{base}/postgres"
+    """The test run's PostgreSQL server, whatever the pass's own database: the live server
+    makes a database of its own there."""
+    admin_url = run_postgres_admin_url()
+    address = urlsplit(admin_url)
+    if not port_open(address.port or 5432, address.hostname or "127.0.0.1"):
+        service_missing(f"PostgreSQL is not reachable at {address.netloc}")
+    return admin_url
 
 
 def _server(database_base: str, **env: str) -> LiveServer:

@@ -7,7 +7,6 @@ refuses anyway the failure must say why instead of a bare "too many clients alre
 
 from __future__ import annotations
 
-import os
 import secrets
 
 import psycopg
@@ -15,19 +14,13 @@ import pytest
 
 from tests.conftest import service_missing
 from tests.pg_budget import concurrency_for, explain_refusal, free_connections
-
-PG_URL = os.environ.get("PG_TEST_URL", "postgres://postgres@127.0.0.1:5432/glove_test")
-
-
-def _admin_url() -> str:
-    base, _, _ = PG_URL.rpartition("/")
-    return f"{base}/postgres"
+from tests.servers import run_postgres_admin_url
 
 
 @pytest.fixture
 def pg_admin():
     try:
-        conn = psycopg.connect(_admin_url(), autocommit=True, connect_timeout=3)
+        conn = psycopg.connect(run_postgres_admin_url(), autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as exc:
         service_missing(f"PostgreSQL is not reachable: {exc}")
     with conn:
@@ -40,7 +33,7 @@ def test_it_counts_the_connections_the_server_has_left(pg_admin):
     seen = []
     for _ in range(20):
         before = free_connections(pg_admin)
-        extra = psycopg.connect(_admin_url(), connect_timeout=3)
+        extra = psycopg.connect(run_postgres_admin_url(), connect_timeout=3)
         try:
             seen.append(before - free_connections(pg_admin))
         finally:
@@ -72,7 +65,7 @@ def test_it_explains_a_refused_connection_in_plain_words(pg_admin):
     role = f"glove_full_{secrets.token_hex(4)}"
     pg_admin.execute(f'CREATE ROLE "{role}" LOGIN CONNECTION LIMIT 0')
     try:
-        scheme, _, rest = _admin_url().partition("://")
+        scheme, _, rest = run_postgres_admin_url().partition("://")
         with pytest.raises(psycopg.OperationalError) as refused:
             psycopg.connect(f"{scheme}://{role}@{rest.partition('@')[2]}", connect_timeout=3)
         text = explain_refusal(refused.value)

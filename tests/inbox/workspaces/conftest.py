@@ -109,7 +109,7 @@ class InProcessServer:
         return self.manage("create_api_token", username, "--create-user").strip()
 
     def log_tail(self, size: int = 4000) -> str:
-        """What the application logged while the module ran (records and tracebacks)."""
+        """What the application logged during the test (records and tracebacks)."""
         return "\n".join(self._log.lines)[-size:]
 
     def close_connections(self) -> None:

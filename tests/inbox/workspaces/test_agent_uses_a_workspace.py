@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -30,7 +31,7 @@ def mcp_url(live) -> Iterator[str]:
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()
     while not server.started and thread.is_alive():
-        threading.Event().wait(0.01)
+        time.sleep(0.01)
     assert server.started, "uvicorn did not start"
     yield f"http://127.0.0.1:{port}/mcp/{live['ann'].id}"
     server.should_exit = True
