@@ -61,6 +61,29 @@ def _until(what: str, check, timeout: float = WAIT):
     raise AssertionError(f"never happened: {what}")
 
 
+def _freeze_outside_a_transaction(worker, database_url: str) -> None:
+    """SIGSTOP `worker` at a moment it holds no transaction open. A worker stopped inside
+    one (a lease renewal, the scheduler's retention) keeps its locks and, behind PgBouncer,
+    its server connection: the other worker then waits on them instead of taking the turn
+    back, which is another fault than the one tested. So: stop it, look for a transaction
+    left idle on the database, and if there is one let it run a moment and stop it again."""
+    for _ in range(20):
+        worker.send_signal(signal.SIGSTOP)
+        time.sleep(0.3)
+        (held,) = query(
+            database_url,
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() "
+            "AND state IN ('idle in transaction', 'idle in transaction (aborted)') "
+            "AND state_change < now() - interval '0.2 seconds'",
+        )[0]
+        if not held:
+            return
+        worker.send_signal(signal.SIGCONT)
+        time.sleep(0.05)
+    raise AssertionError("the worker was never outside a transaction when stopped")
+
+
 def test_a_frozen_worker_stores_nothing_once_its_turn_was_taken_back(slow_stack):
     server = slow_stack
     ann = Browser(server)
@@ -83,7 +106,7 @@ def test_a_frozen_worker_stores_nothing_once_its_turn_was_taken_back(slow_stack)
     )[0]
     pid = int(holder.split(":")[1])
     index, frozen = next((i, w) for i, w in enumerate(server.workers) if w.pid == pid)
-    frozen.send_signal(signal.SIGSTOP)
+    _freeze_outside_a_transaction(frozen, server.database_url)
     try:
         # The other worker takes the turn back after the lease and answers it.
         _until(
