@@ -19,13 +19,14 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
 
+from gloveapp.conversations.models import HandoffRecord
 from gloveapp.lib.db.batches import stop_if_asked
-from gloveapp.turns.handoff_usage import day_handoffs
+from gloveapp.turns.handoff_usage import HandoffDay, day_handoffs
 from gloveapp.turns.models import Turn, TurnStep, UsageDay
 
 # The days whose turns may still change them (a wait that ends, a retry).
@@ -157,7 +158,24 @@ def usage_rollup(*, days: int = RECENT_DAYS, today: date | None = None) -> list[
     window = [today - timedelta(days=n) for n in range(max(days, MAX_DAYS))]
     have = set(UsageDay.objects.filter(day__in=window).values_list("day", flat=True))
     wanted = [day for n, day in enumerate(window) if n < days or day not in have]
+    # A day before the window's first step and first handoff record holds nothing: those
+    # are written empty in one statement (a new database's first round was some 700
+    # queries, one sum per empty day).
+    first = _first_activity(window[-1])
+    empty = {day for day in wanted if day_bounds(day)[1] <= first}
+    now = timezone.now()
+    UsageDay.objects.bulk_create(
+        [
+            UsageDay(day=day, summary=asdict(_empty_day()), steps=0, computed_at=now)
+            for day in sorted(empty)
+        ],
+        update_conflicts=True,
+        unique_fields=["day"],
+        update_fields=["summary", "steps", "computed_at"],
+    )
     for day in wanted:
+        if day in empty:
+            continue
         summary, count = day_summarise(day)
         UsageDay.objects.update_or_create(
             day=day,
@@ -165,3 +183,26 @@ def usage_rollup(*, days: int = RECENT_DAYS, today: date | None = None) -> list[
         )
     UsageDay.objects.filter(day__lt=today - timedelta(days=KEEP_DAYS)).delete()
     return wanted
+
+
+def _first_activity(since: date) -> datetime:
+    """When the first step or handoff record on or after `since` began (by their time
+    indexes), or the end of time when there is none."""
+    start = day_bounds(since)[0]
+    firsts = [
+        TurnStep.objects.filter(started_at__gte=start)
+        .order_by("started_at")
+        .values_list("started_at", flat=True)
+        .first(),
+        HandoffRecord.objects.filter(created_at__gte=start)
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+        .first(),
+    ]
+    return min(
+        (first for first in firsts if first is not None), default=datetime.max.replace(tzinfo=UTC)
+    )
+
+
+def _empty_day() -> DaySummary:
+    return DaySummary(handoffs=asdict(HandoffDay()))

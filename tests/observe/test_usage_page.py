@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from dataclasses import asdict
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -151,3 +152,43 @@ def test_a_day_not_summed_yet_is_said_so(client):
     client.force_login(root)
     page = client.get("/admin/usage/?days=7").content.decode()
     assert "7 days of this window are not summed yet" in page
+
+
+def test_a_new_databases_empty_days_are_written_at_once_as_summing_them_would(client):
+    """The days before the window's first step and first handoff record hold nothing: one
+    statement writes them, each the summary that summing it finds, and the days from
+    the first record on are summed."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from gloveapp.conversations.models import HandoffRecord
+    from gloveapp.turns.models import Turn, TurnStep, UsageDay
+    from gloveapp.turns.usage_rollup import MAX_DAYS, day_summarise, usage_rollup
+
+    root = get_user_model().objects.create_superuser("root", password="pw-1")
+    chat = session_create(owner=root, agent_name="coffee")
+    noon = timezone.localtime().replace(hour=12, minute=0, second=0, microsecond=0)
+    record = HandoffRecord.objects.create(session=chat, kind=HandoffRecord.Kind.REQUESTED)
+    HandoffRecord.objects.filter(pk=record.pk).update(created_at=noon - timedelta(days=20))
+    turn = Turn.objects.create(session=chat, status=Turn.Status.DONE)
+    TurnStep.objects.create(
+        turn=turn, attempt=1, kind=TurnStep.Kind.ATTEMPT, outcome=Turn.Status.DONE,
+        started_at=noon - timedelta(days=10), duration_ms=1500,
+    )  # fmt: skip
+
+    with CaptureQueriesContext(connection) as captured:
+        written = usage_rollup()
+    assert len(written) == MAX_DAYS
+    assert len(captured) < 200  # 20 days summed, 70 written in one statement
+    rows = {row.day: row for row in UsageDay.objects.all()}
+    assert sorted(rows) == sorted(written)
+    today = noon.date()
+    assert rows[today - timedelta(days=10)].summary["turns"] == {"done": 1}
+    assert rows[today - timedelta(days=20)].summary["handoffs"]["handoffs"] == {"coffee": 1}
+    for day in (today - timedelta(days=21), today - timedelta(days=MAX_DAYS - 1)):
+        summary, count = day_summarise(day)
+        assert (rows[day].summary, rows[day].steps) == (asdict(summary), count)
+
+    # Summed again, a day already written is left as it was, and the recent days are summed.
+    assert usage_rollup() == [today, today - timedelta(days=1)]
