@@ -19,7 +19,7 @@ import django.db.models.deletion
 from django.apps import apps as django_apps
 from django.db import migrations, models
 
-from gloveapp.lib.db.migrations import trigram_index_operations
+from gloveapp.lib.db.migrations import RunPython, trigram_index_operations
 
 SEARCHED = ("username", "first_name", "last_name", "email")
 
@@ -100,10 +100,10 @@ class Migration(migrations.Migration):
                 table="auth_user", column=column, name=f"glove_user_{column}_trgm_idx"
             )
         ),
-        migrations.RunPython(
+        RunPython(
             create_user_filter_indexes, drop_user_filter_indexes, elidable=False
         ),
-        migrations.RunPython(
+        RunPython(
             create_login_record_indexes, drop_login_record_indexes, elidable=False
         ),
     ]

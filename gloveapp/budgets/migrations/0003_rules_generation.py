@@ -11,6 +11,8 @@ at every call.
 
 from django.db import migrations
 
+from gloveapp.lib.db.migrations import RunPython
+
 TABLE = "budgets_rules_generation"
 
 FORWARD = f"""
@@ -49,4 +51,4 @@ def run(sql: str):
 class Migration(migrations.Migration):
     dependencies = [("budgets", "0002_admin_filter_indexes")]
 
-    operations = [migrations.RunPython(run(FORWARD), run(BACKWARD))]
+    operations = [RunPython(run(FORWARD), run(BACKWARD))]

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 from gloveapp.lib.db.migrations import (
+    RunPython,
     add_index_if_absent,
     partition_by_day,
     trigram_index_operations,
@@ -204,7 +205,7 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['session', 'id'], name='handoff_record_session_idx'), models.Index(fields=['created_at'], name='handoff_record_created_idx')],
             },
         ),
-        migrations.RunPython(set_session_fillfactor, reset_session_fillfactor, elidable=False),
+        RunPython(set_session_fillfactor, reset_session_fillfactor, elidable=False),
         *trigram_index_operations(
             table="conversations_session", column="title", name="session_title_trgm_idx"
         ),

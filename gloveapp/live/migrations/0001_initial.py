@@ -9,7 +9,7 @@ lived in the conversations app.
 from django.core.management.commands.createcachetable import Command as CreateCacheTable
 from django.db import migrations, models
 
-from gloveapp.lib.db.migrations import add_index_if_absent, partition_by_day
+from gloveapp.lib.db.migrations import RunPython, add_index_if_absent, partition_by_day
 
 # The database cache's table (`glove_cache`), where every process counts its rate limits when
 # no Redis is configured (gloveapp/live/cache.py). Made whatever CACHES says now, so a later
@@ -58,7 +58,7 @@ class Migration(migrations.Migration):
                 ('last_seq', models.BigIntegerField()),
             ],
         ),
-        migrations.RunPython(create_cache_table, drop_cache_table, elidable=False),
+        RunPython(create_cache_table, drop_cache_table, elidable=False),
         partition_by_day(table="conversations_liveevent", column="created_at"),
         add_index_if_absent(
             "live", "liveevent", models.Index(fields=["type", "id"], name="liveevent_type_idx")

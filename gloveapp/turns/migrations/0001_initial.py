@@ -28,7 +28,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-from gloveapp.lib.db.migrations import add_index_if_absent, partition_by_day
+from gloveapp.lib.db.migrations import RunPython, add_index_if_absent, partition_by_day
 
 TURN_FILLFACTOR = 80
 
@@ -238,9 +238,9 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('turn', 'event'), name='turn_push_once_per_event')],
             },
         ),
-        migrations.RunPython(set_turn_fillfactor, reset_turn_fillfactor, elidable=False),
+        RunPython(set_turn_fillfactor, reset_turn_fillfactor, elidable=False),
         partition_by_day(table="django_tasks_database_dbtaskresult", column="enqueued_at"),
-        migrations.RunPython(
+        RunPython(
             create_task_result_indexes, drop_task_result_indexes, elidable=False
         ),
         add_index_if_absent(
