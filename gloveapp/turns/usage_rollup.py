@@ -4,7 +4,8 @@ whatever the steps' number (it read up to 100,000 steps into Python per view: 27
 
 `usage_rollup` (idempotent: a day's row is replaced by its sum) sums again the last
 `RECENT_DAYS` days, whose turns may still be running or waiting, and every day of the page's
-window that has no row yet. The turn worker's scheduler runs it before each retention round
+window that has no row yet; the days before the window's first step and handoff record are
+written empty at once. The turn worker's scheduler runs it before each retention round
 (GLOVE_RETENTION_SECONDS), so a day is summed before its steps are forgotten and outlives
 them; `manage.py usage_rollup --days N` sums N days again by hand (after a change of
 GLOVE_MODEL_PRICES nothing need be summed again: cost is priced as the page is read, from the
