@@ -66,17 +66,19 @@ def test_it_opens_a_long_chat_at_its_newest_message(server, browser, long_chat, 
 def scroll_to_the_top_until_attached(page, locator, attempts=30):
     """Scroll to the top as a reader does, again if nothing came: htmx checks "revealed" on
     scroll events, and a scroll to where the page already is fires none (under load the first
-    one can land before the page settled at its bottom)."""
-    for _ in range(attempts):
+    one can land before the page settled at its bottom). Each wait is a second longer than
+    the last, up to five: on a busy machine the page's answer can take longer than a second,
+    and scrolling again before it lands only asks again."""
+    for attempt in range(attempts):
         page.evaluate("window.scrollTo(0, 400)")
         page.mouse.wheel(0, -5000)
         # (Locators, not wait_for_function: the page's CSP forbids evaluating strings.)
         try:
-            locator.wait_for(state="attached", timeout=1000)
+            locator.wait_for(state="attached", timeout=1000 * min(attempt + 1, 5))
             return
         except PlaywrightTimeoutError:
             continue
-    locator.wait_for(state="attached", timeout=1000)
+    locator.wait_for(state="attached", timeout=10_000)
 
 
 def test_it_loads_earlier_pages_on_scroll_and_keeps_them_through_a_refresh(server, browser):
