@@ -1,6 +1,6 @@
-"""The migration operations the apps share (`gloveapp.lib.db.migrations`): the same schema
-as Django's own operations, and the project's models rendered only for code that reads
-them."""
+"""The migration operations the apps share (`gloveapp.lib.db.migrations`): the project's
+models rendered only for code that reads them, once, and the operations written into a
+migration file as what they are."""
 
 from __future__ import annotations
 
@@ -8,15 +8,20 @@ import pytest
 from django.apps import apps as django_apps
 from django.db import connection
 from django.db.migrations.state import ProjectState
+from django.db.migrations.writer import OperationWriter
+from django.db.models import Index
+from django.utils.functional import cached_property
 
-from gloveapp.lib.db.migrations import RunPython
+from gloveapp.lib.db.migrations import RunPython, add_index_if_absent
 
 # SQLite's schema editor cannot open inside a test's transaction.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
-def run_forwards(operation) -> ProjectState:
+def run_forwards(operation, *, delayed: bool = False) -> ProjectState:
     state = ProjectState.from_apps(django_apps)
+    # As in a migrate after an operation that reloaded a model lazily (AddIndex, AddField).
+    state.is_delayed = delayed
     with connection.schema_editor(atomic=True) as editor:
         operation.database_forwards("inbox", editor, state, state.clone())
     return state
@@ -40,7 +45,37 @@ def test_code_that_reads_a_model_gets_the_historical_one():
     assert seen == [("inbox_inboxitem", "__fake__")]  # the migration state's, not the app's
 
 
-def test_it_is_written_as_djangos_runpython():
-    name, _args, kwargs = RunPython(RunPython.noop, RunPython.noop, elidable=True).deconstruct()
-    assert name == "migrations.RunPython"
-    assert kwargs["elidable"] is True
+def test_code_that_reads_models_twice_renders_them_once(monkeypatch):
+    renders = []
+    djangos = ProjectState.apps.func
+
+    def counted(state):
+        renders.append(state)
+        return djangos(state)
+
+    counting = cached_property(counted)
+    counting.__set_name__(ProjectState, "apps")
+    monkeypatch.setattr(ProjectState, "apps", counting)
+
+    def read(apps, editor):
+        apps.get_model("inbox", "InboxItem")
+        apps.get_model("mesh", "MeshAgent")
+
+    run_forwards(RunPython(read), delayed=True)
+    assert len(renders) == 1
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        RunPython(RunPython.noop, RunPython.noop, elidable=True),
+        add_index_if_absent("inbox", "inboxitem", Index(fields=["tag"], name="inbox_tag_idx")),
+    ],
+    ids=["RunPython", "AddIndexIfAbsent"],
+)
+def test_a_migration_file_names_the_operation_it_holds(operation):
+    # As makemigrations or squashmigrations would write it: the class itself, importable.
+    text, imports = OperationWriter(operation).serialize()
+    cls = type(operation)
+    assert text.strip().startswith(f"{cls.__module__}.{cls.__name__}(")
+    assert f"import {cls.__module__}" in imports

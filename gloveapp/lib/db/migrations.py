@@ -16,18 +16,18 @@ class _AppsWhenAsked:
 
     def __init__(self, state: Any) -> None:
         self._state = state
+        self._apps: Any = None
 
     def __getattr__(self, name: str) -> Any:
-        self._state.clear_delayed_apps_cache()
-        return getattr(self._state.apps, name)
+        if self._apps is None:
+            # What Django's RunPython does before it runs the code, once.
+            self._state.clear_delayed_apps_cache()
+            self._apps = self._state.apps
+        return getattr(self._apps, name)
 
 
 class RunPython(migrations.RunPython):
     """Django's `RunPython` (same arguments), its models rendered when the code reads them."""
-
-    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        _, args, kwargs = super().deconstruct()
-        return "migrations.RunPython", args, kwargs
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state):  # type: ignore[no-untyped-def]
         if router.allow_migrate(schema_editor.connection.alias, app_label, **self.hints):
@@ -45,10 +45,6 @@ class AddIndexIfAbsent(migrations.AddIndex):
     already built: on PostgreSQL `CREATE INDEX IF NOT EXISTS`, so on a large table it may be
     built beforehand without blocking writes (`CREATE INDEX CONCURRENTLY` under the same
     name, docs/howto/deploy.md); elsewhere a plain one."""
-
-    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        _, args, kwargs = super().deconstruct()
-        return "AddIndex", args, kwargs
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state):  # type: ignore[no-untyped-def]
         model = to_state.apps.get_model(app_label, self.model_name)
