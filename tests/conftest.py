@@ -65,9 +65,9 @@ KEPT_BY_FLUSH = frozenset({"django_content_type", "auth_permission"})
 
 
 def _lighter_flush() -> None:
-    """A transactional test ends with Django emptying every table (its `flush`). Two things
-    make that cheaper here, and a third follows from the first; a flush that resets sequences or cascades (a test's own `flush`)
-    stays Django's.
+    """A transactional test ends with Django emptying every table (its `flush`). Three
+    things make that cheaper here; a flush that resets sequences or cascades (a test's own
+    `flush`) stays Django's.
 
     - It keeps the content types and permissions: emptied, the `post_migrate` signal that
       follows the flush wrote them all again (some 100 and 400 rows: 56-66 ms a flush on

@@ -165,11 +165,9 @@ def usage_rollup(*, days: int = RECENT_DAYS, today: date | None = None) -> list[
     first = _first_activity(window[-1])
     empty = {day for day in wanted if day_bounds(day)[1] <= first}
     now = timezone.now()
+    nothing = asdict(DaySummary(handoffs=asdict(HandoffDay())))  # what summing them finds
     UsageDay.objects.bulk_create(
-        [
-            UsageDay(day=day, summary=asdict(_empty_day()), steps=0, computed_at=now)
-            for day in sorted(empty)
-        ],
+        [UsageDay(day=day, summary=nothing, steps=0, computed_at=now) for day in sorted(empty)],
         update_conflicts=True,
         unique_fields=["day"],
         update_fields=["summary", "steps", "computed_at"],
@@ -203,7 +201,3 @@ def _first_activity(since: date) -> datetime:
     return min(
         (first for first in firsts if first is not None), default=datetime.max.replace(tzinfo=UTC)
     )
-
-
-def _empty_day() -> DaySummary:
-    return DaySummary(handoffs=asdict(HandoffDay()))

@@ -29,6 +29,7 @@ EXAMPLES_PER_OPERATION = 10  # cases per operation, each sent bent every way (HO
 # Ways a hostile caller bends a schema-valid request (issue 15 found a 500 behind each).
 HOSTILE = ("as generated", "lone surrogate", "null in a list", "deep nesting", "non-ASCII header")
 SECRET = "a-long-random-webhook-secret-for-fuzzing"
+DEEP_LEVELS = (1_000, 3_000)  # how deep "deep nesting" nests a free-form field
 
 
 def _leaves(value, path=()):
@@ -74,7 +75,7 @@ def bend(body, how: str, draw, free_form: frozenset[str] = frozenset()):
         # Every object gets each free-form JSON field (any value by the schema: tool inputs,
         # results, parameters) thousands of levels deep; where a field is unknown the
         # server ignores it.
-        levels = draw(st.sampled_from([1_000, 3_000]))
+        levels = draw(st.sampled_from(DEEP_LEVELS))
         nested = _deep_list(levels)
         objects = [p for p, v in _leaves(body) if isinstance(v, dict)]
         for path in sorted(objects, key=len, reverse=True):
@@ -110,7 +111,7 @@ def _deep_list(levels: int) -> str:
 
 def _dumps(body) -> str:
     text = json.dumps(body, default=str)
-    for levels in (1_000, 3_000):
+    for levels in DEEP_LEVELS:
         text = text.replace(json.dumps(_deep_list(levels)), "[" * levels + "0" + "]" * levels)
     return text
 
